@@ -1,0 +1,90 @@
+"""Backend adapters: the only thing that differs between the legs of a bake-off.
+
+A small registry of names to implementations, imported lazily so that a CUDA
+image never imports torch_xla and a Neuron image never touches CUDA.
+"""
+from __future__ import annotations
+
+import importlib
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+
+REGISTRY: dict[str, str] = {
+    "neuron": "bakeoff_runtime.backends.neuron:NeuronBackend",
+    "torchneuron": "bakeoff_runtime.backends.torchneuron:TorchNeuronBackend",
+    "cuda": "bakeoff_runtime.backends.cuda:CudaBackend",
+    "cpu": "bakeoff_runtime.backends.cpu:CpuBackend",
+}
+
+PRECISIONS = ("fp32", "bf16")
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend's runtime is not present in this image or on this host."""
+
+
+class Backend:
+    """What the training loop needs from a device family. Subclasses override."""
+
+    name = "base"
+    autocast_device_type = "cpu"
+    distributed_backend = "gloo"
+    # Backends that trace lazily need an explicit step boundary.
+    lazy = False
+
+    def __init__(self, precision: str = "fp32", local_rank: int = 0):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        self.precision = precision
+        self.local_rank = local_rank
+
+    def device(self) -> torch.device:
+        raise NotImplementedError
+
+    def autocast(self):
+        # fp32 master weights always; bf16 only inside the forward pass.
+        if self.precision == "bf16":
+            return torch.autocast(device_type=self.autocast_device_type, dtype=torch.bfloat16)
+        return nullcontext()
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        optimizer.step()
+
+    def mark_step(self) -> None:
+        """End of one training step (a graph boundary on lazy backends)."""
+
+    def synchronize(self) -> None:
+        """Block until queued device work is done (for honest timing)."""
+
+    def wrap_model(self, model: torch.nn.Module, world_size: int) -> torch.nn.Module:
+        if world_size > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.local_rank] if self.device().type == "cuda" else None
+            return DistributedDataParallel(model, device_ids=ids)
+        return model
+
+    def compile_stats(self) -> dict[str, Any]:
+        """Graphs compiled and seconds spent compiling, where the backend tells it."""
+        return {"compiled_graphs": None, "compile_time_s": None}
+
+    def peak_device_memory_bytes(self) -> int | None:
+        return None
+
+    def versions(self) -> dict[str, str]:
+        return {"torch": torch.__version__}
+
+    def describe(self) -> str:
+        return f"{self.name} on {self.device()}"
+
+
+def get_backend(name: str, precision: str = "fp32", local_rank: int = 0) -> Backend:
+    try:
+        target = REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+    module_name, _, cls_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls(precision=precision, local_rank=local_rank)

@@ -1,0 +1,141 @@
+"""MLflow logging that never stops or slows training.
+
+A daemon thread owns the MLflow client: the training loop only puts records on a
+bounded queue (dropping, and counting, when it is full). If mlflow is missing or
+the tracking server is down, the sink says so once and training carries on;
+metrics.jsonl and summary.json remain the record of truth.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+import time
+from typing import Any
+
+_STOP = object()
+
+
+class MlflowSink:
+    def __init__(self, tracking_uri: str | None, experiment: str | None, run_name: str,
+                 tags: dict[str, str], params: dict[str, Any], artifact_location: str | None = None,
+                 maxsize: int = 10_000):
+        self.enabled = bool(tracking_uri) and bool(experiment)
+        self.tracking_uri = tracking_uri
+        self.experiment = experiment
+        self.run_name = run_name
+        self.tags = tags
+        self.params = params
+        self.artifact_location = artifact_location
+        self.run_id: str | None = None
+        self.error: str | None = None
+        self.dropped = 0
+        self._q: queue.Queue = queue.Queue(maxsize=maxsize)
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, name="bakeoff-mlflow", daemon=True)
+            self._thread.start()
+
+    # --- called from the training loop -------------------------------------------------
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        self._put(("metrics", metrics, step))
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        self._put(("tags", tags, None))
+
+    def log_artifact(self, path: str) -> None:
+        self._put(("artifact", path, None))
+
+    def _put(self, item) -> None:
+        if not self.enabled or self.error:
+            return
+        try:
+            self._q.put_nowait(item)
+        except queue.Full:
+            self.dropped += 1
+
+    def close(self, status: str = "FINISHED", timeout: float = 120.0) -> dict[str, Any]:
+        """Flush what is queued (bounded by `timeout`) and end the run."""
+        if self._thread is not None:
+            try:
+                self._q.put(("end", status, None), timeout=5)
+                self._q.put(_STOP, timeout=5)
+            except queue.Full:
+                pass
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                self.error = self.error or f"MLflow did not finish within {timeout:.0f}s; gave up"
+        return {"enabled": self.enabled, "run_id": self.run_id, "error": self.error, "dropped": self.dropped}
+
+    # --- the logging thread -------------------------------------------------------------
+    def _warn(self, msg: str) -> None:
+        self.error = msg
+        print(f"[bakeoff] WARNING: MLflow logging disabled: {msg} (training continues)", file=sys.stderr, flush=True)
+
+    def _run(self) -> None:
+        try:
+            import mlflow
+            from mlflow.entities import Metric, RunTag
+            from mlflow.tracking import MlflowClient
+        except Exception as exc:  # mlflow is optional inside training images
+            self._warn(f"mlflow not importable ({exc.__class__.__name__}: {exc})")
+            return self._drain()
+        try:
+            client = MlflowClient(tracking_uri=self.tracking_uri)
+            exp = client.get_experiment_by_name(self.experiment)
+            if exp is None:
+                try:
+                    exp_id = client.create_experiment(self.experiment, artifact_location=self.artifact_location)
+                except Exception:  # created concurrently by another job
+                    exp_id = client.get_experiment_by_name(self.experiment).experiment_id
+            else:
+                exp_id = exp.experiment_id
+            run = client.create_run(exp_id, run_name=self.run_name, tags=self.tags)
+            self.run_id = run.info.run_id
+            params = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in sorted(self.params.items())]
+            for i in range(0, len(params), 100):
+                client.log_batch(self.run_id, params=params[i:i + 100])
+        except Exception as exc:
+            self._warn(f"cannot reach tracking store {self.tracking_uri!r} ({exc.__class__.__name__}: {exc})")
+            return self._drain()
+        finally:
+            self._ready.set()
+
+        pending: list = []
+        while True:
+            item = self._q.get()
+            if item is _STOP:
+                break
+            kind, payload, step = item
+            try:
+                if kind == "metrics":
+                    ts = int(time.time() * 1000)
+                    pending.extend(Metric(k, float(v), ts, step) for k, v in payload.items() if v is not None)
+                    # Batch while more is queued: one round trip per burst, not per value.
+                    if self._q.empty() or len(pending) >= 500:
+                        client.log_batch(self.run_id, metrics=pending)
+                        pending = []
+                    continue
+                if pending:
+                    client.log_batch(self.run_id, metrics=pending)
+                    pending = []
+                if kind == "tags":
+                    client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in payload.items()])
+                elif kind == "artifact":
+                    if os.path.exists(payload):
+                        client.log_artifact(self.run_id, payload)
+                elif kind == "end":
+                    client.set_terminated(self.run_id, status=payload)
+            except Exception as exc:
+                self._warn(f"logging to {self.tracking_uri!r} failed ({exc.__class__.__name__}: {exc})")
+                return self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                if self._q.get_nowait() is _STOP:
+                    return
+            except queue.Empty:
+                return

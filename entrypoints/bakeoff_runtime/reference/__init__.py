@@ -1,0 +1,1 @@
+"""The built-in reference trainer: a small decoder-only transformer LM on bytes."""

@@ -1,0 +1,308 @@
+"""The runtime helper: what a training script needs to be a bake-off leg.
+
+The built-in trainer uses it, and so can a user's own script, in a few lines:
+
+    from bakeoff_runtime import Runtime
+    with Runtime.from_environment() as rt:
+        model = rt.prepare(MyModel())
+        opt = torch.optim.AdamW(model.parameters(), lr=rt.hp("lr", 1e-3))
+        for step in range(rt.hp("max_steps", 100)):
+            x, y = next(batches)
+            with rt.autocast():
+                loss = loss_fn(model(x.to(rt.device)), y.to(rt.device))
+            loss.backward()
+            rt.optimizer_step(opt)
+            opt.zero_grad(set_to_none=True)
+            rt.track_step(step, loss, samples=len(x))
+        rt.log_validation(step, val_loss=evaluate(model))
+
+It reads the SageMaker container contract, picks the backend the leg declares,
+seeds everything, times steps honestly (warm-up excluded), stops a run that
+goes NaN or diverges, and writes metrics.jsonl/summary.json/the failure file.
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from .backends import get_backend
+from .contract import TrainingEnv
+from .mlflow_sink import MlflowSink
+from .telemetry import Telemetry, host_environment
+
+
+class Diverged(RuntimeError):
+    """The loss became non-finite or grew past the divergence limit."""
+
+
+def _to_cpu(obj):
+    if torch.is_tensor(obj):
+        return obj.detach().to("cpu")
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(v) for v in obj)
+    return obj
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+
+
+class Runtime:
+    def __init__(self, env: TrainingEnv, started_at: float | None = None, environ=None):
+        environ = os.environ if environ is None else environ
+        self.env = env
+        self.started_at = started_at if started_at is not None else time.time()
+        hps = env.hyperparameters
+        self.hps = hps
+        self.backend_name = environ.get("BAKEOFF_BACKEND") or hps.get("backend") or "cpu"
+        self.precision = environ.get("BAKEOFF_PRECISION") or hps.get("precision") or "fp32"
+        self.seed = int(hps.get("seed", 0))
+        self.leg = str(hps.get("leg", environ.get("BAKEOFF_LEG", "leg")))
+        self.log_interval = max(1, int(hps.get("log_interval", 10)))
+        self.max_steps = int(hps["max_steps"]) if "max_steps" in hps else None
+        self.divergence_factor = float(hps.get("divergence_factor", 4.0))
+
+        self.world_size = int(environ.get("WORLD_SIZE", 1))
+        self.rank = int(environ.get("RANK", 0))
+        self.local_rank = int(environ.get("LOCAL_RANK", 0))
+        self.backend = get_backend(self.backend_name, self.precision, self.local_rank)
+        if self.world_size > 1 and not torch.distributed.is_initialized():
+            if self.backend.distributed_backend == "xla":
+                import torch_xla.distributed.xla_backend  # noqa: F401  (registers "xla")
+
+                torch.distributed.init_process_group("xla", init_method="xla://")
+            else:
+                torch.distributed.init_process_group(self.backend.distributed_backend)
+        self.device = self.backend.device()
+        seed_everything(self.seed)
+
+        info = {
+            "bakeoff": environ.get("BAKEOFF_NAME", ""),
+            "leg": self.leg,
+            "seed": self.seed,
+            "backend": self.backend_name,
+            "precision": self.precision,
+            "instance_type": environ.get("BAKEOFF_INSTANCE_TYPE") or env.instance_type,
+            "instance_count": env.host_count,
+            "emulated_on": environ.get("BAKEOFF_EMULATED_ON") or None,
+            "job_key": environ.get("BAKEOFF_JOB_KEY") or None,
+            "spec_hash": environ.get("BAKEOFF_SPEC_HASH") or None,
+            "compile_cache": environ.get("BAKEOFF_COMPILE_CACHE") or None,
+            "world_size": self.world_size,
+        }
+        self.info = info
+        tags = {f"bakeoff.{k}": str(v) for k, v in info.items() if v not in (None, "")}
+        tags["mlflow.runName"] = f"{self.leg}-s{self.seed}"
+        self.sink = None
+        if self.rank == 0:
+            self.sink = MlflowSink(
+                tracking_uri=environ.get("MLFLOW_TRACKING_URI"),
+                experiment=environ.get("BAKEOFF_MLFLOW_EXPERIMENT") or environ.get("MLFLOW_EXPERIMENT_NAME"),
+                run_name=f"{self.leg}-s{self.seed}", tags=tags,
+                params={k: v for k, v in sorted(hps.items())},
+                artifact_location=environ.get("BAKEOFF_MLFLOW_ARTIFACT_LOCATION") or None,
+            )
+        self.telemetry = Telemetry(env.model_dir, info, sink=self.sink, rank=self.rank, started_at=self.started_at)
+
+        self._loop_started: float | None = None
+        self._first_step_done: float | None = None
+        self._first_loss: float | None = None
+        self._window: tuple[int, float, float] | None = None  # (step, time, units so far)
+        self._units = 0.0
+        self._steady: tuple[int, float, float] | None = None
+        self._last: tuple[int, float, float] | None = None
+        self.steps_completed = 0
+        self.last_train_loss: float | None = None
+        self.validation: dict[str, float] = {}
+        self.validation_history: list[dict[str, Any]] = []
+        self.unit = "tokens"
+        self.extra: dict[str, Any] = {}
+        warm = hps.get("warmup_exclude_steps")
+        self.warmup_exclude = int(warm) if warm is not None else max(2, min(10, (self.max_steps or 20) // 10))
+        self._finished = False
+
+    # --- construction ---------------------------------------------------------------
+    @classmethod
+    def from_environment(cls, started_at: float | None = None) -> "Runtime":
+        return cls(TrainingEnv.from_environ(), started_at=started_at)
+
+    def hp(self, name: str, default: Any = None) -> Any:
+        return self.hps.get(name, default)
+
+    def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
+        return self.backend.wrap_model(model.to(self.device), self.world_size)
+
+    def autocast(self):
+        return self.backend.autocast()
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        self.backend.optimizer_step(optimizer)
+        self.backend.mark_step()
+
+    # --- telemetry ------------------------------------------------------------------
+    def _needs_sync(self, step: int) -> bool:
+        last = self.max_steps is not None and step == self.max_steps - 1
+        return step == 0 or step == self.warmup_exclude or step % self.log_interval == 0 or last
+
+    def track_step(self, step: int, loss: torch.Tensor | float, tokens: int | None = None,
+                   samples: int | None = None, **values: float) -> None:
+        """Call once per optimizer step. Cheap except every `log_interval` steps,
+        where it fetches the loss (a device sync) and logs a line."""
+        now = time.time()
+        if self._loop_started is None:
+            self._loop_started = now
+        if tokens is not None:
+            self.unit = "tokens"
+        elif samples is not None:
+            self.unit = "samples"
+        self._units += float(tokens if tokens is not None else (samples or 0))
+        self.steps_completed = step + 1
+        if not self._needs_sync(step):
+            return
+        value = float(loss.detach().float().item()) if torch.is_tensor(loss) else float(loss)
+        now = time.time()  # after the fetch: the step's work is done
+        self.last_train_loss = value
+        record: dict[str, Any] = {"train_loss": value}
+        if step == 0:
+            self._first_step_done = now
+            self._first_loss = value
+            self.telemetry.say(time_to_first_step_s=round(now - self.started_at, 3))
+        if step >= self.warmup_exclude and self._steady is None:
+            self._steady = (step, now, self._units)
+        if self._last is not None and step > self._last[0]:
+            dt = now - self._last[1]
+            if dt > 0:
+                record[f"{self.unit}_per_sec"] = (self._units - self._last[2]) / dt
+                record["step_time_s"] = dt / (step - self._last[0])
+        self._last = (step, now, self._units)
+        record.update({k: float(v) for k, v in values.items()})
+        self.telemetry.log("train", step, **record)
+        self._check_divergence(step, value)
+
+    def _check_divergence(self, step: int, value: float) -> None:
+        if not math.isfinite(value):
+            raise Diverged(f"loss is {value} at step {step}")
+        if self._first_loss is not None and step > 0 and value > self.divergence_factor * max(self._first_loss, 1e-8):
+            raise Diverged(f"loss {value:.4g} at step {step} exceeds {self.divergence_factor:g}x "
+                           f"the initial loss {self._first_loss:.4g}")
+
+    def log_validation(self, step: int, **metrics: float) -> None:
+        metrics = {k: float(v) for k, v in metrics.items()}
+        self.validation = metrics
+        self.validation_history.append({"step": step, **metrics})
+        self.telemetry.log("eval", step, **metrics)
+        for k, v in metrics.items():
+            if not math.isfinite(v):
+                raise Diverged(f"validation metric {k} is {v} at step {step}")
+
+    # --- checkpoints (managed spot, restarts) ---------------------------------------
+    def save_checkpoint(self, state: dict[str, Any], step: int) -> None:
+        if self.rank != 0:
+            return
+        self.env.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.env.checkpoint_dir / "checkpoint.pt.tmp"
+        torch.save({"step": step, "state": _to_cpu(state)}, tmp)
+        os.replace(tmp, self.env.checkpoint_dir / "checkpoint.pt")
+
+    def load_checkpoint(self) -> tuple[int, dict[str, Any]] | None:
+        path = self.env.checkpoint_dir / "checkpoint.pt"
+        if not path.exists():
+            return None
+        blob = torch.load(path, map_location="cpu", weights_only=False)
+        return int(blob["step"]), blob["state"]
+
+    # --- the end --------------------------------------------------------------------
+    def throughput(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"unit": self.unit, "steady_state_from_step": self.warmup_exclude,
+                               "units_processed": self._units}
+        if self._steady and self._last and self._last[0] > self._steady[0]:
+            dt = self._last[1] - self._steady[1]
+            rate = (self._last[2] - self._steady[2]) / dt if dt > 0 else None
+            out[f"{self.unit}_per_sec"] = rate
+            out["step_time_s"] = dt / (self._last[0] - self._steady[0])
+            out["measured_steps"] = self._last[0] - self._steady[0]
+        else:
+            out[f"{self.unit}_per_sec"] = None
+            out["note"] = "too few steps after warm-up to measure a steady state"
+        return out
+
+    def finish(self, status: str = "completed", reason: str | None = None, **extra: Any) -> dict[str, Any]:
+        if self._finished:
+            return {}
+        self._finished = True
+        try:
+            self.backend.synchronize()
+        except Exception:
+            pass
+        stats = self.backend.compile_stats()
+        fallbacks = getattr(self.backend, "fallback_ops", None)
+        summary = {
+            "status": status,
+            "reason": reason,
+            "steps_completed": self.steps_completed,
+            "max_steps": self.max_steps,
+            "final_train_loss": self.last_train_loss,
+            "metrics": dict(self.validation),
+            "validation_history": self.validation_history,
+            "throughput": self.throughput(),
+            "time_to_first_step_s": (round(self._first_step_done - self.started_at, 3)
+                                     if self._first_step_done else None),
+            "first_step_s": (round(self._first_step_done - self._loop_started, 3)
+                             if self._first_step_done and self._loop_started else None),
+            "training_time_s": (round(time.time() - self._loop_started, 3) if self._loop_started else None),
+            "compile": {**stats, **({"fallback_ops": fallbacks()} if fallbacks else {})},
+            "peak_device_memory_bytes": self.backend.peak_device_memory_bytes(),
+            "environment": {**host_environment(), **self.backend.versions(),
+                            "backend_device": self.backend.describe()},
+            **self.extra,
+            **extra,
+        }
+        mlflow_status = "FINISHED" if status == "completed" else "FAILED"
+        if self.sink is not None:
+            summary["mlflow"] = {"run_id": self.sink.run_id}
+            self.sink.set_tags({"bakeoff.status": status})
+        body = self.telemetry.write_summary(summary)
+        if self.sink is not None:
+            self.sink.log_artifact(str(self.env.model_dir / "summary.json"))
+            result = self.sink.close(mlflow_status)
+            if result["run_id"] != body.get("mlflow", {}).get("run_id") or result["error"]:
+                # The run id is known only once the sink's thread has started.
+                body = self.telemetry.write_summary({**summary, "mlflow": result})
+        self.telemetry.close()
+        return body
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None:
+            self.finish("completed")
+            return False
+        if isinstance(exc, Diverged):
+            # A diverged run is a result, not a crash: it is reported and counted
+            # as unstable by the evaluation, so the job itself succeeds.
+            self.telemetry.say(diverged=1)
+            self.finish("diverged", reason=str(exc))
+            return True
+        reason = f"{exc_type.__name__}: {exc}"
+        self.env.write_failure(reason + "\n\n" + "".join(traceback.format_exception(exc_type, exc, tb))[-3000:])
+        try:
+            self.finish("failed", reason=reason)
+        except Exception:
+            pass
+        return False

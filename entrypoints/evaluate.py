@@ -1,0 +1,46 @@
+"""bakeoff's evaluation step: parity verdict, figures and cost for every leg.
+
+    python evaluate.py --jobs DIR --config config.json --out DIR
+
+DIR holds one sub-directory per training job (its model dir, or the model.tar.gz
+SageMaker wrote). Writes DIR/evaluation.json with a top-level `verdict` that a
+SageMaker ConditionStep reads with JsonGet. Exit 0 whatever the verdict: gating
+is the pipeline's (or `bakeoff run`'s) job.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bakeoff_runtime.evaluation import evaluate, load_jobs, write_evaluation  # noqa: E402
+from bakeoff_runtime.mlflow_parent import log_parent  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", required=True, type=Path, help="directory of job outputs")
+    ap.add_argument("--config", required=True, help="evaluation config: a JSON file or an inline JSON object")
+    ap.add_argument("--out", required=True, type=Path, help="where evaluation.json goes")
+    ap.add_argument("--margin", type=float, default=None, help="override the parity margin (pipeline parameter)")
+    args = ap.parse_args(argv)
+    raw = args.config
+    cfg = json.loads(raw) if raw.lstrip().startswith("{") else json.loads(Path(raw).read_text())
+    if args.margin is not None:
+        cfg["parity"]["margin"] = args.margin
+    jobs = load_jobs(args.jobs) if args.jobs.exists() else []
+    result = evaluate(cfg, jobs)
+    path = write_evaluation(result, args.out)
+    mlflow_cfg = cfg.get("mlflow") or {}
+    if mlflow_cfg.get("tracking_uri"):
+        result["mlflow"] = log_parent(mlflow_cfg, result, path)
+        write_evaluation(result, args.out)
+    print(f"[bakeoff] verdict={result['verdict']} failed_checks={result['failed_checks']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

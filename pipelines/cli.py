@@ -1,0 +1,174 @@
+"""The `bakeoff` command line. Start-up imports nothing heavy: each command
+imports what it needs when it runs."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _spec_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", help="bake-off spec (YAML)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a spec field before validation, e.g. --set training.max_steps=50 (repeatable)")
+
+
+def _load(args):
+    from .loader import load_spec
+
+    return load_spec(args.spec, args.overrides)
+
+
+# --- commands -------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    from .local import LocalExecutor
+    from .report import render_summary
+
+    spec = _load(args)
+    console = _console()
+    result = LocalExecutor(spec, Path(args.out), force=args.force, mlflow=False if args.no_mlflow else None).run()
+    render_summary(result.evaluation, console)
+    console.print(f"evaluation: {result.evaluation_path}", highlight=False)
+    if result.evaluation.get("mlflow", {}).get("parent_run_id"):
+        console.print(f"MLflow: bakeoff ui {args.out}", highlight=False)
+    return result.exit_code
+
+
+def cmd_validate(args) -> int:
+    from .plan import plan_jobs, spec_hash
+
+    spec = _load(args)
+    jobs = plan_jobs(spec)
+    print(f"{args.spec}: ok: {spec.name}, {len(spec.legs)} legs x {len(spec.seed_list)} seeds = {len(jobs)} "
+          f"training jobs, spec hash {spec_hash(spec)}")
+    for leg in spec.legs:
+        b = next(j.batching for j in jobs if j.leg.name == leg.name)
+        print(f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} devices), "
+              f"backend {leg.backend}, {leg.precision}; per-device batch {b.per_device_batch_size} x "
+              f"accumulation {b.gradient_accumulation_steps} = global {b.global_batch_size}")
+    return EXIT_OK
+
+
+def cmd_schema(args) -> int:
+    from .spec import BakeoffSpec
+
+    text = json.dumps(BakeoffSpec.model_json_schema(), indent=2, sort_keys=True) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_data(args) -> int:
+    from .data import prepare_corpus
+
+    manifest = prepare_corpus(Path(args.out))
+    for name, ch in sorted(manifest["channels"].items()):
+        print(f"{name}: {Path(args.out) / ch['path']}  {ch['bytes']:,} bytes  sha256 {ch['sha256']}")
+    print(f"corpus: {manifest['corpus']} (Python {manifest['python']}), manifest {Path(args.out) / 'manifest.json'}")
+    return EXIT_OK
+
+
+def cmd_instances(args) -> int:
+    from estimators import kinds
+    from estimators.prices import BUNDLED
+
+    for kind in kinds().values():
+        print(f"{kind.name}: {kind.description} (backends: {', '.join(kind.backends)})")
+        for name, inst in kind.instances.items():
+            row = BUNDLED.get(name)
+            price = f"${row.price.usd_per_hour:.2f}/h ({row.basis}, {row.price.as_of})" if row else "no bundled price"
+            acc = f"{inst.accelerators} x {inst.accelerator}" if inst.accelerator else "cpu"
+            print(f"  {name:22} {acc:18} {inst.devices:3} devices  {price}")
+    return EXIT_OK
+
+
+def cmd_ui(args) -> int:
+    import shutil
+    import subprocess
+
+    db = Path(args.dir) / "mlflow" / "mlflow.db"
+    if not db.exists():
+        from .errors import SpecError
+
+        raise SpecError(f"no MLflow store at {db}; run `bakeoff run SPEC --out {args.dir}` first")
+    exe = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
+    cmd = [exe, "ui", "--backend-store-uri", f"sqlite:///{db.resolve()}", "--host", "127.0.0.1",
+           "--port", str(args.port)]
+    print(f"MLflow UI on http://127.0.0.1:{args.port} (Ctrl-C to stop)")
+    return subprocess.call(cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="bakeoff",
+        description="Decide by measurement whether a model should train on AWS Trainium or NVIDIA GPUs: "
+                    "the same training code on every leg, several seeds each, a parity verdict and the cost.")
+    ap.add_argument("--version", action="version", version=f"bakeoff {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run the whole bake-off on this machine (trn legs on PyTorch/XLA's CPU device)")
+    _spec_arg(p)
+    p.add_argument("--out", required=True, help="run directory (jobs, evaluation, MLflow store)")
+    p.add_argument("--force", action="store_true", help="re-run jobs whose inputs did not change")
+    p.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("validate", help="check a spec and show the jobs it makes")
+    _spec_arg(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the spec")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("data", help="prepare the built-in corpus as train/validation channels")
+    p.add_argument("out", help="directory for the channels")
+    p.set_defaults(func=cmd_data)
+
+    p = sub.add_parser("instances", help="list known instance types, backends and bundled prices")
+    p.set_defaults(func=cmd_instances)
+
+    p = sub.add_parser("ui", help="serve the MLflow UI of a local run on 127.0.0.1")
+    p.add_argument("dir", help="run directory given to `bakeoff run --out`")
+    p.add_argument("--port", type=int, default=5000)
+    p.set_defaults(func=cmd_ui)
+
+    from .cli_aws import register as register_aws
+
+    register_aws(sub)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    from .errors import BakeoffError
+
+    try:
+        return args.func(args)
+    except BakeoffError as exc:
+        print(f"bakeoff: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("bakeoff: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

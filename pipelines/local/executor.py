@@ -1,0 +1,265 @@
+"""Run every leg x seed of a bake-off as a separate local process, then the
+evaluation step, then the parity gate: the embedded default, no AWS needed.
+
+Jobs run one at a time by default so throughput figures are not skewed by
+sharing cores. A finished job whose inputs did not change is not run again
+(content-keyed, like SageMaker step caching); `force=True` re-runs everything.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..bundle import EVALUATE_SCRIPT, LAUNCHER, bundle_for
+from ..data import prepare_corpus
+from ..errors import SpecError
+from ..hashing import digest, file_sha256
+from ..loader import spec_base_dir
+from ..plan import JobPlan, derive_batching, plan_jobs, spec_hash
+from ..spec import BakeoffSpec
+from .layout import JobLayout
+from .progress import Progress
+
+_STEP_RE = re.compile(r"^\[bakeoff\] step=(\d+)")
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    evaluation: dict[str, Any]
+    evaluation_path: Path
+    executed: list[str]
+    skipped: list[str]
+
+    @property
+    def verdict(self) -> str:
+        return self.evaluation["verdict"]
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verdict == "pass" else 1
+
+
+def gpu_available() -> bool:
+    # Decided without importing torch: the orchestrator stays light.
+    return bool(shutil.which("nvidia-smi")) and Path("/dev/nvidia0").exists()
+
+
+def _channel_fingerprint(path: Path) -> str:
+    manifest = path.parent / "manifest.json"
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    if manifest.exists():
+        shas = {c["path"]: c["sha256"] for c in json.loads(manifest.read_text())["channels"].values()}
+        rel = [f.relative_to(path.parent).as_posix() for f in files]
+        if all(r in shas for r in rel):
+            return digest(sorted(shas[r] for r in rel))
+    return digest([(f.name, file_sha256(f)) for f in files])
+
+
+class LocalExecutor:
+    def __init__(self, spec: BakeoffSpec, out_dir: Path, force: bool = False, console=None,
+                 use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None):
+        self.spec = spec
+        self.out = Path(out_dir).resolve()
+        self.force = force
+        self.progress = Progress(console)
+        self.use_gpu = gpu_available() if use_gpu is None else use_gpu
+        self.python = python or sys.executable
+        self.mlflow = spec.mlflow.enabled if mlflow is None else mlflow
+        self.base_dir = spec_base_dir(spec)
+
+    # --- inputs ---------------------------------------------------------------------
+    def _channels(self) -> tuple[dict[str, Path], dict[str, Any]]:
+        if not self.spec.data.channels:
+            if not self.spec.entrypoint.builtin:
+                raise SpecError("a custom entrypoint needs data.channels", field="data.channels")
+            manifest = prepare_corpus(self.out / "data")
+            return {n: self.out / "data" / n for n in manifest["channels"]}, manifest
+        channels = {}
+        for name, uri in self.spec.data.channels.items():
+            if uri.startswith("s3://"):
+                raise SpecError(f"channel {name!r} is {uri}: the local executor reads local paths only; "
+                                "download it first or run on SageMaker (`bakeoff deploy`)",
+                                field=f"data.channels.{name}")
+            path = (self.base_dir / uri).resolve()
+            if not path.exists():
+                raise SpecError(f"channel {name!r}: {path} does not exist (`bakeoff data DIR` makes the "
+                                "built-in corpus)", field=f"data.channels.{name}")
+            channels[name] = path
+        return channels, {}
+
+    def _mlflow_env(self) -> dict[str, str]:
+        if not self.mlflow:
+            return {}
+        uri = self.spec.mlflow.tracking_uri or f"sqlite:///{self.out / 'mlflow' / 'mlflow.db'}"
+        (self.out / "mlflow").mkdir(parents=True, exist_ok=True)
+        return {"MLFLOW_TRACKING_URI": uri, "BAKEOFF_MLFLOW_EXPERIMENT": self.spec.experiment,
+                "BAKEOFF_MLFLOW_ARTIFACT_LOCATION": (self.out / "mlflow" / "artifacts").as_uri()}
+
+    # --- the run --------------------------------------------------------------------
+    def run(self) -> RunResult:
+        spec = self.spec
+        self.out.mkdir(parents=True, exist_ok=True)
+        emulations = {}
+        for leg in spec.legs:
+            try:
+                emulations[leg.name] = leg.kind.local_emulation(leg.backend, self.use_gpu)
+            except ValueError as exc:
+                raise SpecError(f"leg {leg.name!r}: {exc}", field="legs") from None
+        bundle = bundle_for(spec, self.base_dir)
+        channels, manifest = self._channels()
+        data_fp = {name: _channel_fingerprint(path) for name, path in sorted(channels.items())}
+        jobs = plan_jobs(spec, world_size_of=lambda leg: 1)
+        mlflow_env = self._mlflow_env()
+
+        (self.out / "spec.json").write_text(json.dumps(spec.canonical(), indent=2, sort_keys=True) + "\n")
+        self._write_plan(jobs, emulations, bundle.sha256, data_fp, manifest)
+        for leg in spec.legs:
+            emu = emulations[leg.name]
+            self.progress.note(f"leg {leg.name}: {leg.instance_type}/{leg.backend} -> {emu.device_label}")
+
+        # Seed-major order: an interrupted run still has every leg represented.
+        ordered = sorted(jobs, key=lambda j: (spec.seed_list.index(j.seed), [l.name for l in spec.legs].index(j.leg.name)))
+        executed, skipped = [], []
+        self.progress.start(len(ordered))
+        try:
+            for i, job in enumerate(ordered, 1):
+                emu = emulations[job.leg.name]
+                key = digest({"hps": job.hyperparameters, "env": job.environment, "code": bundle.sha256,
+                              "data": data_fp, "backend": emu.backend, "emu": emu.environment,
+                              "device": emu.device_label, "mlflow": bool(mlflow_env)})
+                layout = JobLayout(self.out / "jobs" / job.name)
+                if not self.force and self._is_done(layout, key):
+                    skipped.append(job.name)
+                    self.progress.skipped(i, job.name)
+                    continue
+                self._run_job(i, job, layout, key, bundle, channels, emu, mlflow_env)
+                executed.append(job.name)
+        finally:
+            self.progress.stop()
+
+        evaluation, path = self._evaluate(jobs, emulations, bundle, mlflow_env)
+        return RunResult(self.out, evaluation, path, executed, skipped)
+
+    def _write_plan(self, jobs: list[JobPlan], emulations, bundle_sha: str, data_fp, manifest) -> None:
+        spec = self.spec
+        legs = {}
+        for leg in spec.legs:
+            target = derive_batching(spec.training.global_batch_size, leg.devices,
+                                     spec.training.max_per_device_batch_size)
+            local = next(j.batching for j in jobs if j.leg.name == leg.name)
+            legs[leg.name] = {"instance_type": leg.instance_type, "instance_count": leg.instance_count,
+                              "backend": leg.backend, "precision": leg.precision,
+                              "emulated_on": emulations[leg.name].device_label,
+                              "local_backend": emulations[leg.name].backend,
+                              "batching": {"target": target.as_dict(), "local": local.as_dict()}}
+        plan = {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "code_sha256": bundle_sha,
+                "data": {"fingerprints": data_fp, "manifest": manifest}, "legs": legs,
+                "jobs": [j.name for j in jobs]}
+        (self.out / "plan.json").write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
+
+    @staticmethod
+    def _is_done(layout: JobLayout, key: str) -> bool:
+        try:
+            meta = json.loads(layout.meta.read_text())
+        except (FileNotFoundError, ValueError):
+            return False
+        return meta.get("job_key") == key and meta.get("status") in ("completed", "diverged") \
+            and (layout.model / "summary.json").exists()
+
+    def _run_job(self, index: int, job: JobPlan, layout: JobLayout, key: str, bundle, channels, emu,
+                 mlflow_env) -> None:
+        layout.reset()
+        layout.lay_out(job.hyperparameters, channels, job.leg.instance_type, hosts=1)
+        bundle.write_to(layout.code)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "BAKEOFF_", "PJRT_", "MLFLOW_"))}
+        env.update(job.environment)
+        env.update(emu.environment)
+        env.update(layout.environment(channels, job.hyperparameters))
+        env.update(mlflow_env)
+        env.update({"BAKEOFF_BACKEND": emu.backend, "BAKEOFF_EMULATED_ON": emu.device_label,
+                    "BAKEOFF_JOB_KEY": key, "BAKEOFF_NPROC_PER_NODE": "1", "PYTHONUNBUFFERED": "1",
+                    "SM_CURRENT_INSTANCE_TYPE": job.leg.instance_type})
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        cmd = [self.python, str(layout.code / LAUNCHER), str(layout.code / bundle.script)]
+        total = int(job.hyperparameters.get("max_steps", 0)) or None
+        self.progress.begin(index, job.name, total)
+        started = time.time()
+        with open(layout.log, "w") as log:
+            proc = subprocess.Popen(cmd, cwd=layout.code, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, bufsize=1)
+            try:
+                for line in proc.stdout:
+                    log.write(line)
+                    m = _STEP_RE.match(line)
+                    if m:
+                        self.progress.advance(int(m.group(1)) + 1)
+                code = proc.wait()
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+        wall = time.time() - started
+        summary_path = layout.model / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        status = summary.get("status") or ("failed" if code else "completed")
+        reason = summary.get("reason")
+        failure = layout.output / "failure"
+        if code and not reason:
+            reason = failure.read_text().splitlines()[0] if failure.exists() else f"process exited with code {code}"
+        meta = {"job_key": key, "name": job.name, "leg": job.leg.name, "seed": job.seed, "status": status,
+                "reason": reason, "exit_code": code, "billable_s": round(wall, 3),
+                "billable_basis": "local wall time (estimate)", "started": started, "log": str(layout.log)}
+        layout.meta.write_text(json.dumps(meta, indent=2) + "\n")
+        self.progress.finish(index, job.name, status, wall, summary, reason)
+
+    def _evaluate(self, jobs: list[JobPlan], emulations, bundle, mlflow_env) -> tuple[dict, Path]:
+        from estimators.prices import price_for
+
+        spec = self.spec
+        eval_dir = self.out / "evaluation"
+        eval_dir.mkdir(parents=True, exist_ok=True)
+        legs = {}
+        for leg in spec.legs:
+            price = price_for(leg.instance_type, leg.price_per_hour)
+            legs[leg.name] = {
+                "instance_type": leg.instance_type, "instance_count": leg.instance_count, "backend": leg.backend,
+                "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list,
+                "emulated_on": emulations[leg.name].device_label,
+                "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
+                           "note": price.note} if price else None),
+            }
+        job_keys = sorted(json.loads((self.out / "jobs" / j.name / "job.json").read_text()).get("job_key", "")
+                          for j in jobs if (self.out / "jobs" / j.name / "job.json").exists())
+        config = {
+            "bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs,
+            "parity": {**spec.parity.model_dump(), "baseline": spec.baseline},
+            "cost_basis": "estimate: local wall time x on-demand price of the emulated instance",
+            "mlflow": ({"tracking_uri": mlflow_env["MLFLOW_TRACKING_URI"], "experiment": spec.experiment,
+                        "artifact_location": mlflow_env["BAKEOFF_MLFLOW_ARTIFACT_LOCATION"],
+                        "parent_key": digest(job_keys)} if mlflow_env else {}),
+        }
+        config_path = eval_dir / "config.json"
+        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        code_dir = self.out / "code"
+        bundle.write_to(code_dir)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "BAKEOFF_", "PJRT_"))}
+        env["PYTHONUNBUFFERED"] = "1"
+        self.progress.note("evaluation: deciding parity")
+        proc = subprocess.run([self.python, str(code_dir / EVALUATE_SCRIPT), "--jobs", str(self.out / "jobs"),
+                               "--config", str(config_path), "--out", str(eval_dir)],
+                              env=env, capture_output=True, text=True)
+        (eval_dir / "stdout.log").write_text(proc.stdout + proc.stderr)
+        path = eval_dir / "evaluation.json"
+        if proc.returncode != 0 or not path.exists():
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise RuntimeError(f"the evaluation step failed: {tail[0]} (see {eval_dir / 'stdout.log'})")
+        return json.loads(path.read_text()), path

@@ -1,0 +1,73 @@
+"""Live progress for a local bake-off: a bar per job on a terminal, plain lines elsewhere."""
+from __future__ import annotations
+
+import sys
+import time
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
+
+
+class Progress:
+    def __init__(self, console=None):
+        from rich.console import Console
+
+        self.console = console or Console(stderr=True)
+        self.live = self.console.is_terminal
+        self._bar = None
+        self._task = None
+        self._total_jobs = 0
+        self._started = time.time()
+
+    def note(self, message: str) -> None:
+        self.console.print(f"[bold]bakeoff[/bold] {message}", highlight=False)
+
+    def start(self, total_jobs: int) -> None:
+        self._total_jobs = total_jobs
+        self._started = time.time()
+        if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, \
+                TimeElapsedColumn
+
+            self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TextColumn("steps"), TimeElapsedColumn(), console=self.console,
+                                     transient=True)
+            self._bar.start()
+
+    def begin(self, index: int, name: str, total_steps: int | None) -> None:
+        label = f"[{index}/{self._total_jobs}] {name}"
+        if self._bar is not None:
+            self._task = self._bar.add_task(label, total=total_steps)
+        else:
+            self.console.print(f"{label}: running", highlight=False)
+
+    def advance(self, completed_steps: int) -> None:
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=completed_steps)
+
+    def finish(self, index: int, name: str, status: str, wall: float, summary: dict, reason: str | None) -> None:
+        if self._bar is not None and self._task is not None:
+            self._bar.remove_task(self._task)
+            self._task = None
+        metric = (summary.get("metrics") or {}).get("val_loss")
+        tps = (summary.get("throughput") or {}).get("tokens_per_sec")
+        bits = [f"{status}", f"{_fmt_s(wall)}"]
+        if metric is not None:
+            bits.append(f"val_loss={metric:.4f}")
+        if tps:
+            bits.append(f"{tps:,.0f} tokens/s")
+        if reason and status != "completed":
+            bits.append(f"reason: {reason}")
+        style = "green" if status == "completed" else "red"
+        self.console.print(f"[{index}/{self._total_jobs}] {name}: [{style}]{', '.join(bits)}[/{style}]",
+                           highlight=False)
+
+    def skipped(self, index: int, name: str) -> None:
+        self.console.print(f"[{index}/{self._total_jobs}] {name}: unchanged, not re-run (use --force to re-run)",
+                           highlight=False)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -1,0 +1,378 @@
+"""The bake-off spec: pydantic models that are the one source for YAML, Python and JSON Schema.
+
+Validators only check and normalise; they never touch the file system or network.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from estimators import lookup_instance, suggest_instance
+from estimators.registry import kind_for_backend
+
+STEP_NAME_RE = re.compile(r"^[A-Za-z0-9\-_]{1,64}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
+S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<key>/[^\s]*)?$")
+BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
+IMAGE_RE = re.compile(
+    r"^(?P<registry>[a-z0-9.\-]+(:[0-9]+)?/)?(?P<repo>[a-z0-9._\-/]+)(:(?P<tag>[A-Za-z0-9._\-]{1,128}))?"
+    r"(@sha256:[a-f0-9]{64})?$")
+ROLE_ARN_RE = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/[\w+=,.@\-/]{1,512}$")
+
+Backend = Literal["neuron", "torchneuron", "cuda", "cpu"]
+Precision = Literal["fp32", "bf16"]
+
+
+class SpecFieldError(ValueError):
+    """A cross-field check that knows which field is to blame (relative to the model)."""
+
+    def __init__(self, field: str | tuple, message: str):
+        super().__init__(message)
+        self.field = (field,) if isinstance(field, str) else tuple(field)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=False)
+
+
+def step_names(bakeoff: str, leg: str, seed: int) -> dict[str, str]:
+    """Names the pipeline gives to a leg x seed; validated here, used by the compiler."""
+    return {"train": f"Train-{leg}-s{seed}"}
+
+
+class Entrypoint(_Model):
+    """What runs inside every training job."""
+
+    builtin: Literal["reference-lm"] | None = Field(
+        "reference-lm", description="Built-in trainer to run: `reference-lm`, a small decoder-only "
+        "transformer LM on bytes. Set to null and give `source_dir` + `script` to bring your own.")
+    source_dir: str | None = Field(
+        None, description="Directory with your training code (relative to the spec file). bakeoff ships "
+        "its runtime helper `bakeoff_runtime` beside it.")
+    script: str | None = Field(None, description="Script inside `source_dir` to run, e.g. `train.py`.")
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if self.source_dir or self.script:
+            if not (self.source_dir and self.script):
+                raise SpecFieldError("script" if self.source_dir else "source_dir",
+                                     "a custom entrypoint needs both `source_dir` and `script`")
+            if self.builtin is not None and "builtin" in self.model_fields_set:
+                raise SpecFieldError("builtin", "give either `builtin` or `source_dir` + `script`, not both")
+            object.__setattr__(self, "builtin", None)
+        elif self.builtin is None:
+            raise SpecFieldError("builtin", "set `builtin: reference-lm` or give `source_dir` + `script`")
+        return self
+
+
+class ModelConfig(_Model):
+    """Shape of the built-in reference LM (ignored by custom scripts, which get `hyperparameters`)."""
+
+    d_model: int = Field(128, ge=8, le=4096, description="Width of the residual stream.")
+    n_layers: int = Field(2, ge=1, le=64, description="Number of transformer blocks.")
+    n_heads: int = Field(4, ge=1, le=64, description="Attention heads per block; must divide `d_model`.")
+    mlp_ratio: int = Field(4, ge=1, le=16, description="MLP hidden width as a multiple of `d_model`.")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout probability (0 keeps runs comparable).")
+
+    @model_validator(mode="after")
+    def _heads_divide(self):
+        if self.d_model % self.n_heads:
+            raise SpecFieldError("n_heads", f"n_heads={self.n_heads} must divide d_model={self.d_model}")
+        return self
+
+
+class Optimizer(_Model):
+    """The optimizer and schedule, declared once and used by every leg."""
+
+    name: Literal["adamw", "sgd"] = Field("adamw", description="Optimizer.")
+    lr: float = Field(3e-3, gt=0, description="Peak learning rate.")
+    weight_decay: float = Field(0.1, ge=0, description="Decoupled weight decay on matrices.")
+    beta1: float = Field(0.9, ge=0, lt=1, description="Adam beta1 (momentum for sgd).")
+    beta2: float = Field(0.95, ge=0, lt=1, description="Adam beta2.")
+    warmup_steps: int = Field(20, ge=0, description="Linear warm-up steps.")
+    schedule: Literal["cosine", "constant"] = Field("cosine", description="Decay after warm-up.")
+    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="Final LR as a fraction of peak (cosine).")
+    grad_clip: float = Field(1.0, ge=0, description="Clip the global gradient norm to this (0 = off).")
+
+
+class Training(_Model):
+    """What is held equal across legs: the fairness contract of the bake-off."""
+
+    global_batch_size: int = Field(32, ge=1, description="Sequences per optimizer step, summed over all "
+                                   "devices. Per-device batch and gradient accumulation are derived per leg.")
+    sequence_length: int = Field(128, ge=8, le=65536, description="Tokens per sequence.")
+    max_steps: int | None = Field(None, ge=1, description="Optimizer steps. Give this or `total_tokens`.")
+    total_tokens: int | None = Field(None, ge=1, description="Tokens to train on; converted to steps "
+                                     "(rounded up) as total_tokens / (global_batch_size x sequence_length).")
+    max_per_device_batch_size: int | None = Field(
+        None, ge=1, description="Largest micro-batch one device takes; more goes to gradient accumulation. "
+        "Default: no limit.")
+    optimizer: Optimizer = Field(default_factory=Optimizer, description="Optimizer and LR schedule.")
+    eval_interval: int = Field(50, ge=0, description="Steps between validation passes (0 = only at the end).")
+    eval_batches: int = Field(8, ge=1, description="Validation batches per pass (fixed windows, same on every leg).")
+    eval_batch_size: int = Field(16, ge=1, description="Sequences per validation batch.")
+    log_interval: int = Field(10, ge=1, description="Steps between logged (device-synchronising) metrics.")
+    checkpoint_interval: int = Field(0, ge=0, description="Steps between checkpoints to the checkpoint "
+                                     "dir (0 = none); needed to resume managed-spot jobs.")
+    divergence_factor: float = Field(4.0, gt=1, description="Stop a run whose loss exceeds this multiple "
+                                     "of its first loss (NaN/inf always stops it).")
+
+    @model_validator(mode="after")
+    def _steps_or_tokens(self):
+        if self.max_steps is None and self.total_tokens is None:
+            object.__setattr__(self, "max_steps", 200)
+        elif self.max_steps is not None and self.total_tokens is not None:
+            raise SpecFieldError("total_tokens", "give `max_steps` or `total_tokens`, not both")
+        return self
+
+    @property
+    def steps(self) -> int:
+        if self.max_steps is not None:
+            return self.max_steps
+        per_step = self.global_batch_size * self.sequence_length
+        return -(-self.total_tokens // per_step)
+
+
+class Leg(_Model):
+    """One kind of hardware the same training code runs on."""
+
+    name: str = Field(..., description="Short name, used in step names, tags and reports (letters, digits, -).")
+    instance_type: str = Field(..., description="SageMaker training instance type, e.g. ml.trn1.32xlarge.")
+    instance_count: int = Field(1, ge=1, le=64, description="Instances per training job.")
+    backend: Backend | None = Field(None, description="Backend adapter: `neuron` (PyTorch/XLA as torch-neuronx, "
+                                    "trn1/trn2), `torchneuron` (native device, trn2+), `cuda`, `cpu`. "
+                                    "Default: the instance kind's default.")
+    image: str | None = Field(None, description="Training image URI. Default: a pinned AWS Deep Learning "
+                              "Container for the backend.")
+    precision: Precision = Field("bf16", description="`bf16` (autocast, fp32 master weights) or `fp32`.")
+    compile: Literal["none", "torch_compile"] = Field(
+        "none", description="Compile the model with torch.compile (cuda/cpu legs). XLA legs always compile.")
+    environment: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
+    volume_size_gb: int = Field(100, ge=1, le=16384, description="EBS volume per instance, GB.")
+    max_runtime_s: int = Field(86_400, ge=60, description="Stopping condition: max runtime per job, seconds.")
+    price_per_hour: float | None = Field(None, gt=0, description="Override the instance's bundled on-demand "
+                                         "price (USD per instance-hour).")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v) or len(v) > 64:
+            raise ValueError(f"leg name {v!r} must be letters, digits or '-' (no leading/trailing '-')")
+        return v
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance(cls, v: str) -> str:
+        if lookup_instance(v) is None:
+            near = suggest_instance(v)
+            hint = f"; did you mean {near!r}?" if near else "; run `bakeoff instances` for the list"
+            raise ValueError(f"unknown instance type {v!r}{hint}")
+        return v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        if v is not None and (not IMAGE_RE.match(v) or "/" not in v):
+            raise ValueError(f"image {v!r} is not a registry image URI "
+                             "(e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/repo:tag)")
+        return v
+
+    @model_validator(mode="after")
+    def _backend_fits(self):
+        kind, _ = lookup_instance(self.instance_type)
+        if self.backend is None:
+            object.__setattr__(self, "backend", kind.default_backend)
+        elif not kind.supports(self.backend):
+            where = ", ".join(kind_for_backend(self.backend)) or "no known instance"
+            extra = " (TorchNeuron is trn2/trn3 only)" if self.backend == "torchneuron" else ""
+            raise SpecFieldError("backend", f"backend {self.backend!r} cannot run on {self.instance_type} "
+                                 f"({kind.name}: {', '.join(kind.backends)}){extra}; it runs on: {where}")
+        if self.compile == "torch_compile" and self.backend not in ("cuda", "cpu"):
+            raise SpecFieldError("compile", f"compile: torch_compile is for cuda/cpu legs; {self.backend} "
+                                 "legs are compiled by XLA already")
+        return self
+
+    @property
+    def kind(self):
+        return lookup_instance(self.instance_type)[0]
+
+    @property
+    def instance(self):
+        return lookup_instance(self.instance_type)[1]
+
+    @property
+    def devices(self) -> int:
+        return self.instance.devices * self.instance_count
+
+
+class Parity(_Model):
+    """How quality parity is decided: an equivalence test (TOST) across seeds."""
+
+    metric: str = Field("val_loss", description="Metric from each job's summary to compare (e.g. val_loss).")
+    direction: Literal["minimize", "maximize"] = Field("minimize", description="Which way is better.")
+    margin: float = Field(0.05, description="Equivalence margin: legs are at parity when the difference "
+                          "of means is shown to lie within +/- margin. Fix it before the runs.")
+    margin_type: Literal["absolute", "relative"] = Field(
+        "absolute", description="`absolute` in metric units, or `relative` to the baseline mean.")
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="Significance level of each one-sided test.")
+    baseline: str | None = Field(None, description="Leg the others are compared with. Default: the last "
+                                 "GPU leg, else the last leg.")
+    target: float | None = Field(None, description="Value of the metric a run must reach to count as "
+                                 "converged, for steps- and cost-to-target. Default: none.")
+
+    @field_validator("margin")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if not v > 0:
+            raise ValueError(f"margin must be positive, got {v}; parity is decided within +/- margin")
+        return v
+
+
+class Mlflow(_Model):
+    """Where runs are logged. Locally the default is a sqlite store under the run dir."""
+
+    tracking_uri: str | None = Field(None, description="MLflow tracking URI, or a SageMaker managed MLflow "
+                                     "tracking server ARN. Default locally: sqlite under the run dir.")
+    experiment: str | None = Field(None, description="Experiment name. Default: `bakeoff-<name>`.")
+    enabled: bool = Field(True, description="Log to MLflow at all.")
+
+
+class Storage(_Model):
+    """S3 locations for artifacts and compile caches (used by SageMaker runs)."""
+
+    bucket: str | None = Field(None, description="S3 bucket for code, outputs and compile caches. "
+                               "Default: a pipeline parameter.")
+    prefix: str = Field("bakeoff", description="Key prefix under the bucket.")
+    region: str = Field("us-east-1", description="AWS region (image URIs and prices).")
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, v):
+        if v is not None and (v.startswith("s3://") or not BUCKET_RE.match(v)):
+            raise ValueError(f"bucket {v!r} is not a bucket name (give the name, not an s3:// URI)")
+        return v
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        v = v.strip("/")
+        if not re.match(r"^[A-Za-z0-9!_.*'()\-/]{1,200}$", v):
+            raise ValueError(f"prefix {v!r} has characters that are unsafe in S3 keys")
+        return v
+
+
+class Data(_Model):
+    """Data channels. Omit `channels` for the built-in trainer to use its built-in corpus."""
+
+    channels: dict[str, str] = Field(default_factory=dict, description="Channel name -> local path (relative "
+                                     "to the spec file) or s3:// URI. The reference trainer reads `train` "
+                                     "and `validation`.")
+
+    @field_validator("channels")
+    @classmethod
+    def _uris(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, uri in v.items():
+            if not re.match(r"^[A-Za-z0-9\.\-_]{1,64}$", name):
+                raise SpecFieldError(name, f"channel name {name!r} must be 1-64 letters, digits, '.', '-', '_'")
+            if uri.startswith("s3:") and not S3_URI_RE.match(uri):
+                raise SpecFieldError(name, f"malformed S3 URI {uri!r}; expected s3://bucket/key")
+        return v
+
+
+class BakeoffSpec(_Model):
+    """A bake-off: the same training code on two or more legs, several seeds each."""
+
+    name: str = Field(..., description="Bake-off name (letters, digits, -): names the pipeline and runs.")
+    description: str = Field("", description="Free text shown in reports.")
+    entrypoint: Entrypoint = Field(default_factory=Entrypoint, description="What every job runs.")
+    model: ModelConfig = Field(default_factory=ModelConfig, description="Reference LM shape.")
+    training: Training = Field(default_factory=Training, description="Held equal across legs.")
+    hyperparameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Extra hyperparameters passed to every job (for custom scripts).")
+    data: Data = Field(default_factory=Data, description="Data channels.")
+    legs: list[Leg] = Field(..., description="Two or more legs.")
+    seeds: int | list[int] = Field(3, description="Replicates per leg: a count (seeds 0..n-1) or explicit seeds.")
+    parity: Parity = Field(default_factory=Parity, description="The parity rule.")
+    mlflow: Mlflow = Field(default_factory=Mlflow, description="MLflow tracking.")
+    storage: Storage = Field(default_factory=Storage, description="S3 locations.")
+    _source_path: Path | None = PrivateAttr(None)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v) or len(v) > 40:
+            raise ValueError(f"name {v!r} must be 1-40 letters, digits or '-' (it names a SageMaker pipeline)")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v):
+        if isinstance(v, int):
+            if not 1 <= v <= 100:
+                raise ValueError(f"seeds must be between 1 and 100, got {v}")
+            return v
+        if not v:
+            raise ValueError("seeds list is empty")
+        if len(set(v)) != len(v):
+            raise ValueError(f"seeds list has duplicates: {v}")
+        if any(s < 0 for s in v):
+            raise ValueError("seeds must be non-negative")
+        return v
+
+    @model_validator(mode="after")
+    def _legs(self):
+        if len(self.legs) < 2:
+            raise SpecFieldError("legs", f"a bake-off needs at least two legs, got {len(self.legs)}")
+        seen: dict[str, int] = {}
+        for i, leg in enumerate(self.legs):
+            if leg.name in seen:
+                raise SpecFieldError(("legs", i, "name"), f"duplicate leg name {leg.name!r} "
+                                     f"(also legs[{seen[leg.name]}]); leg names must be unique")
+            seen[leg.name] = i
+            for seed in self.seed_list:
+                for step in step_names(self.name, leg.name, seed).values():
+                    if not STEP_NAME_RE.match(step):
+                        raise SpecFieldError(("legs", i, "name"), f"step name {step!r} does not match "
+                                             "^[A-Za-z0-9-_]{1,64}$; shorten the leg name")
+            devices = leg.devices
+            if self.training.global_batch_size % devices:
+                raise SpecFieldError(("training", "global_batch_size"),
+                                     f"global_batch_size={self.training.global_batch_size} is not divisible by "
+                                     f"the {devices} devices of leg {leg.name!r} ({leg.instance_count} x "
+                                     f"{leg.instance_type}); use a multiple of {devices}")
+        if self.parity.baseline is not None and self.parity.baseline not in seen:
+            raise SpecFieldError(("parity", "baseline"), f"baseline {self.parity.baseline!r} is not a leg "
+                                 f"({', '.join(seen)})")
+        if self.entrypoint.builtin and self.training.sequence_length > 4096:
+            raise SpecFieldError(("training", "sequence_length"), "the reference LM supports sequence_length <= 4096")
+        return self
+
+    # --- derived ----------------------------------------------------------------------
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def experiment(self) -> str:
+        return self.mlflow.experiment or f"bakeoff-{self.name}"
+
+    @property
+    def baseline(self) -> str:
+        if self.parity.baseline:
+            return self.parity.baseline
+        gpu = [leg.name for leg in self.legs if leg.backend == "cuda"]
+        return gpu[-1] if gpu else self.legs[-1].name
+
+    def leg(self, name: str) -> Leg:
+        for leg in self.legs:
+            if leg.name == name:
+                return leg
+        raise KeyError(name)
+
+    def canonical(self) -> dict[str, Any]:
+        """The spec as plain data with defaults filled in (what hashes are computed over)."""
+        return self.model_dump(mode="json", exclude={"description"})
