@@ -25,20 +25,31 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
     colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}[verdict]
     parity = evaluation["parity"]
     metric = parity["metric"]
+    legs = evaluation["legs"]
+    # Legs as columns: a bake-off has a few legs and many figures, so this fits a terminal.
     table = Table(title=f"bake-off {evaluation.get('bakeoff')}: {metric} ({parity['direction']}), "
                         f"baseline {parity['baseline']}", title_justify="left")
-    for col in ("leg", "instance", "backend", "runs ok", f"{metric} mean", "std", "throughput",
-                "first step", "compile", "peak host mem", "wall", "cost/run", "parity"):
-        table.add_column(col, justify="left" if col in ("leg", "instance", "backend", "parity") else "right")
-    for name, f in evaluation["legs"].items():
-        m = f["metric"]
-        inst = f["instance_type"] + (f" -> {f['emulated_on']}" if f.get("emulated_on") else "")
-        table.add_row(
-            name, inst, f["backend"], f"{f['completed']}/{len(f['runs'])}", _num(m.get("mean")), _num(m.get("std")),
-            _num(f.get("throughput_mean"), "{:,.0f}") + f" {f.get('throughput_unit', '')}",
-            _num(f.get("time_to_first_step_s_mean"), "{:.1f}s"), _num(f.get("compile_time_s_mean"), "{:.1f}s"),
-            _bytes(f.get("peak_host_memory_bytes_max")), _num(f.get("wall_time_s_mean"), "{:.0f}s"),
-            _num(f.get("cost_per_run_usd_mean"), "${:.4f}"), f.get("parity", "baseline"))
+    table.add_column("")
+    for name in legs:
+        table.add_column(name, justify="right")
+    rows = [
+        ("instance", lambda f: f["instance_type"]),
+        ("runs on", lambda f: f.get("emulated_on") or f["backend"]),
+        ("backend", lambda f: f"{f['backend']} {f.get('precision') or ''}".strip()),
+        ("runs ok", lambda f: f"{f['completed']}/{len(f['runs'])}"),
+        (f"{metric} mean", lambda f: _num(f["metric"].get("mean"))),
+        (f"{metric} std", lambda f: _num(f["metric"].get("std"))),
+        ("throughput", lambda f: _num(f.get("throughput_mean"), "{:,.0f}") + f" {f.get('throughput_unit', '')}"),
+        ("time to first step", lambda f: _num(f.get("time_to_first_step_s_mean"), "{:.1f}s")),
+        ("compile time", lambda f: _num(f.get("compile_time_s_mean"), "{:.1f}s")),
+        ("peak device memory", lambda f: _bytes(f.get("peak_device_memory_bytes_max"))),
+        ("peak host memory", lambda f: _bytes(f.get("peak_host_memory_bytes_max"))),
+        ("wall time", lambda f: _num(f.get("wall_time_s_mean"), "{:.0f}s")),
+        ("cost per run", lambda f: _num(f.get("cost_per_run_usd_mean"), "${:.4f}")),
+        ("parity", lambda f: f.get("parity", "baseline")),
+    ]
+    for label, get in rows:
+        table.add_row(label, *[get(f) for f in legs.values()])
     console.print(table)
     for check in evaluation["checks"]:
         mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]"}.get(check["status"], "[yellow]??[/yellow]")

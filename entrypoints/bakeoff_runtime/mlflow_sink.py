@@ -56,8 +56,10 @@ class MlflowSink:
         except queue.Full:
             self.dropped += 1
 
-    def close(self, status: str = "FINISHED", timeout: float = 120.0) -> dict[str, Any]:
+    def close(self, status: str = "FINISHED", timeout: float | None = None) -> dict[str, Any]:
         """Flush what is queued (bounded by `timeout`) and end the run."""
+        if timeout is None:
+            timeout = float(os.environ.get("BAKEOFF_MLFLOW_FLUSH_TIMEOUT", 60))
         if self._thread is not None:
             try:
                 self._q.put(("end", status, None), timeout=5)
@@ -75,6 +77,9 @@ class MlflowSink:
         print(f"[bakeoff] WARNING: MLflow logging disabled: {msg} (training continues)", file=sys.stderr, flush=True)
 
     def _run(self) -> None:
+        # A dead tracking server must cost seconds, not MLflow's default minutes of retries.
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
         try:
             import mlflow
             from mlflow.entities import Metric, RunTag

@@ -51,6 +51,10 @@ def _to_cpu(obj):
     return obj
 
 
+def _unique_parameters(model: torch.nn.Module) -> int:
+    return len({id(p) for p in model.parameters()})
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)
@@ -145,12 +149,31 @@ class Runtime:
         return self.hps.get(name, default)
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
-        return self.backend.wrap_model(model.to(self.device), self.world_size)
+        """Move to the device (re-tying shared weights) and wrap for data parallelism."""
+        before = _unique_parameters(model)
+        model = model.to(self.device)
+        if _unique_parameters(model) != before:
+            # PyTorch/XLA's .to() un-ties shared parameters (e.g. tied embeddings):
+            # the leg would silently train a bigger model. Re-tie or say so.
+            if hasattr(model, "tie_weights"):
+                model.tie_weights()
+            if _unique_parameters(model) != before:
+                self.extra.setdefault("warnings", []).append(
+                    f"moving the model to {self.device} changed its parameter count; shared weights were "
+                    "un-tied (give the model a tie_weights() method)")
+                print(f"[bakeoff] WARNING: {self.extra['warnings'][-1]}", flush=True)
+        return self.backend.wrap_model(model, self.world_size)
+
+    def _mark_loop_start(self) -> None:
+        if self._loop_started is None:
+            self._loop_started = time.time()
 
     def autocast(self):
+        self._mark_loop_start()
         return self.backend.autocast()
 
     def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        self._mark_loop_start()
         self.backend.optimizer_step(optimizer)
         self.backend.mark_step()
 
@@ -163,9 +186,7 @@ class Runtime:
                    samples: int | None = None, **values: float) -> None:
         """Call once per optimizer step. Cheap except every `log_interval` steps,
         where it fetches the loss (a device sync) and logs a line."""
-        now = time.time()
-        if self._loop_started is None:
-            self._loop_started = now
+        self._mark_loop_start()
         if tokens is not None:
             self.unit = "tokens"
         elif samples is not None:

@@ -80,7 +80,7 @@ class LocalExecutor:
     def _channels(self) -> tuple[dict[str, Path], dict[str, Any]]:
         if not self.spec.data.channels:
             if not self.spec.entrypoint.builtin:
-                raise SpecError("a custom entrypoint needs data.channels", field="data.channels")
+                return {}, {}  # a custom script may make its own data
             manifest = prepare_corpus(self.out / "data")
             return {n: self.out / "data" / n for n in manifest["channels"]}, manifest
         channels = {}

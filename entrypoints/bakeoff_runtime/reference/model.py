@@ -75,9 +75,13 @@ class TinyLM(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.head.weight = self.tok.weight  # tied embeddings
         self.apply(self._init)
+        self.tie_weights()
         self.register_buffer("positions", torch.arange(cfg.sequence_length), persistent=False)
+
+    def tie_weights(self) -> None:
+        # Called again after moving to a device: PyTorch/XLA's .to() breaks the tie.
+        self.head.weight = self.tok.weight
 
     @staticmethod
     def _init(module: nn.Module) -> None:

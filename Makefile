@@ -1,0 +1,30 @@
+# The two set-up commands of the README: `make quickstart` and `make test`.
+# Everything lives in .venv at the repo root, installed from uv.lock.
+SHELL := /bin/bash
+PYTHON ?= python3
+UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+VENV := .venv
+STAMP := $(VENV)/.bakeoff-synced
+
+.PHONY: setup quickstart test bench clean
+
+$(STAMP): pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	$(UV) sync --locked --extra local --extra dev
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+quickstart: setup
+	$(VENV)/bin/bakeoff run examples/quickstart.yaml --out runs/quickstart
+
+test: setup
+	$(VENV)/bin/python -m pytest
+
+bench: setup
+	$(VENV)/bin/python benchmarks/cli_startup.py
+	$(VENV)/bin/python benchmarks/telemetry_overhead.py
+	$(VENV)/bin/python benchmarks/quickstart_wall.py
+
+clean:
+	rm -rf runs .pytest_cache

@@ -1,0 +1,138 @@
+"""The SageMaker training container contract, and what a job leaves behind when it dies."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from bakeoff_runtime.contract import TrainingEnv
+from conftest import ENTRYPOINTS, ROOT
+from pipelines.local.layout import JobLayout
+
+
+def test_training_env_from_sagemaker_files(tmp_path):
+    config = tmp_path / "input" / "config"
+    config.mkdir(parents=True)
+    # SageMaker hands hyperparameters over as strings (JSON-encoded by the SDKs).
+    (config / "hyperparameters.json").write_text(json.dumps({"lr": "0.003", "seed": "2", "name": "\"x\"",
+                                                             "raw": "plain"}))
+    (config / "resourceconfig.json").write_text(json.dumps(
+        {"current_host": "algo-2", "hosts": ["algo-1", "algo-2"], "current_instance_type": "ml.trn1.32xlarge"}))
+    (config / "inputdataconfig.json").write_text(json.dumps({"train": {}, "validation": {}}))
+    env = TrainingEnv.from_environ({"SM_INPUT_DIR": str(tmp_path / "input"), "SM_MODEL_DIR": str(tmp_path / "m"),
+                                    "SM_OUTPUT_DIR": str(tmp_path / "o"), "SM_NUM_NEURONS": "32"})
+    assert env.hyperparameters == {"lr": 0.003, "seed": 2, "name": "x", "raw": "plain"}
+    assert env.hosts == ["algo-1", "algo-2"] and env.host_rank == 1 and env.host_count == 2
+    assert env.instance_type == "ml.trn1.32xlarge" and env.num_neurons == 32
+    assert env.channels == {"train": tmp_path / "input" / "data" / "train",
+                            "validation": tmp_path / "input" / "data" / "validation"}
+    assert env.failure_file == tmp_path / "o" / "failure"
+
+
+def test_defaults_are_the_container_paths():
+    env = TrainingEnv.from_environ({})
+    assert str(env.model_dir) == "/opt/ml/model"
+    assert str(env.output_data_dir) == "/opt/ml/output/data"
+    assert str(env.failure_file) == "/opt/ml/output/failure"
+    assert str(env.checkpoint_dir) == "/opt/ml/checkpoints"
+
+
+def test_sm_hps_and_channel_variables_win(tmp_path):
+    env = TrainingEnv.from_environ({"SM_HPS": json.dumps({"max_steps": 5}), "SM_CHANNEL_TRAIN": "/data/t",
+                                    "SM_INPUT_DIR": str(tmp_path)})
+    assert env.hyperparameters == {"max_steps": 5}
+    assert str(env.channels["train"]) == "/data/t"
+
+
+def _run_script(tmp_path, body: str, hps=None, extra_env=None, timeout=300):
+    src = tmp_path / "code"
+    src.mkdir()
+    (src / "job.py").write_text(textwrap.dedent(body))
+    layout = JobLayout(tmp_path / "job")
+    hps = {"seed": 0, "leg": "cpu", "max_steps": 20, "log_interval": 2, **(hps or {})}
+    layout.lay_out(hps, {}, "ml.m5.xlarge")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "BAKEOFF_", "MLFLOW_"))}
+    env.update(layout.environment({}, hps))
+    env.update({"BAKEOFF_BACKEND": "cpu", "BAKEOFF_PRECISION": "fp32", "PYTHONPATH": str(ENTRYPOINTS)})
+    env.update(extra_env or {})
+    proc = subprocess.run([sys.executable, str(ENTRYPOINTS / "launch.py"), str(src / "job.py")], env=env,
+                          capture_output=True, text=True, timeout=timeout, cwd=src)
+    summary = layout.model / "summary.json"
+    return proc, layout, (json.loads(summary.read_text()) if summary.exists() else None)
+
+
+TRAIN_LOOP = """
+import torch
+from bakeoff_runtime import Runtime
+with Runtime.from_environment() as rt:
+    model = rt.prepare(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(rt.max_steps):
+        x = torch.randn(8, 4)
+        loss = (model(x) - 1).pow(2).mean() {LOSS}
+        loss.backward()
+        rt.optimizer_step(opt)
+        opt.zero_grad()
+        rt.track_step(step, loss, samples=8)
+        {HOOK}
+    rt.log_validation(rt.max_steps, val_loss=float(loss))
+"""
+
+
+def test_a_job_that_dies_keeps_its_metrics_and_reason(tmp_path):
+    body = TRAIN_LOOP.replace("{LOSS}", "").replace(
+        "{HOOK}", "if step == 7: raise RuntimeError('out of device memory (planted)')")
+    proc, layout, summary = _run_script(tmp_path, body)
+    assert proc.returncode != 0
+    failure = (layout.output / "failure").read_text()
+    assert failure.startswith("RuntimeError: out of device memory (planted)")
+    assert summary["status"] == "failed" and "planted" in summary["reason"]
+    steps = [json.loads(line)["step"] for line in (layout.model / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [0, 2, 4, 6]  # everything logged before the crash is still there
+
+
+def test_a_script_that_dies_before_the_runtime_still_leaves_a_reason(tmp_path):
+    proc, layout, summary = _run_script(tmp_path, "import no_such_module_here\n")
+    assert proc.returncode != 0
+    assert "ModuleNotFoundError" in (layout.output / "failure").read_text()
+    assert summary["status"] == "failed" and "no_such_module_here" in summary["reason"]
+
+
+def test_nan_stops_early_with_a_clear_reason(tmp_path):
+    body = TRAIN_LOOP.replace("{LOSS}", "* (float('nan') if step >= 5 else 1.0)").replace("{HOOK}", "")
+    proc, layout, summary = _run_script(tmp_path, body)
+    assert proc.returncode == 0, proc.stderr  # a diverged run is a result, reported to the evaluation
+    assert summary["status"] == "diverged"
+    assert summary["reason"] == "loss is nan at step 6"
+    assert summary["steps_completed"] == 7
+
+
+def test_mlflow_being_down_never_stops_training(tmp_path):
+    body = TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", "")
+    proc, layout, summary = _run_script(tmp_path, body, extra_env={
+        "MLFLOW_TRACKING_URI": "http://127.0.0.1:9", "BAKEOFF_MLFLOW_EXPERIMENT": "down",
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "2"})
+    assert proc.returncode == 0, proc.stderr
+    assert summary["status"] == "completed" and summary["steps_completed"] == 20
+    assert summary["mlflow"]["error"] and "cannot reach tracking store" in summary["mlflow"]["error"]
+    assert "MLflow logging disabled" in proc.stderr
+
+
+def test_multi_device_job_launches_through_torchrun(tmp_path):
+    body = TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", "")
+    proc, layout, summary = _run_script(tmp_path, body, extra_env={"BAKEOFF_NPROC_PER_NODE": "2"})
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "launching 2 process(es) per host" in proc.stdout
+    assert summary["world_size"] == 2 and summary["status"] == "completed"
+
+
+def test_stdout_lines_match_the_metric_definitions(tmp_path):
+    import re
+
+    from bakeoff_runtime.telemetry import METRIC_DEFINITIONS
+
+    proc, layout, summary = _run_script(tmp_path, TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", ""))
+    found = {d["Name"]: re.findall(d["Regex"], proc.stdout) for d in METRIC_DEFINITIONS}
+    assert len(found["train:loss"]) == 11  # steps 0, 2, ..., 18 and the last step
+    assert found["validation:loss"] and found["time_to_first_step"]
+    assert abs(float(found["train:loss"][-1]) - summary["final_train_loss"]) < 1e-4
