@@ -20,17 +20,40 @@ from bakeoff_runtime.evaluation import evaluate, load_jobs, write_evaluation  # 
 from bakeoff_runtime.mlflow_parent import log_parent  # noqa: E402
 
 
+def fetch_jobs(specs: list[str], jobs_dir: Path) -> None:
+    """Download each job's small output archive (boto3 ships in SageMaker's images)."""
+    import boto3
+
+    s3 = boto3.client("s3")
+    for spec in specs:
+        name, _, uri = spec.partition("=")
+        bucket, _, key = uri[len("s3://"):].partition("/")
+        target = jobs_dir / name
+        target.mkdir(parents=True, exist_ok=True)
+        try:
+            s3.download_file(bucket, key, str(target / "output.tar.gz"))
+        except Exception as exc:  # a missing output is reported by the evaluation as a failed job
+            print(f"[bakeoff] WARNING: cannot fetch {uri}: {exc}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", required=True, type=Path, help="directory of job outputs")
     ap.add_argument("--config", required=True, help="evaluation config: a JSON file or an inline JSON object")
     ap.add_argument("--out", required=True, type=Path, help="where evaluation.json goes")
     ap.add_argument("--margin", type=float, default=None, help="override the parity margin (pipeline parameter)")
+    ap.add_argument("--parent-key", default=None, help="groups MLflow runs under one parent (the execution id)")
+    ap.add_argument("--job", action="append", default=[], metavar="NAME=S3_URI",
+                    help="a training job's output.tar.gz to fetch into --jobs/NAME (SageMaker)")
     args = ap.parse_args(argv)
     raw = args.config
     cfg = json.loads(raw) if raw.lstrip().startswith("{") else json.loads(Path(raw).read_text())
     if args.margin is not None:
         cfg["parity"]["margin"] = args.margin
+    if args.parent_key and cfg.get("mlflow"):
+        cfg["mlflow"]["parent_key"] = args.parent_key
+    if args.job:
+        fetch_jobs(args.job, args.jobs)
     jobs = load_jobs(args.jobs) if args.jobs.exists() else []
     result = evaluate(cfg, jobs)
     path = write_evaluation(result, args.out)

@@ -81,6 +81,8 @@ def record_crash(env: TrainingEnv, exc: BaseException) -> None:
             "leg": env.hyperparameters.get("leg"), "seed": env.hyperparameters.get("seed"),
             "backend": os.environ.get("BAKEOFF_BACKEND"), "job_key": os.environ.get("BAKEOFF_JOB_KEY"),
         }, indent=2))
+        env.output_data_dir.mkdir(parents=True, exist_ok=True)
+        (env.output_data_dir / "summary.json").write_text(summary.read_text())
 
 
 if __name__ == "__main__":

@@ -128,6 +128,8 @@ def main() -> None:
                 rt.save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict()}, step + 1)
         val_loss = evaluate(rt, model, val)
         rt.log_validation(max_steps, val_loss=val_loss, val_bits_per_byte=val_loss / math.log(2))
+        if ckpt_interval:
+            rt.save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict()}, max_steps, final=True)
         if rt.rank == 0:
             state = model.module.state_dict() if hasattr(model, "module") else model.state_dict()
             torch.save({k: v.detach().cpu() for k, v in state.items()}, rt.env.model_dir / "model.pt")

@@ -1,6 +1,202 @@
-"""SageMaker commands of the CLI (synth, deploy, start, status, wait, report)."""
+"""SageMaker commands of the CLI: synth, deploy, start, status, wait, report."""
 from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _spec_args(p) -> None:
+    p.add_argument("spec", help="bake-off spec (YAML)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a spec field before validation (repeatable)")
+    p.add_argument("--role", help="SageMaker execution role ARN for the jobs (default: a placeholder; "
+                                  "deploy requires a real one)")
+    p.add_argument("--bucket", help="S3 bucket for code, data, outputs and compile caches "
+                                    "(default: storage.bucket in the spec, else 'bakeoff-artifacts')")
+    p.add_argument("--region", help="AWS region (default: storage.region in the spec)")
+
+
+def _compile(args, role_required: bool = False):
+    from .errors import SpecError
+    from .loader import load_spec
+    from .sagemaker.compiler import compile_pipeline
+    from .sagemaker.validate import check_definition
+
+    if role_required and not args.role:
+        raise SpecError("--role is required: the SageMaker execution role ARN the jobs run as",
+                        field="--role")
+    spec = load_spec(args.spec, args.overrides)
+    if args.bucket:
+        from .spec import BUCKET_RE
+
+        if not BUCKET_RE.match(args.bucket):
+            raise SpecError(f"{args.bucket!r} is not an S3 bucket name", field="--bucket")
+    compiled = compile_pipeline(spec, bucket=args.bucket, role_arn=args.role, region=args.region)
+    check_definition(compiled.definition)
+    return spec, compiled
+
+
+def cmd_synth(args) -> int:
+    spec, compiled = _compile(args)
+    text = compiled.to_json(indent=2)
+    if args.output:
+        Path(args.output).write_text(text)
+        steps = len(compiled.definition["Steps"])
+        print(f"{args.output}: pipeline {compiled.name}, {steps} top-level steps, {len(text):,} characters, "
+              f"{len(compiled.assets)} assets for s3://{compiled.bucket}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_deploy(args) -> int:
+    from .plan import spec_hash
+    from .sagemaker.ops import SageMakerOps
+
+    spec, compiled = _compile(args, role_required=True)
+    ops = SageMakerOps(region=args.region or spec.storage.region)
+    result = ops.deploy(compiled, tags={"bakeoff:name": spec.name, "bakeoff:spec-hash": spec_hash(spec)},
+                        progress=lambda m: print(m, file=sys.stderr))
+    print(f"{result['action']} {result['pipeline_arn']} ({len(result['uploaded'])} assets uploaded, "
+          f"{len(result['already_present'])} already present)")
+    print(f"start it: bakeoff start {compiled.name}")
+    return 0
+
+
+def _params(pairs: list[str]) -> dict[str, str]:
+    from .errors import SpecError
+
+    out = {}
+    for item in pairs:
+        if "=" not in item:
+            raise SpecError(f"--param {item!r}: expected NAME=VALUE, e.g. --param MaxSteps=500", field="--param")
+        k, v = item.split("=", 1)
+        out[k] = v
+    return out
+
+
+def _pipeline_name(value: str) -> str:
+    if Path(value).is_file():
+        from .loader import load_spec
+        from .sagemaker.compiler import pipeline_name
+
+        return pipeline_name(load_spec(value))
+    return value
+
+
+def cmd_start(args) -> int:
+    from .sagemaker.ops import SageMakerOps
+
+    ops = SageMakerOps(region=args.region)
+    arn = ops.start(_pipeline_name(args.pipeline), _params(args.param))
+    print(arn)
+    if args.wait:
+        return _wait(ops, arn, args.poll, args.timeout)
+    return 0
+
+
+def _print_status(status: dict) -> None:
+    print(f"{status['execution_arn']}: {status['status']}"
+          + (f" ({status['failure_reason']})" if status.get("failure_reason") else ""))
+    for s in status["steps"]:
+        extra = " (cache hit)" if s["cache_hit"] else ""
+        reason = f": {s['failure_reason']}" if s.get("failure_reason") else ""
+        print(f"  {s['name']:<28} {s['status'] or '-':<10}{extra}{reason}")
+
+
+def cmd_status(args) -> int:
+    from .sagemaker.ops import SageMakerOps
+
+    status = SageMakerOps(region=args.region).status(args.execution_arn)
+    if args.json:
+        print(json.dumps(status, indent=2, default=str))
+    else:
+        _print_status(status)
+    return 0 if status["status"] != "Failed" else 1
+
+
+def _wait(ops, arn: str, poll: float, timeout: float) -> int:
+    last = {}
+
+    def progress(ex):
+        state = ex.get("PipelineExecutionStatus")
+        if last.get("state") != state:
+            print(f"{arn}: {state}", file=sys.stderr)
+            last["state"] = state
+
+    final = ops.wait(arn, poll_s=poll, timeout_s=timeout, progress=progress)
+    print(f"{arn}: {final['status']}" + (f" ({final['failure_reason']})" if final.get("failure_reason") else ""))
+    return 0 if final["status"] == "Succeeded" else 1
+
+
+def cmd_wait(args) -> int:
+    from .sagemaker.ops import SageMakerOps
+
+    return _wait(SageMakerOps(region=args.region), args.execution_arn, args.poll, args.timeout)
+
+
+def cmd_report(args) -> int:
+    from rich.console import Console
+
+    from .errors import SpecError
+    from .report import apply_billable_time, render_summary
+
+    target = Path(args.target)
+    if target.is_dir():
+        path = target / "evaluation" / "evaluation.json"
+        if not path.exists():
+            raise SpecError(f"no evaluation at {path}; run `bakeoff run SPEC --out {target}` first")
+        evaluation = json.loads(path.read_text())
+    elif args.target.startswith("arn:"):
+        from .sagemaker.ops import SageMakerOps
+
+        evaluation, billable = SageMakerOps(region=args.region).fetch_evaluation(args.target)
+        evaluation = apply_billable_time(evaluation, billable)
+    else:
+        raise SpecError(f"{args.target!r} is neither a run directory nor a pipeline execution ARN")
+    if args.json:
+        print(json.dumps(evaluation, indent=2, sort_keys=True, default=str))
+    else:
+        render_summary(evaluation, Console())
+    return 0 if evaluation["verdict"] == "pass" else 1
 
 
 def register(sub) -> None:
-    """Added by the SageMaker compiler (part 2)."""
+    p = sub.add_parser("synth", help="write the SageMaker pipeline definition JSON (offline, deterministic)")
+    _spec_args(p)
+    p.add_argument("-o", "--output", help="write here instead of stdout")
+    p.set_defaults(func=cmd_synth)
+
+    p = sub.add_parser("deploy", help="upload code/data if absent and create or update the SageMaker pipeline")
+    _spec_args(p)
+    p.set_defaults(func=cmd_deploy)
+
+    p = sub.add_parser("start", help="start an execution of a deployed pipeline")
+    p.add_argument("pipeline", help="pipeline name (or the spec file it was deployed from)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="pipeline parameter for this execution, e.g. MaxSteps=500 (repeatable)")
+    p.add_argument("--wait", action="store_true", help="wait for the execution to finish")
+    p.add_argument("--poll", type=float, default=30.0, help="seconds between status checks with --wait")
+    p.add_argument("--timeout", type=float, default=7 * 86400, help="give up waiting after this many seconds")
+    p.add_argument("--region")
+    p.set_defaults(func=cmd_start)
+
+    p = sub.add_parser("status", help="each step of a pipeline execution: state and failure reason")
+    p.add_argument("execution_arn")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--region")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("wait", help="wait for a pipeline execution to finish")
+    p.add_argument("execution_arn")
+    p.add_argument("--poll", type=float, default=30.0)
+    p.add_argument("--timeout", type=float, default=7 * 86400)
+    p.add_argument("--region")
+    p.set_defaults(func=cmd_wait)
+
+    p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution")
+    p.add_argument("target", help="run directory (local) or pipeline execution ARN (SageMaker)")
+    p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    p.add_argument("--region")
+    p.set_defaults(func=cmd_report)

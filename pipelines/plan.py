@@ -73,7 +73,8 @@ def training_hyperparameters(spec: BakeoffSpec) -> dict[str, Any]:
 
 
 def leg_environment(spec: BakeoffSpec, leg: Leg) -> dict[str, str]:
-    """Container environment for a leg: nothing per-execution (step caching keys on it)."""
+    """Container environment for a leg. SageMaker's step cache keys on it, so it holds
+    nothing per-execution and nothing about other legs (the spec hash goes in tags)."""
     env = dict(leg.kind.environment(leg.backend, leg.precision))
     env.update({
         "BAKEOFF_NAME": spec.name,
@@ -81,7 +82,6 @@ def leg_environment(spec: BakeoffSpec, leg: Leg) -> dict[str, str]:
         "BAKEOFF_BACKEND": leg.backend,
         "BAKEOFF_PRECISION": leg.precision,
         "BAKEOFF_INSTANCE_TYPE": leg.instance_type,
-        "BAKEOFF_SPEC_HASH": spec_hash(spec),
     })
     if leg.compile == "torch_compile":
         env["BAKEOFF_TORCH_COMPILE"] = "1"

@@ -58,3 +58,26 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
     if basis:
         console.print(f"  cost: {basis}", highlight=False)
     console.print(f"[bold {colour}]verdict: {verdict}[/bold {colour}] - {evaluation['summary']}", highlight=False)
+
+
+def apply_billable_time(evaluation: dict[str, Any], billable: dict[tuple[str, int], float]) -> dict[str, Any]:
+    """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job."""
+    import copy
+
+    ev = copy.deepcopy(evaluation)
+    for name, leg in ev["legs"].items():
+        per_hour = (leg.get("price") or {}).get("usd_per_hour")
+        count = int(leg.get("instance_count") or 1)
+        for run in leg["runs"]:
+            seconds = billable.get((name, int(run["seed"])))
+            if seconds is None:
+                continue
+            run["billable_s"] = seconds
+            run["cost_usd"] = seconds * count * per_hour / 3600 if per_hour else None
+        costs = [r["cost_usd"] for r in leg["runs"] if r.get("cost_usd") is not None]
+        secs = [r["billable_s"] for r in leg["runs"] if r.get("billable_s") is not None]
+        leg["cost_per_run_usd_mean"] = sum(costs) / len(costs) if costs else None
+        leg["billable_s_mean"] = sum(secs) / len(secs) if secs else None
+    if billable:
+        ev["cost_basis"] = "SageMaker BillableTimeInSeconds x instance count x on-demand price per hour"
+    return ev

@@ -154,6 +154,10 @@ class Leg(_Model):
     environment: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
     volume_size_gb: int = Field(100, ge=1, le=16384, description="EBS volume per instance, GB.")
     max_runtime_s: int = Field(86_400, ge=60, description="Stopping condition: max runtime per job, seconds.")
+    managed_spot: bool = Field(False, description="Use managed spot training (checkpoints to S3, resumes "
+                               "after interruption). Spot legs are costed at on-demand prices unless overridden.")
+    max_wait_s: int | None = Field(None, ge=60, description="Spot only: max wait including interruptions, "
+                                   "seconds (default 2 x max_runtime_s).")
     price_per_hour: float | None = Field(None, gt=0, description="Override the instance's bundled on-demand "
                                          "price (USD per instance-hour).")
 
@@ -191,6 +195,9 @@ class Leg(_Model):
             extra = " (TorchNeuron is trn2/trn3 only)" if self.backend == "torchneuron" else ""
             raise SpecFieldError("backend", f"backend {self.backend!r} cannot run on {self.instance_type} "
                                  f"({kind.name}: {', '.join(kind.backends)}){extra}; it runs on: {where}")
+        if self.max_wait_s is not None and self.max_wait_s < self.max_runtime_s:
+            raise SpecFieldError("max_wait_s", f"max_wait_s={self.max_wait_s} must be >= max_runtime_s="
+                                 f"{self.max_runtime_s}")
         if self.compile == "torch_compile" and self.backend not in ("cuda", "cpu"):
             raise SpecFieldError("compile", f"compile: torch_compile is for cuda/cpu legs; {self.backend} "
                                  "legs are compiled by XLA already")

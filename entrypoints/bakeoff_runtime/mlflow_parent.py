@@ -24,7 +24,7 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
         exp = client.get_experiment_by_name(experiment)
         exp_id = exp.experiment_id if exp else client.create_experiment(
             experiment, artifact_location=cfg.get("artifact_location"))
-        key = cfg["parent_key"]
+        key = cfg.get("parent_key") or str(evaluation.get("spec_hash"))
         found = client.search_runs([exp_id], filter_string=f"tags.`bakeoff.parent_key` = '{key}'", max_results=1)
         tags = {"bakeoff.parent_key": key, "bakeoff.name": str(evaluation.get("bakeoff")),
                 "bakeoff.spec_hash": str(evaluation.get("spec_hash")), "bakeoff.role": "parent",
@@ -40,6 +40,7 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
                     children.append(run["mlflow_run_id"])
                     try:
                         client.set_tag(run["mlflow_run_id"], "mlflow.parentRunId", run_id)
+                        client.set_tag(run["mlflow_run_id"], "bakeoff.spec_hash", str(evaluation.get("spec_hash")))
                     except Exception as exc:  # a child logged to another store
                         print(f"[bakeoff] WARNING: cannot link MLflow run {run['mlflow_run_id']}: {exc}",
                               file=sys.stderr)

@@ -232,19 +232,40 @@ class Runtime:
                 raise Diverged(f"validation metric {k} is {v} at step {step}")
 
     # --- checkpoints (managed spot, restarts) ---------------------------------------
-    def save_checkpoint(self, state: dict[str, Any], step: int) -> None:
+    def _inputs_fingerprint(self) -> str:
+        import hashlib
+        import json
+
+        files = []
+        for name, path in sorted(self.env.channels.items()):
+            if name == "code" or not path.exists():
+                continue
+            for f in sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]:
+                files.append((name, f.name, f.stat().st_size))
+        blob = json.dumps({"hps": self.hps, "data": files, "backend": self.backend_name,
+                           "world_size": self.world_size}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def save_checkpoint(self, state: dict[str, Any], step: int, final: bool = False) -> None:
         if self.rank != 0:
             return
         self.env.checkpoint_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.env.checkpoint_dir / "checkpoint.pt.tmp"
-        torch.save({"step": step, "state": _to_cpu(state)}, tmp)
+        torch.save({"step": step, "state": _to_cpu(state), "fingerprint": self._inputs_fingerprint(),
+                    "final": final}, tmp)
         os.replace(tmp, self.env.checkpoint_dir / "checkpoint.pt")
 
     def load_checkpoint(self) -> tuple[int, dict[str, Any]] | None:
+        """The checkpoint to resume from: only one written by this same job's inputs,
+        and never a finished run's (a re-run must train, not replay)."""
         path = self.env.checkpoint_dir / "checkpoint.pt"
         if not path.exists():
             return None
         blob = torch.load(path, map_location="cpu", weights_only=False)
+        if blob.get("final") or blob.get("fingerprint") != self._inputs_fingerprint():
+            why = "a finished run's" if blob.get("final") else "written by different inputs"
+            print(f"[bakeoff] ignoring checkpoint at step {blob.get('step')}: {why}", flush=True)
+            return None
         return int(blob["step"]), blob["state"]
 
     # --- the end --------------------------------------------------------------------
@@ -298,14 +319,29 @@ class Runtime:
             summary["mlflow"] = {"run_id": self.sink.run_id}
             self.sink.set_tags({"bakeoff.status": status})
         body = self.telemetry.write_summary(summary)
+        self._publish_outputs()
         if self.sink is not None:
             self.sink.log_artifact(str(self.env.model_dir / "summary.json"))
             result = self.sink.close(mlflow_status)
             if result["run_id"] != body.get("mlflow", {}).get("run_id") or result["error"]:
                 # The run id is known only once the sink's thread has started.
                 body = self.telemetry.write_summary({**summary, "mlflow": result})
+        self._publish_outputs()
         self.telemetry.close()
         return body
+
+    def _publish_outputs(self) -> None:
+        # Copies in output/data become SageMaker's small output.tar.gz, which the
+        # evaluation step fetches instead of the (possibly large) model.tar.gz.
+        if self.rank != 0:
+            return
+        import shutil
+
+        self.env.output_data_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("summary.json", "metrics.jsonl"):
+            src = self.env.model_dir / name
+            if src.exists():
+                shutil.copyfile(src, self.env.output_data_dir / name)
 
     def __enter__(self) -> "Runtime":
         return self

@@ -20,13 +20,9 @@ from typing import Any
 SUMMARY_SCHEMA = "bakeoff.summary/1"
 METRIC_PREFIX = "[bakeoff]"
 
-# name -> regex over the job's log; kept beside the printer so they cannot drift.
-METRIC_DEFINITIONS = [
-    {"Name": "train:loss", "Regex": r"\[bakeoff\] step=\d+ .*?train_loss=([-+0-9.eE]+|nan|inf)"},
-    {"Name": "train:tokens_per_sec", "Regex": r"\[bakeoff\] step=\d+ .*?tokens_per_sec=([0-9.eE+]+)"},
-    {"Name": "validation:loss", "Regex": r"\[bakeoff\] step=\d+ .*?val_loss=([-+0-9.eE]+|nan|inf)"},
-    {"Name": "time_to_first_step", "Regex": r"\[bakeoff\] time_to_first_step_s=([0-9.eE+]+)"},
-]
+# name -> regex over the job's log. One file, read here and by the pipeline compiler,
+# so what the job prints and what SageMaker parses cannot drift apart.
+METRIC_DEFINITIONS = json.loads((Path(__file__).with_name("metric_definitions.json")).read_text())
 
 
 def _fmt(value: Any) -> str:

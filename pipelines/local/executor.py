@@ -186,6 +186,7 @@ class LocalExecutor:
         env.update(layout.environment(channels, job.hyperparameters))
         env.update(mlflow_env)
         env.update({"BAKEOFF_BACKEND": emu.backend, "BAKEOFF_EMULATED_ON": emu.device_label,
+                    "BAKEOFF_SPEC_HASH": spec_hash(self.spec),
                     "BAKEOFF_JOB_KEY": key, "BAKEOFF_NPROC_PER_NODE": "1", "PYTHONUNBUFFERED": "1",
                     "SM_CURRENT_INSTANCE_TYPE": job.leg.instance_type})
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

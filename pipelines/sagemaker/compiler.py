@@ -1,0 +1,330 @@
+"""Spec -> SageMaker pipeline definition. A pure function: no network, no clock,
+no randomness. The same spec and code give byte-identical JSON, so a pipeline
+upserted twice keeps its step-cache hits.
+
+Everything that must live in S3 (the code bundle, the built-in or local data, the
+evaluation config) is returned as content-addressed `Asset`s; the definition names
+them by sha256 and `bakeoff deploy` (or CDK) uploads them if absent.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from estimators.compile_cache import cache_key, cache_uri
+from estimators.prices import price_for
+from estimators.registry import lookup_instance
+
+from ..bundle import Bundle, bundle_for, entrypoints_dir
+from ..data import prepare_corpus
+from ..errors import SpecError
+from ..loader import spec_base_dir
+from ..plan import JobPlan, plan_jobs, spec_hash
+from ..spec import ROLE_ARN_RE, BakeoffSpec
+from .expressions import as_string, get, join, json_get, param
+
+DEFINITION_VERSION = "2020-12-01"
+DEFAULT_BUCKET = "bakeoff-artifacts"
+# A placeholder that says what it is; `deploy --role` (or CDK) puts the real role in.
+PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/bakeoff-sagemaker-execution-role"
+CODE_ARCHIVE = "sourcedir.tar.gz"
+EVALUATE_STEP, GATE_STEP, FAIL_STEP = "Evaluate", "ParityGate", "ParityFailed"
+PROPERTY_FILE = "EvaluationReport"
+EVAL_INSTANCE = "ml.m5.xlarge"
+CACHE_EXPIRY = "P30D"
+CAPACITY_RETRY = {"ExceptionType": ["SageMaker.CAPACITY_ERROR"], "IntervalSeconds": 300, "BackoffRate": 2.0,
+                  "MaxAttempts": 6}
+TRAIN_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/input/data/code/" + CODE_ARCHIVE +
+                 " -C /opt/ml/code && cd /opt/ml/code && exec python3 launch.py {script}")
+EVAL_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/processing/input/code/" + CODE_ARCHIVE +
+                " -C /opt/ml/code && exec python3 /opt/ml/code/evaluate.py \"$@\"")
+EVAL_OUT = "/opt/ml/processing/evaluation"
+EVAL_CONFIG = "/opt/ml/processing/input/config/config.json"
+MAX_EVAL_JOBS = 90  # one ContainerArgument per job; the API allows 100
+
+
+@dataclass(frozen=True)
+class Asset:
+    """A file the pipeline reads from S3, addressed by its content."""
+
+    key: str
+    body: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.body).hexdigest()
+
+
+@dataclass(frozen=True)
+class CompiledPipeline:
+    name: str
+    definition: dict[str, Any]
+    assets: tuple[Asset, ...]
+    bucket: str
+    role_arn: str
+
+    def to_json(self, indent: int | None = None) -> str:
+        if indent:
+            return json.dumps(self.definition, indent=indent, sort_keys=True) + "\n"
+        return json.dumps(self.definition, sort_keys=True, separators=(",", ":"))
+
+
+def pipeline_name(spec: BakeoffSpec) -> str:
+    return f"bakeoff-{spec.name}"
+
+
+def _param_name(channel: str) -> str:
+    return "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", channel) if part) + "DataUri"
+
+
+def _s3(bucket: str, *parts: str) -> str:
+    return f"s3://{bucket}/" + "/".join(p.strip("/") for p in parts if p)
+
+
+def _channel_assets(name: str, path: Path, bucket: str, prefix: str) -> tuple[str, list[Asset]]:
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    blobs = [(f.relative_to(path).as_posix() if path.is_dir() else f.name, f.read_bytes()) for f in files]
+    listing = "".join(f"{n}\0{hashlib.sha256(b).hexdigest()}\n" for n, b in blobs)
+    key_root = f"{prefix}/data/{hashlib.sha256(listing.encode()).hexdigest()[:32]}/{name}"
+    return _s3(bucket, key_root) + "/", [Asset(f"{key_root}/{n}", b) for n, b in blobs]
+
+
+def _data_channels(spec: BakeoffSpec, base_dir: Path, bucket: str, prefix: str) -> tuple[dict[str, str], list[Asset]]:
+    """channel -> default S3 URI, plus the assets that put local data there (content-addressed)."""
+    channels: dict[str, str] = {}
+    assets: list[Asset] = []
+    if not spec.data.channels and spec.entrypoint.builtin:
+        with tempfile.TemporaryDirectory(prefix="bakeoff-corpus-") as tmp:
+            manifest = prepare_corpus(Path(tmp))
+            for name in manifest["channels"]:
+                channels[name], found = _channel_assets(name, Path(tmp) / name, bucket, prefix)
+                assets += found
+    for name, uri in spec.data.channels.items():
+        if uri.startswith("s3://"):
+            channels[name] = uri.rstrip("/") + "/"
+            continue
+        path = (base_dir / uri).resolve()
+        if not path.exists():
+            raise SpecError(f"channel {name!r}: {path} does not exist", field=f"data.channels.{name}")
+        channels[name], found = _channel_assets(name, path, bucket, prefix)
+        assets += found
+    return dict(sorted(channels.items())), assets
+
+
+def metric_definitions(spec: BakeoffSpec) -> list[dict[str, str]]:
+    defs = json.loads((entrypoints_dir() / "bakeoff_runtime" / "metric_definitions.json").read_text())
+    metric = spec.parity.metric
+    if metric != "val_loss":
+        defs.append({"Name": f"validation:{metric}",
+                     "Regex": rf"\[bakeoff\] step=\d+ .*?{re.escape(metric)}=([-+0-9.eE]+|nan|inf)"})
+    return defs
+
+
+def _training_step(spec: BakeoffSpec, job: JobPlan, *, bucket: str, prefix: str, role: str, code_uri: str,
+                   data: dict[str, str], defs: list[dict], shash: str) -> tuple[dict[str, Any], str]:
+    leg = job.leg
+    env = dict(job.environment)
+    hps = {k: json.dumps(v) for k, v in sorted(job.hyperparameters.items())}
+    hps["max_steps"] = as_string(param("MaxSteps"))
+    key = cache_key(backend=leg.backend, image=job.image, precision=leg.precision, environment=env,
+                    hyperparameters=job.hyperparameters, world_size=job.batching.world_size)
+    cache = cache_uri(bucket, prefix, leg.backend, key)
+    env["BAKEOFF_COMPILE_CACHE"] = cache
+    if leg.backend == "neuron":
+        env["NEURON_COMPILE_CACHE_URL"] = cache
+    if spec.mlflow.enabled and spec.mlflow.tracking_uri:
+        env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
+        env["BAKEOFF_MLFLOW_EXPERIMENT"] = spec.experiment
+    step_name = f"Train-{leg.name}-s{job.seed}"
+    output = _s3(bucket, prefix, spec.name, "jobs", job.name)
+    channels = [{
+        "ChannelName": "code",
+        "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": code_uri,
+                                        "S3DataDistributionType": "FullyReplicated"}},
+        "InputMode": "File",
+    }]
+    for name in data:
+        channels.append({
+            "ChannelName": name,
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": param(_param_name(name)),
+                                            "S3DataDistributionType": "FullyReplicated"}},
+            "InputMode": "File",
+        })
+    args: dict[str, Any] = {
+        "AlgorithmSpecification": {
+            "TrainingImage": job.image,
+            "TrainingInputMode": "File",
+            "ContainerEntrypoint": ["/bin/sh", "-c", TRAIN_COMMAND.format(script=job.extra.get("script", "train.py"))],
+            "MetricDefinitions": defs,
+            "EnableSageMakerMetricsTimeSeries": True,
+        },
+        "HyperParameters": hps,
+        "RoleArn": role,
+        "InputDataConfig": channels,
+        "OutputDataConfig": {"S3OutputPath": output},
+        "ResourceConfig": {"InstanceType": leg.instance_type, "InstanceCount": leg.instance_count,
+                           "VolumeSizeInGB": leg.volume_size_gb},
+        "StoppingCondition": {"MaxRuntimeInSeconds": leg.max_runtime_s},
+        "Environment": dict(sorted(env.items())),
+        "Tags": [
+            {"Key": "bakeoff:name", "Value": spec.name},
+            {"Key": "bakeoff:leg", "Value": leg.name},
+            {"Key": "bakeoff:seed", "Value": str(job.seed)},
+            {"Key": "bakeoff:spec-hash", "Value": shash},
+            {"Key": "bakeoff:backend", "Value": leg.backend},
+            {"Key": "bakeoff:compile-cache", "Value": cache},
+        ],
+    }
+    if leg.managed_spot or spec.training.checkpoint_interval:
+        # Static per job content: a restarted or spot-interrupted job resumes; the
+        # runtime refuses a checkpoint written by other inputs or by a finished run.
+        args["CheckpointConfig"] = {"S3Uri": _s3(bucket, prefix, spec.name, "checkpoints", job.name, key),
+                                    "LocalPath": "/opt/ml/checkpoints"}
+    if leg.managed_spot:
+        args["EnableManagedSpotTraining"] = True
+        args["StoppingCondition"]["MaxWaitTimeInSeconds"] = leg.max_wait_s or 2 * leg.max_runtime_s
+    step = {
+        "Name": step_name,
+        "Type": "Training",
+        "Arguments": args,
+        "CacheConfig": {"Enabled": True, "ExpireAfter": CACHE_EXPIRY},
+        "RetryPolicies": [CAPACITY_RETRY],
+    }
+    return step, output
+
+
+def _eval_config(spec: BakeoffSpec, jobs: list[JobPlan]) -> dict[str, Any]:
+    legs = {}
+    for leg in spec.legs:
+        price = price_for(leg.instance_type, leg.price_per_hour)
+        legs[leg.name] = {
+            "instance_type": leg.instance_type, "instance_count": leg.instance_count, "backend": leg.backend,
+            "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list, "emulated_on": None,
+            "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
+                       "note": price.note} if price else None),
+        }
+    mlflow = {}
+    if spec.mlflow.enabled and spec.mlflow.tracking_uri:
+        mlflow = {"tracking_uri": spec.mlflow.tracking_uri, "experiment": spec.experiment}
+    return {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs,
+            "parity": {**spec.parity.model_dump(), "baseline": spec.baseline},
+            "cost_basis": "estimate: job wall time x on-demand price (`bakeoff report` uses BillableTimeInSeconds)",
+            "mlflow": mlflow}
+
+
+def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket: str | None = None,
+                     role_arn: str | None = None, region: str | None = None) -> CompiledPipeline:
+    base_dir = base_dir or spec_base_dir(spec)
+    bucket = bucket or spec.storage.bucket or DEFAULT_BUCKET
+    role = role_arn or PLACEHOLDER_ROLE
+    if not ROLE_ARN_RE.match(role):
+        raise SpecError(f"role {role!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)",
+                        field="--role")
+    if region and region != spec.storage.region:
+        spec = spec.model_copy(update={"storage": spec.storage.model_copy(update={"region": region})})
+    prefix = spec.storage.prefix
+    shash = spec_hash(spec)
+
+    bundle: Bundle = bundle_for(spec, base_dir)
+    archive = bundle.tar_gz()
+    code_key = f"{prefix}/code/{hashlib.sha256(archive).hexdigest()}/{CODE_ARCHIVE}"
+    code_asset = Asset(code_key, archive)
+    code_uri = _s3(bucket, code_key)
+    data, data_assets = _data_channels(spec, base_dir, bucket, prefix)
+    jobs = plan_jobs(spec)
+    for job in jobs:
+        job.extra["script"] = bundle.script
+    if len(jobs) > MAX_EVAL_JOBS:
+        raise SpecError(f"{len(jobs)} training jobs is more than one evaluation step can take ({MAX_EVAL_JOBS}); "
+                        "use fewer seeds or legs", field="seeds")
+    defs = metric_definitions(spec)
+
+    train_steps, job_args = [], []
+    for job in jobs:
+        step, output = _training_step(spec, job, bucket=bucket, prefix=prefix, role=role, code_uri=code_uri,
+                                      data=data, defs=defs, shash=shash)
+        train_steps.append(step)
+        job_args.append(join(f"--job={job.name}={output}/", get(f"Steps.{step['Name']}.TrainingJobName"),
+                             "/output/output.tar.gz"))
+
+    config_body = (json.dumps(_eval_config(spec, jobs), indent=2, sort_keys=True) + "\n").encode()
+    config_asset = Asset(f"{prefix}/{spec.name}/eval-config/{hashlib.sha256(config_body).hexdigest()}/config.json",
+                         config_body)
+    eval_kind = lookup_instance(EVAL_INSTANCE)[0]
+    eval_env = {"BAKEOFF_NAME": spec.name, "BAKEOFF_SPEC_HASH": shash}
+    if spec.mlflow.enabled and spec.mlflow.tracking_uri:
+        eval_env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
+    evaluate = {
+        "Name": EVALUATE_STEP,
+        "Type": "Processing",
+        "Arguments": {
+            "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": EVAL_INSTANCE,
+                                                      "VolumeSizeInGB": 30}},
+            "AppSpecification": {
+                "ImageUri": eval_kind.default_image("cpu", spec.storage.region),
+                "ContainerEntrypoint": ["/bin/sh", "-c", EVAL_COMMAND, "evaluate"],
+                "ContainerArguments": ["--config", EVAL_CONFIG, "--out", EVAL_OUT, "--jobs", "/tmp/bakeoff-jobs",
+                                       "--margin", as_string(param("ParityMargin")),
+                                       "--parent-key", get("Execution.PipelineExecutionId"), *job_args],
+            },
+            "RoleArn": role,
+            "ProcessingInputs": [
+                {"InputName": "code", "S3Input": {"S3Uri": code_uri, "LocalPath": "/opt/ml/processing/input/code", "S3DataType": "S3Prefix",
+                             "S3InputMode": "File", "S3DataDistributionType": "FullyReplicated"}},
+                {"InputName": "config", "S3Input": {"S3Uri": _s3(bucket, config_asset.key), "LocalPath": "/opt/ml/processing/input/config",
+                             "S3DataType": "S3Prefix", "S3InputMode": "File",
+                             "S3DataDistributionType": "FullyReplicated"}},
+            ],
+            "ProcessingOutputConfig": {"Outputs": [{
+                "OutputName": "evaluation",
+                "S3Output": {"S3Uri": join(_s3(bucket, prefix, spec.name, "evaluation") + "/",
+                                           get("Execution.PipelineExecutionId")),
+                             "LocalPath": EVAL_OUT, "S3UploadMode": "EndOfJob"}}]},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+            "Environment": eval_env,
+        },
+        "PropertyFiles": [{"PropertyFileName": PROPERTY_FILE, "OutputName": "evaluation",
+                           "FilePath": "evaluation.json"}],
+        "DependsOn": [s["Name"] for s in train_steps],
+    }
+    fail = {
+        "Name": FAIL_STEP,
+        "Type": "Fail",
+        "Arguments": {"ErrorMessage": join(f"bake-off {spec.name}: parity verdict ",
+                                           json_get(EVALUATE_STEP, PROPERTY_FILE, "verdict"),
+                                           "; failed checks: ",
+                                           json_get(EVALUATE_STEP, PROPERTY_FILE, "failed_checks"))},
+    }
+    gate = {
+        "Name": GATE_STEP,
+        "Type": "Condition",
+        "Arguments": {
+            "Conditions": [{"Type": "Equals", "LeftValue": json_get(EVALUATE_STEP, PROPERTY_FILE, "verdict"),
+                            "RightValue": "pass"}],
+            "IfSteps": [],
+            "ElseSteps": [fail],
+        },
+    }
+    parameters = [{"Name": _param_name(name), "Type": "String", "DefaultValue": uri} for name, uri in data.items()]
+    parameters += [
+        {"Name": "MaxSteps", "Type": "Integer", "DefaultValue": spec.training.steps},
+        {"Name": "ParityMargin", "Type": "Float", "DefaultValue": spec.parity.margin},
+    ]
+    definition = {
+        "Version": DEFINITION_VERSION,
+        "Metadata": {},
+        "Parameters": parameters,
+        "Steps": [*train_steps, evaluate, gate],
+    }
+    assets = tuple(sorted([code_asset, config_asset, *data_assets], key=lambda a: a.key))
+    return CompiledPipeline(pipeline_name(spec), definition, assets, bucket, role)
+
+
+def synth_json(spec: BakeoffSpec, **kwargs) -> str:
+    """The definition as `bakeoff synth` writes it."""
+    return compile_pipeline(spec, **kwargs).to_json(indent=2)

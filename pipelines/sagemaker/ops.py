@@ -1,0 +1,221 @@
+"""Operating bake-off pipelines through boto3: deploy, start, status, wait, report.
+
+AWS errors come back as one line that says what to do (`AwsError`); throttling
+is retried with backoff by botocore's adaptive retry mode before that.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from contextlib import contextmanager
+from typing import Any, Callable
+
+from ..errors import AwsError, SpecError
+from .compiler import CompiledPipeline
+
+RETRIES = {"max_attempts": 10, "mode": "adaptive"}
+TERMINAL = {"Succeeded", "Failed", "Stopped"}
+_TRAIN_STEP = re.compile(r"^Train-(?P<leg>.+)-s(?P<seed>\d+)$")
+
+
+def _hint(code: str, message: str, action: str) -> str:
+    low = message.lower()
+    if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "403"):
+        return f"access denied while trying to {action}: {message}; grant the caller that permission"
+    if code in ("ThrottlingException", "Throttling", "TooManyRequestsException", "SlowDown",
+                "RequestLimitExceeded"):
+        return f"AWS kept throttling while trying to {action} (retried with backoff); try again in a minute"
+    if code in ("NoSuchBucket",):
+        return f"the S3 bucket does not exist ({message}); create it or pass --bucket with one that does"
+    if code in ("ResourceInUse", "ConflictException"):
+        return f"cannot {action}: the pipeline is in use ({message}); wait for its running execution to finish"
+    if code in ("ResourceNotFound", "ResourceNotFoundException", "ValidationException") and "not found" in low \
+            or "does not exist" in low and code != "NoSuchBucket":
+        return f"cannot {action}: {message}; check the name or ARN (and the region)"
+    if "role" in low and code == "ValidationException":
+        return f"cannot {action}: {message}; check that the role exists and trusts sagemaker.amazonaws.com"
+    return f"cannot {action}: {code}: {message}"
+
+
+@contextmanager
+def aws(action: str):
+    """Turn boto3 failures into one clear line."""
+    from botocore.exceptions import (ClientError, EndpointConnectionError, NoCredentialsError,
+                                     NoRegionError, ParamValidationError)
+
+    try:
+        yield
+    except ClientError as exc:
+        err = exc.response.get("Error", {})
+        code = str(err.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+        raise AwsError(_hint(code, err.get("Message") or str(exc), action)) from None
+    except NoCredentialsError:
+        raise AwsError(f"cannot {action}: no AWS credentials found; configure them (aws configure, "
+                       "AWS_PROFILE or an instance role)") from None
+    except NoRegionError:
+        raise AwsError(f"cannot {action}: no AWS region set; pass --region or set AWS_DEFAULT_REGION") from None
+    except EndpointConnectionError as exc:
+        raise AwsError(f"cannot {action}: cannot reach {exc.kwargs.get('endpoint_url')}; check the network/region") from None
+    except ParamValidationError as exc:
+        raise AwsError(f"cannot {action}: request refused before sending: {exc}") from None
+
+
+class SageMakerOps:
+    def __init__(self, region: str | None = None, session=None):
+        import boto3
+        from botocore.config import Config
+
+        self.session = session or boto3.session.Session(region_name=region)
+        cfg = Config(retries=RETRIES, user_agent_extra="bakeoff")
+        self.sm = self.session.client("sagemaker", config=cfg)
+        self.s3 = self.session.client("s3", config=cfg)
+
+    # --- deploy ---------------------------------------------------------------------
+    def upload_assets(self, compiled: CompiledPipeline, progress: Callable[[str], None] = lambda m: None) -> dict:
+        from botocore.exceptions import ClientError
+
+        uploaded, present = [], []
+        with aws(f"reach bucket {compiled.bucket}"):
+            self.s3.head_bucket(Bucket=compiled.bucket)
+        for asset in compiled.assets:
+            try:
+                self.s3.head_object(Bucket=compiled.bucket, Key=asset.key)
+                present.append(asset.key)
+                continue
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "NotFound"):
+                    with aws(f"check s3://{compiled.bucket}/{asset.key}"):
+                        raise
+            with aws(f"upload s3://{compiled.bucket}/{asset.key}"):
+                self.s3.put_object(Bucket=compiled.bucket, Key=asset.key, Body=asset.body,
+                                   Metadata={"bakeoff-sha256": asset.sha256})
+            uploaded.append(asset.key)
+            progress(f"uploaded s3://{compiled.bucket}/{asset.key} ({len(asset.body):,} bytes)")
+        return {"uploaded": uploaded, "already_present": present}
+
+    def _pipeline_exists(self, name: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.sm.describe_pipeline(PipelineName=name)
+            return True
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("ResourceNotFound", "ResourceNotFoundException") or (
+                    code == "ValidationException" and "not exist" in str(exc)):
+                return False
+            with aws(f"look up pipeline {name}"):
+                raise
+
+    def deploy(self, compiled: CompiledPipeline, tags: dict[str, str] | None = None,
+               progress: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+        """Upload the assets that are missing, then create or update the pipeline."""
+        assets = self.upload_assets(compiled, progress)
+        body = compiled.to_json()
+        tag_list = [{"Key": k, "Value": v} for k, v in sorted((tags or {}).items())]
+        desc = f"bakeoff {compiled.name}"
+        if not self._pipeline_exists(compiled.name):
+            with aws(f"create pipeline {compiled.name}"):
+                arn = self.sm.create_pipeline(PipelineName=compiled.name, PipelineDefinition=body,
+                                              PipelineDescription=desc, RoleArn=compiled.role_arn,
+                                              Tags=tag_list)["PipelineArn"]
+            action = "created"
+        else:
+            with aws(f"update pipeline {compiled.name}"):
+                arn = self.sm.update_pipeline(PipelineName=compiled.name, PipelineDefinition=body,
+                                              PipelineDescription=desc, RoleArn=compiled.role_arn)["PipelineArn"]
+                if tag_list:
+                    self.sm.add_tags(ResourceArn=arn, Tags=tag_list)
+            action = "updated"
+        return {"pipeline_arn": arn, "action": action, **assets}
+
+    # --- executions -----------------------------------------------------------------
+    def start(self, pipeline: str, parameters: dict[str, str] | None = None) -> str:
+        params = [{"Name": k, "Value": str(v)} for k, v in sorted((parameters or {}).items())]
+        with aws(f"start pipeline {pipeline}"):
+            known = {p["Name"] for p in json.loads(self.sm.describe_pipeline(PipelineName=pipeline)
+                                                   ["PipelineDefinition"]).get("Parameters", [])}
+        unknown = sorted(set(parameters or {}) - known)
+        if unknown:
+            raise SpecError(f"unknown pipeline parameter(s) {', '.join(unknown)}; this pipeline has: "
+                            f"{', '.join(sorted(known))}", field="--param")
+        with aws(f"start pipeline {pipeline}"):
+            return self.sm.start_pipeline_execution(PipelineName=pipeline, PipelineParameters=params)[
+                "PipelineExecutionArn"]
+
+    def execution_steps(self, execution_arn: str) -> list[dict[str, Any]]:
+        steps: list[dict[str, Any]] = []
+        token = None
+        with aws(f"list the steps of {execution_arn}"):
+            while True:
+                kw = {"PipelineExecutionArn": execution_arn, "SortOrder": "Ascending"}
+                if token:
+                    kw["NextToken"] = token
+                page = self.sm.list_pipeline_execution_steps(**kw)
+                steps += page.get("PipelineExecutionSteps", [])
+                token = page.get("NextToken")
+                if not token:
+                    return steps
+
+    def status(self, execution_arn: str) -> dict[str, Any]:
+        with aws(f"describe execution {execution_arn}"):
+            ex = self.sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
+        steps = []
+        for s in self.execution_steps(execution_arn):
+            meta = s.get("Metadata", {})
+            job = next((v.get("Arn") for k, v in meta.items() if isinstance(v, dict) and "Arn" in v), None)
+            steps.append({"name": s.get("StepName"), "status": s.get("StepStatus"),
+                          "failure_reason": s.get("FailureReason"), "job_arn": job,
+                          "cache_hit": bool(s.get("CacheHitResult")),
+                          "attempts": s.get("AttemptCount")})
+        return {"execution_arn": execution_arn, "status": ex.get("PipelineExecutionStatus"),
+                "failure_reason": ex.get("FailureReason"), "steps": steps}
+
+    def wait(self, execution_arn: str, poll_s: float = 30.0, timeout_s: float = 7 * 86400,
+             progress: Callable[[dict], None] = lambda s: None, sleep=time.sleep) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with aws(f"describe execution {execution_arn}"):
+                ex = self.sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
+            state = ex.get("PipelineExecutionStatus")
+            progress(ex)
+            if state in TERMINAL:
+                return {"execution_arn": execution_arn, "status": state, "failure_reason": ex.get("FailureReason")}
+            if time.monotonic() > deadline:
+                raise AwsError(f"execution {execution_arn} still {state} after {timeout_s:.0f}s; "
+                               "`bakeoff wait` again or `bakeoff status` to see its steps")
+            sleep(poll_s)
+
+    # --- report ---------------------------------------------------------------------
+    def fetch_evaluation(self, execution_arn: str) -> tuple[dict[str, Any], dict[tuple[str, int], float]]:
+        """evaluation.json of an execution and each training job's BillableTimeInSeconds."""
+        steps = self.execution_steps(execution_arn)
+        billable: dict[tuple[str, int], float] = {}
+        evaluation_uri = None
+        for s in steps:
+            meta = s.get("Metadata", {})
+            m = _TRAIN_STEP.match(s.get("StepName", ""))
+            if m and "TrainingJob" in meta:
+                name = meta["TrainingJob"]["Arn"].rsplit("/", 1)[-1]
+                with aws(f"describe training job {name}"):
+                    job = self.sm.describe_training_job(TrainingJobName=name)
+                seconds = job.get("BillableTimeInSeconds")
+                if seconds is None and job.get("TrainingStartTime") and job.get("TrainingEndTime"):
+                    seconds = (job["TrainingEndTime"] - job["TrainingStartTime"]).total_seconds()
+                if seconds is not None:
+                    billable[(m["leg"], int(m["seed"]))] = float(seconds)
+            if s.get("StepName") == "Evaluate" and "ProcessingJob" in meta:
+                name = meta["ProcessingJob"]["Arn"].rsplit("/", 1)[-1]
+                with aws(f"describe processing job {name}"):
+                    job = self.sm.describe_processing_job(ProcessingJobName=name)
+                for out in job.get("ProcessingOutputConfig", {}).get("Outputs", []):
+                    if out.get("OutputName") == "evaluation":
+                        evaluation_uri = out["S3Output"]["S3Uri"].rstrip("/") + "/evaluation.json"
+        if evaluation_uri is None:
+            raise AwsError(f"execution {execution_arn} has no finished Evaluate step yet; "
+                           "`bakeoff status` shows where it is")
+        bucket, _, key = evaluation_uri[len("s3://"):].partition("/")
+        with aws(f"read {evaluation_uri}"):
+            body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        return json.loads(body), billable
