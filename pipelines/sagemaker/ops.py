@@ -30,8 +30,8 @@ def _hint(code: str, message: str, action: str) -> str:
         return f"the S3 bucket does not exist ({message}); create it or pass --bucket with one that does"
     if code in ("ResourceInUse", "ConflictException"):
         return f"cannot {action}: the pipeline is in use ({message}); wait for its running execution to finish"
-    if code in ("ResourceNotFound", "ResourceNotFoundException", "ValidationException") and "not found" in low \
-            or "does not exist" in low and code != "NoSuchBucket":
+    if code in ("ResourceNotFound", "ResourceNotFoundException") or any(
+            w in low for w in ("not found", "could not find", "does not exist")):
         return f"cannot {action}: {message}; check the name or ARN (and the region)"
     if "role" in low and code == "ValidationException":
         return f"cannot {action}: {message}; check that the role exists and trusts sagemaker.amazonaws.com"
@@ -67,7 +67,7 @@ class SageMakerOps:
         from botocore.config import Config
 
         self.session = session or boto3.session.Session(region_name=region)
-        cfg = Config(retries=RETRIES, user_agent_extra="bakeoff")
+        cfg = Config(retries=dict(RETRIES), user_agent_extra="bakeoff")  # botocore mutates it
         self.sm = self.session.client("sagemaker", config=cfg)
         self.s3 = self.session.client("s3", config=cfg)
 
@@ -76,8 +76,14 @@ class SageMakerOps:
         from botocore.exceptions import ClientError
 
         uploaded, present = [], []
-        with aws(f"reach bucket {compiled.bucket}"):
+        try:
             self.s3.head_bucket(Bucket=compiled.bucket)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
+                raise AwsError(f"S3 bucket {compiled.bucket!r} does not exist; create it (or deploy the CDK "
+                               "stack) or pass --bucket with one that does") from None
+            with aws(f"reach bucket {compiled.bucket}"):
+                raise
         for asset in compiled.assets:
             try:
                 self.s3.head_object(Bucket=compiled.bucket, Key=asset.key)
@@ -102,8 +108,9 @@ class SageMakerOps:
             return True
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
+            text = str(exc).lower()
             if code in ("ResourceNotFound", "ResourceNotFoundException") or (
-                    code == "ValidationException" and "not exist" in str(exc)):
+                    code == "ValidationException" and ("not exist" in text or "could not find" in text)):
                 return False
             with aws(f"look up pipeline {name}"):
                 raise

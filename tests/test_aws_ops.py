@@ -1,0 +1,313 @@
+"""deploy/start/status/report through boto3 over HTTP to a moto server on 127.0.0.1.
+
+moto validates nothing (any definition is accepted, executions "succeed" at once and
+run no steps) and does not implement ListPipelineExecutionSteps: step listings here
+are recorded responses shaped like the real API, and say so where they are used.
+"""
+import datetime
+import json
+import socket
+import subprocess
+import sys
+import tarfile
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from conftest import ENTRYPOINTS, ROOT, bakeoff
+from pipelines.errors import AwsError
+from pipelines.loader import load_spec
+from pipelines.report import apply_billable_time
+from pipelines.sagemaker import compile_pipeline
+from pipelines.sagemaker.ops import SageMakerOps
+
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+ROLE = "arn:aws:iam::123456789012:role/bakeoff-test"
+BUCKET = "bakeoff-test-bucket"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def moto_env():
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    yield env
+    server.stop()
+
+
+@pytest.fixture
+def aws_env(moto_env, monkeypatch):
+    for k, v in moto_env.items():
+        monkeypatch.setenv(k, v)
+    return moto_env
+
+
+def _client(name, env):
+    return boto3.client(name, endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def test_deploy_start_over_http(moto_env, tmp_path):
+    proc = bakeoff("deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=moto_env)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (f"bakeoff: error: S3 bucket '{BUCKET}' does not exist; create it (or deploy "
+                                   "the CDK stack) or pass --bucket with one that does")
+    s3 = _client("s3", moto_env)
+    s3.create_bucket(Bucket=BUCKET)
+
+    proc = bakeoff("deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=moto_env)
+    assert proc.returncode == 0, proc.stderr
+    assert "created arn:aws:sagemaker:us-east-1:" in proc.stdout and "4 assets uploaded" in proc.stdout
+    compiled = compile_pipeline(load_spec(QUICKSTART), role_arn=ROLE, bucket=BUCKET)
+    sm = _client("sagemaker", moto_env)
+    described = sm.describe_pipeline(PipelineName="bakeoff-quickstart")
+    assert json.loads(described["PipelineDefinition"]) == compiled.definition
+    assert described["RoleArn"] == ROLE
+    tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=described["PipelineArn"])["Tags"]}
+    assert tags["bakeoff:name"] == "quickstart" and "bakeoff:spec-hash" in tags
+    for asset in compiled.assets:
+        assert s3.get_object(Bucket=BUCKET, Key=asset.key)["Body"].read() == asset.body
+
+    again = bakeoff("deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=moto_env)
+    assert again.returncode == 0 and "updated" in again.stdout and "0 assets uploaded, 4 already present" in again.stdout
+
+    start = bakeoff("start", "bakeoff-quickstart", "--param", "MaxSteps=10", env=moto_env)
+    assert start.returncode == 0, start.stderr
+    arn = start.stdout.strip()
+    assert arn.startswith("arn:aws:sagemaker:us-east-1:") and "bakeoff-quickstart" in arn
+    params = sm.list_pipeline_parameters_for_execution(PipelineExecutionArn=arn)["PipelineParameters"]
+    assert {"Name": "MaxSteps", "Value": "10"} in params
+
+    bad = bakeoff("start", "bakeoff-quickstart", "--param", "Steps=10", env=moto_env)
+    assert bad.returncode == 2 and "unknown pipeline parameter(s) Steps" in bad.stderr
+    missing = bakeoff("start", "bakeoff-nope", env=moto_env)
+    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
+    assert "bakeoff: error: cannot start pipeline bakeoff-nope" in missing.stderr
+
+    waited = bakeoff("wait", arn, "--poll", "0.1", env=moto_env)
+    assert waited.returncode == 0 and waited.stdout.strip().endswith("Succeeded")
+
+
+def test_deploy_requires_a_role(moto_env):
+    proc = bakeoff("deploy", QUICKSTART, "--bucket", BUCKET, env=moto_env)
+    assert proc.returncode == 2 and "--role is required" in proc.stderr
+
+
+# Recorded shape of ListPipelineExecutionSteps (moto does not implement it).
+def _recorded_steps(training_arns, processing_arn, failure=None):
+    steps = [{"StepName": f"Train-{leg}-s{seed}", "StepStatus": "Succeeded", "AttemptCount": 1,
+              "StartTime": datetime.datetime(2026, 12, 1, 10), "EndTime": datetime.datetime(2026, 12, 1, 11),
+              "Metadata": {"TrainingJob": {"Arn": arn}}} for (leg, seed), arn in training_arns.items()]
+    if failure:
+        steps[0].update(StepStatus="Failed", FailureReason=failure)
+        steps[1]["CacheHitResult"] = {"SourcePipelineExecutionArn": "arn:aws:sagemaker:us-east-1:123456789012:x"}
+    steps.append({"StepName": "Evaluate", "StepStatus": "Succeeded", "AttemptCount": 1,
+                  "Metadata": {"ProcessingJob": {"Arn": processing_arn}}})
+    return {"PipelineExecutionSteps": steps}
+
+
+def _make_jobs(sm, s3):
+    arns = {}
+    for leg, inst in (("trn1", "ml.trn1.32xlarge"), ("p4d", "ml.p4d.24xlarge")):
+        for seed in range(3):
+            name = f"pipelines-abc-Train-{leg}-s{seed}"
+            arns[(leg, seed)] = sm.create_training_job(
+                TrainingJobName=name, RoleArn=ROLE,
+                AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1",
+                                        "TrainingInputMode": "File"},
+                OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/out"},
+                ResourceConfig={"InstanceType": inst, "InstanceCount": 1, "VolumeSizeInGB": 10},
+                StoppingCondition={"MaxRuntimeInSeconds": 3600})["TrainingJobArn"]
+    proc_arn = sm.create_processing_job(
+        ProcessingJobName="pipelines-abc-Evaluate", RoleArn=ROLE,
+        AppSpecification={"ImageUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1"},
+        ProcessingResources={"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge",
+                                               "VolumeSizeInGB": 30}},
+        ProcessingOutputConfig={"Outputs": [{"OutputName": "evaluation", "S3Output": {
+            "S3Uri": f"s3://{BUCKET}/bakeoff/quickstart/evaluation/exec1", "LocalPath": "/opt/ml/processing/evaluation",
+            "S3UploadMode": "EndOfJob"}}]})["ProcessingJobArn"]
+    return arns, proc_arn
+
+
+def _evaluation():
+    runs = lambda: [{"seed": s, "status": "completed", "reason": None, "val_loss": 2.4, "billable_s": 60.0,
+                     "cost_usd": None} for s in range(3)]
+    return {"verdict": "pass", "summary": "parity holds", "bakeoff": "quickstart", "failed_checks": "none",
+            "parity": {"metric": "val_loss", "direction": "minimize", "baseline": "p4d", "margin": 0.1, "alpha": 0.05},
+            "checks": [{"name": "parity:trn1~p4d", "status": "passed", "passed": True, "why": "equivalent"}],
+            "cost_basis": "estimate",
+            "legs": {leg: {"instance_type": it, "instance_count": 1, "backend": b, "precision": "bf16",
+                           "runs": runs(), "completed": 3, "metric": {"mean": 2.4, "std": 0.01},
+                           "price": {"usd_per_hour": price, "source": "test", "as_of": "today"}}
+                     for leg, it, b, price in (("trn1", "ml.trn1.32xlarge", "neuron", 36.0),
+                                               ("p4d", "ml.p4d.24xlarge", "cuda", 18.0))}}
+
+
+def test_status_and_report_against_moto_with_recorded_steps(aws_env, monkeypatch, capsys):
+    sm, s3 = _client("sagemaker", aws_env), _client("s3", aws_env)
+    s3.create_bucket(Bucket=BUCKET)
+    arns, proc_arn = _make_jobs(sm, s3)
+    s3.put_object(Bucket=BUCKET, Key="bakeoff/quickstart/evaluation/exec1/evaluation.json",
+                  Body=json.dumps(_evaluation()).encode())
+    failure = "AlgorithmError: neuronx-cc: compilation failed (see the job's log)"
+    recorded = _recorded_steps(arns, proc_arn, failure=failure)
+    ops = SageMakerOps(region="us-east-1")
+    monkeypatch.setattr(ops.sm, "list_pipeline_execution_steps", lambda **kw: recorded)
+    execution = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
+    monkeypatch.setattr(ops.sm, "describe_pipeline_execution",
+                        lambda **kw: {"PipelineExecutionStatus": "Failed", "FailureReason": "Step failure"})
+    status = ops.status(execution)
+    assert status["status"] == "Failed"
+    first = status["steps"][0]
+    assert first["name"] == "Train-trn1-s0" and first["status"] == "Failed" and first["failure_reason"] == failure
+    assert first["job_arn"] == arns[("trn1", 0)]
+    assert status["steps"][1]["cache_hit"] is True
+
+    evaluation, billable = ops.fetch_evaluation(execution)  # describe_* and S3 over HTTP to moto
+    assert evaluation["verdict"] == "pass"
+    # moto reports no BillableTimeInSeconds and equal start/end times: the fallback gives 0 s.
+    assert billable == {key: 0.0 for key in arns}
+
+
+def test_report_costs_jobs_by_billable_time():
+    ops = SageMakerOps(region="us-east-1")
+    execution = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
+    arns = {("trn1", 0): "arn:aws:sagemaker:us-east-1:123456789012:training-job/t0",
+            ("p4d", 0): "arn:aws:sagemaker:us-east-1:123456789012:training-job/p0"}
+    proc_arn = "arn:aws:sagemaker:us-east-1:123456789012:processing-job/ev"
+    with Stubber(ops.sm) as sm_stub, Stubber(ops.s3) as s3_stub:
+        sm_stub.add_response("list_pipeline_execution_steps", _recorded_steps(arns, proc_arn),
+                             {"PipelineExecutionArn": execution, "SortOrder": "Ascending"})
+        for name, seconds in (("t0", 1800), ("p0", 3600)):
+            sm_stub.add_response("describe_training_job", {
+                "TrainingJobName": name, "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:1:training-job/{name}",
+                "ModelArtifacts": {"S3ModelArtifacts": "s3://b/k"}, "TrainingJobStatus": "Completed",
+                "SecondaryStatus": "Completed", "AlgorithmSpecification": {"TrainingInputMode": "File"},
+                "ResourceConfig": {"VolumeSizeInGB": 1}, "StoppingCondition": {},
+                "CreationTime": datetime.datetime(2026, 1, 1), "BillableTimeInSeconds": seconds},
+                {"TrainingJobName": name})
+        sm_stub.add_response("describe_processing_job", {
+            "ProcessingJobName": "ev", "ProcessingJobArn": proc_arn, "ProcessingJobStatus": "Completed",
+            "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge",
+                                                      "VolumeSizeInGB": 30}},
+            "AppSpecification": {"ImageUri": "x"}, "CreationTime": datetime.datetime(2026, 1, 1),
+            "ProcessingOutputConfig": {"Outputs": [{"OutputName": "evaluation", "S3Output": {
+                "S3Uri": "s3://b/eval/exec1", "LocalPath": "/opt/ml/processing/evaluation",
+                "S3UploadMode": "EndOfJob"}}]}}, {"ProcessingJobName": "ev"})
+        import io
+
+        from botocore.response import StreamingBody
+
+        body = json.dumps(_evaluation()).encode()
+        s3_stub.add_response("get_object", {"Body": StreamingBody(io.BytesIO(body), len(body))},
+                             {"Bucket": "b", "Key": "eval/exec1/evaluation.json"})
+        evaluation, billable = ops.fetch_evaluation(execution)
+    assert billable == {("trn1", 0): 1800.0, ("p4d", 0): 3600.0}
+    costed = apply_billable_time(evaluation, billable)
+    trn = costed["legs"]["trn1"]["runs"][0]
+    assert trn["billable_s"] == 1800.0 and trn["cost_usd"] == pytest.approx(18.0)  # 0.5 h x $36
+    assert costed["legs"]["p4d"]["runs"][0]["cost_usd"] == pytest.approx(18.0)  # 1 h x $18
+    assert "BillableTimeInSeconds" in costed["cost_basis"]
+
+
+@pytest.mark.parametrize("code,message,expect", [
+    ("AccessDeniedException", "User is not authorized to perform: sagemaker:CreatePipeline",
+     "access denied while trying to create pipeline bakeoff-quickstart"),
+    ("ThrottlingException", "Rate exceeded", "AWS kept throttling while trying to create pipeline"),
+    ("ResourceInUse", "Pipeline is being updated", "the pipeline is in use"),
+    ("ValidationException", "Could not assume role arn:aws:iam::123456789012:role/bakeoff-test",
+     "check that the role exists and trusts sagemaker.amazonaws.com"),
+])
+def test_aws_errors_are_one_clear_line(code, message, expect):
+    compiled = compile_pipeline(load_spec(QUICKSTART), role_arn=ROLE, bucket=BUCKET)
+    ops = SageMakerOps(region="us-east-1")
+    with Stubber(ops.s3) as s3_stub, Stubber(ops.sm) as sm_stub:
+        s3_stub.add_response("head_bucket", {}, {"Bucket": BUCKET})
+        for asset in compiled.assets:
+            s3_stub.add_response("head_object", {}, {"Bucket": BUCKET, "Key": asset.key})
+        sm_stub.add_client_error("describe_pipeline", "ResourceNotFound", "Pipeline not found")
+        sm_stub.add_client_error("create_pipeline", code, message)
+        with pytest.raises(AwsError) as info:
+            ops.deploy(compiled)
+    text = str(info.value)
+    assert expect in text and "\n" not in text
+
+
+def test_throttling_is_retried_with_backoff(monkeypatch):
+    """A real HTTP endpoint on 127.0.0.1 that throttles twice, then answers."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    calls = []
+
+    class Throttling(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            calls.append(time_now())
+            throttled = len(calls) <= 2
+            body = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"} if throttled else
+                              {"PipelineName": "p", "PipelineArn": "arn:aws:sagemaker:us-east-1:1:pipeline/p",
+                               "PipelineDefinition": "{}"}).encode()
+            self.send_response(400 if throttled else 200)
+            self.send_header("Content-Type", "application/x-amz-json-1.1")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    from time import monotonic as time_now
+
+    server = HTTPServer(("127.0.0.1", 0), Throttling)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for k, v in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{server.server_port}", "AWS_ACCESS_KEY_ID": "t",
+                     "AWS_SECRET_ACCESS_KEY": "t"}.items():
+            monkeypatch.setenv(k, v)
+        ops = SageMakerOps(region="us-east-1")
+        assert ops._pipeline_exists("p") is True
+    finally:
+        server.shutdown()
+    assert len(calls) == 3  # two throttled attempts, retried, then the answer
+
+
+def test_evaluate_fetches_job_outputs_from_s3(aws_env, tmp_path):
+    """The evaluation step's own download path (`--job NAME=s3://...output.tar.gz`), over HTTP."""
+    s3 = _client("s3", aws_env)
+    s3.create_bucket(Bucket="eval-fetch")
+    cfg = {"bakeoff": "q", "spec_hash": "h", "parity": {"metric": "val_loss", "direction": "minimize",
+                                                         "margin": 0.1, "margin_type": "absolute", "alpha": 0.05,
+                                                         "baseline": "b"},
+           "legs": {leg: {"instance_type": "ml.m5.xlarge", "instance_count": 1, "backend": "cpu", "seeds": [0, 1]}
+                    for leg in ("a", "b")}}
+    args = []
+    for leg in ("a", "b"):
+        for seed in (0, 1):
+            src = tmp_path / f"{leg}{seed}"
+            src.mkdir()
+            (src / "summary.json").write_text(json.dumps({"leg": leg, "seed": seed, "status": "completed",
+                                                          "metrics": {"val_loss": 2.0 + seed / 100}}))
+            with tarfile.open(src / "output.tar.gz", "w:gz") as tar:
+                tar.add(src / "summary.json", arcname="summary.json")
+            key = f"jobs/{leg}-s{seed}/job/output/output.tar.gz"
+            s3.upload_file(str(src / "output.tar.gz"), "eval-fetch", key)
+            args.append(f"--job={leg}-s{seed}=s3://eval-fetch/{key}")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    proc = subprocess.run([sys.executable, str(ENTRYPOINTS / "evaluate.py"), "--config", str(tmp_path / "config.json"),
+                           "--out", str(tmp_path / "out"), "--jobs", str(tmp_path / "jobs"), *args],
+                          capture_output=True, text=True, env={**__import__("os").environ, **aws_env})
+    assert proc.returncode == 0, proc.stderr
+    ev = json.loads((tmp_path / "out" / "evaluation.json").read_text())
+    assert ev["legs"]["a"]["completed"] == 2 and ev["verdict"] == "pass"
