@@ -10,7 +10,7 @@ STAMP := $(VENV)/.bakeoff-synced
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
-	$(UV) sync --locked --extra local --extra dev
+	$(UV) sync --locked --compile-bytecode --extra local --extra dev
 	@touch $(STAMP)
 
 setup: $(STAMP)

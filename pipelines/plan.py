@@ -4,11 +4,18 @@ the SageMaker compiler alike.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .hashing import digest
 from .spec import BakeoffSpec, Leg
+
+
+def encode_hyperparameters(hps: dict[str, Any]) -> dict[str, str]:
+    """CreateTrainingJob carries strings. Like the SageMaker SDK: strings as they are,
+    everything else JSON-encoded (the container side decodes both)."""
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(hps.items())}
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def test_tiny_bakeoff_runs_both_backends(tiny_run):
 def test_container_layout_of_a_job(tiny_run):
     opt_ml = tiny_run["out"] / "jobs" / "trn1-s1" / "opt" / "ml"
     hps = json.loads((opt_ml / "input" / "config" / "hyperparameters.json").read_text())
-    assert hps["seed"] == "1" and hps["leg"] == '"trn1"'
+    assert hps["seed"] == "1" and hps["leg"] == "trn1"
     assert json.loads((opt_ml / "input" / "config" / "resourceconfig.json").read_text())["hosts"] == ["algo-1"]
     assert (opt_ml / "input" / "data" / "train").is_symlink()
     assert (opt_ml / "model" / "model.pt").exists() and (opt_ml / "model" / "metrics.jsonl").exists()

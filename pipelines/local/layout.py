@@ -7,10 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-
-def encode_hyperparameters(hps: dict[str, Any]) -> dict[str, str]:
-    # CreateTrainingJob carries strings; JSON-encode like the SageMaker SDKs do.
-    return {k: json.dumps(v) for k, v in sorted(hps.items())}
+from ..plan import encode_hyperparameters
 
 
 class JobLayout:

@@ -24,7 +24,7 @@ from ..bundle import Bundle, bundle_for, entrypoints_dir
 from ..data import prepare_corpus
 from ..errors import SpecError
 from ..loader import spec_base_dir
-from ..plan import JobPlan, plan_jobs, spec_hash
+from ..plan import JobPlan, encode_hyperparameters, plan_jobs, spec_hash
 from ..spec import ROLE_ARN_RE, BakeoffSpec
 from .expressions import as_string, get, join, json_get, param
 
@@ -129,7 +129,7 @@ def _training_step(spec: BakeoffSpec, job: JobPlan, *, bucket: str, prefix: str,
                    data: dict[str, str], defs: list[dict], shash: str) -> tuple[dict[str, Any], str]:
     leg = job.leg
     env = dict(job.environment)
-    hps = {k: json.dumps(v) for k, v in sorted(job.hyperparameters.items())}
+    hps = encode_hyperparameters(job.hyperparameters)
     hps["max_steps"] = as_string(param("MaxSteps"))
     key = cache_key(backend=leg.backend, image=job.image, precision=leg.precision, environment=env,
                     hyperparameters=job.hyperparameters, world_size=job.batching.world_size)
