@@ -25,6 +25,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/cli_startup.py
 	$(VENV)/bin/python benchmarks/telemetry_overhead.py
 	$(VENV)/bin/python benchmarks/quickstart_wall.py
+	$(VENV)/bin/python benchmarks/synth_vs_sdk.py
 
 clean:
 	rm -rf runs .pytest_cache
