@@ -8,9 +8,10 @@ STAMP := $(VENV)/.bakeoff-synced
 
 .PHONY: setup quickstart test bench clean
 
-$(STAMP): pyproject.toml uv.lock
+$(STAMP): pyproject.toml uv.lock cdk/package-lock.json
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 	$(UV) sync --locked --compile-bytecode --extra local --extra dev
+	cd cdk && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -82,7 +82,6 @@ class BakeoffPipeline(Construct):
                 object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED, versioned=True,
                 removal_policy=removal_policy,
                 lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))])
-            self.acknowledge(self.access_logs_bucket, nag_id("AwsSolutions-S1"), "access-log-bucket")
             bucket = s3.Bucket(
                 self, "Artifacts", encryption=s3.BucketEncryption.S3_MANAGED,
                 block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,

@@ -10,7 +10,6 @@ from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import Construct
 
 REASONS: dict[str, str] = {
-    "access-log-bucket": "this is the server-access-log bucket; logging its own access would log into itself",
     "job-names": "SageMaker Pipelines generate the names of the jobs they start (pipelines-<execution>-...); "
                  "the prefix is the narrowest scope that exists before they run",
     "prefix-objects": "keys under the bake-off's prefix are content-addressed or made at run time (outputs, "
@@ -50,7 +49,7 @@ def nag_text(stack: Stack, value: Any) -> str:
 
 
 def nag_id(rule: str, evidence: str | None = None) -> str:
-    return f"AwsSolutions::{rule}[{evidence}]" if evidence else rule
+    return f"AwsSolutions::{rule}[{evidence}]" if evidence else f"AwsSolutions::{rule}"
 
 
 class Acknowledger:
