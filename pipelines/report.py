@@ -18,6 +18,13 @@ def _bytes(v):
     return f"{v:.0f} PiB"
 
 
+def _cold_warm(cache) -> str:
+    if not cache:
+        return "-"
+    cold, warm = cache.get("time_to_first_step_s_cold"), cache.get("time_to_first_step_s_warm")
+    return f"{_num(cold, '{:.1f}s')} ({cache['cold_runs']}) / {_num(warm, '{:.1f}s')} ({cache['warm_runs']})"
+
+
 def render_summary(evaluation: dict[str, Any], console) -> None:
     from rich.table import Table
 
@@ -42,6 +49,7 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
         ("throughput", lambda f: _num(f.get("throughput_mean"), "{:,.0f}") + f" {f.get('throughput_unit', '')}"),
         ("time to first step", lambda f: _num(f.get("time_to_first_step_s_mean"), "{:.1f}s")),
         ("compile time", lambda f: _num(f.get("compile_time_s_mean"), "{:.1f}s")),
+        ("first step cold/warm", lambda f: _cold_warm(f.get("compile_cache"))),
         ("peak device memory", lambda f: _bytes(f.get("peak_device_memory_bytes_max"))),
         ("peak host memory", lambda f: _bytes(f.get("peak_host_memory_bytes_max"))),
         ("wall time", lambda f: _num(f.get("wall_time_s_mean"), "{:.0f}s")),

@@ -80,6 +80,9 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict) -> di
             "cost_per_million_units_usd": (cost / (tokens / 1e6)) if cost is not None and tokens else None,
             "steps_completed": s.get("steps_completed"),
             "mlflow_run_id": (s.get("mlflow") or {}).get("run_id"),
+            "cache_state": ((s.get("compile") or {}).get("cache") or {}).get("state"),
+            "cache_hits": ((s.get("compile") or {}).get("cache") or {}).get("hits"),
+            "cache_misses": ((s.get("compile") or {}).get("cache") or {}).get("misses"),
         })
     unit = next(((r["summary"].get("throughput") or {}).get("unit") for r in completed), "tokens")
     return {
@@ -103,7 +106,24 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict) -> di
         "cost_per_run_usd_mean": _mean(x["cost_usd"] for x in rows),
         "cost_per_million_units_usd_mean": _mean(x["cost_per_million_units_usd"] for x in rows),
         "price": price,
+        "compile_cache": _cache_split(rows),
     }
+
+
+def _cache_split(rows: list[dict]) -> dict[str, Any] | None:
+    """Cold vs warm starts: what the compile cache bought on this leg."""
+    known = [r for r in rows if r.get("cache_state") in ("cold", "warm")]
+    if not known:
+        return None
+    out: dict[str, Any] = {}
+    for state in ("cold", "warm"):
+        runs = [r for r in known if r["cache_state"] == state]
+        out[f"{state}_runs"] = len(runs)
+        out[f"time_to_first_step_s_{state}"] = _mean(r["time_to_first_step_s"] for r in runs)
+        out[f"compile_time_s_{state}"] = _mean(r["compile_time_s"] for r in runs)
+    cold, warm = out["time_to_first_step_s_cold"], out["time_to_first_step_s_warm"]
+    out["warm_over_cold"] = (warm / cold) if cold and warm is not None else None
+    return out
 
 
 def _parity_check(leg: str, base: str, figures: dict, parity: dict) -> dict[str, Any]:

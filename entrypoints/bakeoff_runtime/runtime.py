@@ -27,6 +27,7 @@ import os
 import random
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -84,6 +85,13 @@ class Runtime:
         self.world_size = int(environ.get("WORLD_SIZE", 1))
         self.rank = int(environ.get("RANK", 0))
         self.local_rank = int(environ.get("LOCAL_RANK", 0))
+        self.cache_location = environ.get("BAKEOFF_COMPILE_CACHE") or None
+        self.torch_compile = environ.get("BAKEOFF_TORCH_COMPILE") == "1"
+        self._xla_cache = None
+        if self.backend_name == "neuron" and environ.get("PJRT_DEVICE", "").upper() == "CPU" and self.rank == 0:
+            from .compile_cache import xla_persistent_cache
+
+            self._xla_cache = xla_persistent_cache(self.cache_location)  # before anything compiles
         self.backend = get_backend(self.backend_name, self.precision, self.local_rank)
         if self.world_size > 1 and not torch.distributed.is_initialized():
             if self.backend.distributed_backend == "xla":
@@ -162,7 +170,47 @@ class Runtime:
                     f"moving the model to {self.device} changed its parameter count; shared weights were "
                     "un-tied (give the model a tie_weights() method)")
                 print(f"[bakeoff] WARNING: {self.extra['warnings'][-1]}", flush=True)
-        return self.backend.wrap_model(model, self.world_size)
+        model = self.backend.wrap_model(model, self.world_size)
+        if self.torch_compile:
+            model = self._compile(model)
+        return model
+
+    def _compile(self, model: torch.nn.Module) -> torch.nn.Module:
+        """torch.compile with the inductor cache at the job's compile-cache location."""
+        from .compile_cache import local_dir, restore
+
+        location = self.cache_location or str(self.env.output_dir / "inductor-cache")
+        self._inductor_dir, self._inductor_sync = local_dir(location, Path("/tmp/bakeoff-inductor-cache"))
+        self._inductor_restore = restore(location, self._inductor_dir)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self._inductor_dir)
+        self._isa_replayed = False
+        if self.backend_name == "cpu":
+            from .compile_cache import remember_vec_isa_probe
+
+            self._isa_replayed = remember_vec_isa_probe(self._inductor_dir)
+        os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+        os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
+        return torch.compile(model)
+
+    def _cache_outcome(self) -> dict[str, Any] | None:
+        if self.torch_compile:
+            from .compile_cache import inductor_counters, save
+
+            counts = inductor_counters()
+            saved = save(self._inductor_dir, self.cache_location) if self._inductor_sync and self.rank == 0 else None
+            return {"kind": "inductor", "location": self.cache_location, "restored": self._inductor_restore,
+                    **counts, "state": "warm" if counts.get("hits") else "cold", "saved": saved,
+                    "vec_isa_probe_replayed": self._isa_replayed}
+        if self._xla_cache is not None:
+            from .compile_cache import xla_cache_outcome
+
+            out = xla_cache_outcome(self._xla_cache)
+            return {"kind": "xla-persistent", **out,
+                    "state": "warm" if out.get("hits") else "cold"}
+        if self.backend_name == "neuron" and self.cache_location:
+            return {"kind": "neuron", "location": self.cache_location, "state": "unknown",
+                    "note": "the Neuron compiler's cache (NEURON_COMPILE_CACHE_URL); hits are in its log"}
+        return None
 
     def _mark_loop_start(self) -> None:
         if self._loop_started is None:
@@ -292,6 +340,14 @@ class Runtime:
         except Exception:
             pass
         stats = self.backend.compile_stats()
+        cache = self._cache_outcome()
+        if cache is not None:
+            stats["cache"] = cache
+        if self.torch_compile and self._first_step_done and self._loop_started:
+            # inductor does not report its compile time: first step minus a steady step, labelled.
+            steady = self.throughput().get("step_time_s") or 0.0
+            stats["compile_time_s"] = round(max(0.0, self._first_step_done - self._loop_started - steady), 3)
+            stats["compile_time_basis"] = "first step minus a steady-state step (torch.compile)"
         fallbacks = getattr(self.backend, "fallback_ops", None)
         summary = {
             "status": status,
@@ -356,8 +412,9 @@ class Runtime:
             self.telemetry.say(diverged=1)
             self.finish("diverged", reason=str(exc))
             return True
-        reason = f"{exc_type.__name__}: {exc}"
-        self.env.write_failure(reason + "\n\n" + "".join(traceback.format_exception(exc_type, exc, tb))[-3000:])
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        reason = f"{exc_type.__name__}: {first_line}"[:500]
+        self.env.write_failure(f"{exc_type.__name__}: {exc}" + "\n\n" + "".join(traceback.format_exception(exc_type, exc, tb))[-3000:])
         try:
             self.finish("failed", reason=reason)
         except Exception:

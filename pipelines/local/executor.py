@@ -190,6 +190,9 @@ class LocalExecutor:
                     "BAKEOFF_JOB_KEY": key, "BAKEOFF_NPROC_PER_NODE": "1", "PYTHONUNBUFFERED": "1",
                     "SM_CURRENT_INSTANCE_TYPE": job.leg.instance_type})
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        cache = self._compile_cache(job, emu)
+        if cache:
+            env["BAKEOFF_COMPILE_CACHE"] = str(cache)
         cmd = [self.python, str(layout.code / LAUNCHER), str(layout.code / bundle.script)]
         total = int(job.hyperparameters.get("max_steps", 0)) or None
         self.progress.begin(index, job.name, total)
@@ -221,6 +224,25 @@ class LocalExecutor:
                 "billable_basis": "local wall time (estimate)", "started": started, "log": str(layout.log)}
         layout.meta.write_text(json.dumps(meta, indent=2) + "\n")
         self.progress.finish(index, job.name, status, wall, summary, reason)
+
+    def _compile_cache(self, job: JobPlan, emu) -> Path | None:
+        """The local compile cache, under the same key scheme as the S3 one."""
+        if emu.backend != "neuron" and job.leg.compile != "torch_compile":
+            return None
+        from importlib.metadata import PackageNotFoundError, version
+
+        from estimators.compile_cache import cache_key
+
+        versions = []
+        for dist in ("torch", "torch-xla"):
+            try:
+                versions.append(f"{dist}=={version(dist)}")
+            except PackageNotFoundError:
+                pass
+        key = cache_key(backend=emu.backend, image="local:" + ",".join(versions), precision=job.leg.precision,
+                        environment={**job.environment, **emu.environment}, hyperparameters=job.hyperparameters,
+                        world_size=job.batching.world_size)
+        return self.out / "compile-cache" / emu.backend / key
 
     def _evaluate(self, jobs: list[JobPlan], emulations, bundle, mlflow_env) -> tuple[dict, Path]:
         from estimators.prices import price_for
