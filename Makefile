@@ -27,6 +27,8 @@ bench: setup
 	$(VENV)/bin/python benchmarks/telemetry_overhead.py
 	$(VENV)/bin/python benchmarks/quickstart_wall.py
 	$(VENV)/bin/python benchmarks/synth_vs_sdk.py
+	$(VENV)/bin/python benchmarks/compile_cache_warm.py
+	$(VENV)/bin/python benchmarks/preflight_wall.py
 
 clean:
 	rm -rf runs .pytest_cache

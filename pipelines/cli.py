@@ -95,6 +95,20 @@ def cmd_instances(args) -> int:
     return EXIT_OK
 
 
+def cmd_preflight(args) -> int:
+    from .preflight import render, run_preflight
+
+    spec = _load(args)
+    console = _console()
+    results = run_preflight(spec, args.leg or None, steps=args.steps,
+                            out_dir=Path(args.out) if args.out else None)  # progress on stderr
+    if args.json:
+        print(json.dumps({name: report for name, report in results}, indent=2))
+    else:
+        render(results, spec, console)
+    return EXIT_FAIL if any(r["blockers"] for _, r in results) else EXIT_OK
+
+
 def cmd_ui(args) -> int:
     import shutil
     import subprocess
@@ -125,6 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="re-run jobs whose inputs did not change")
     p.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("preflight", help="a few steps on PyTorch/XLA's CPU device: recompilations, CPU "
+                                         "fallbacks, fp64 and host transfers, each named; exit 1 on a blocker")
+    _spec_arg(p)
+    p.add_argument("--leg", action="append", default=[], help="leg to check (default: every trn leg)")
+    p.add_argument("--steps", type=int, default=6, help="training steps to run (default 6)")
+    p.add_argument("--out", help="keep the job's files here (default: a temporary directory)")
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.set_defaults(func=cmd_preflight)
 
     p = sub.add_parser("validate", help="check a spec and show the jobs it makes")
     _spec_arg(p)

@@ -154,6 +154,9 @@ class Leg(_Model):
     environment: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
     volume_size_gb: int = Field(100, ge=1, le=16384, description="EBS volume per instance, GB.")
     max_runtime_s: int = Field(86_400, ge=60, description="Stopping condition: max runtime per job, seconds.")
+    precompile: bool = Field(False, description="trn legs: run neuron_parallel_compile (same launch, a few "
+                             "steps) before this leg's training jobs so they start with a warm compile cache; "
+                             "its metrics are excluded from every comparison.")
     managed_spot: bool = Field(False, description="Use managed spot training (checkpoints to S3, resumes "
                                "after interruption). Spot legs are costed at on-demand prices unless overridden.")
     max_wait_s: int | None = Field(None, ge=60, description="Spot only: max wait including interruptions, "
@@ -198,6 +201,8 @@ class Leg(_Model):
         if self.max_wait_s is not None and self.max_wait_s < self.max_runtime_s:
             raise SpecFieldError("max_wait_s", f"max_wait_s={self.max_wait_s} must be >= max_runtime_s="
                                  f"{self.max_runtime_s}")
+        if self.precompile and self.backend != "neuron":
+            raise SpecFieldError("precompile", "precompile (neuron_parallel_compile) is for neuron legs")
         if self.compile == "torch_compile" and self.backend not in ("cuda", "cpu"):
             raise SpecFieldError("compile", f"compile: torch_compile is for cuda/cpu legs; {self.backend} "
                                  "legs are compiled by XLA already")
@@ -290,6 +295,23 @@ class Data(_Model):
         return v
 
 
+class PreflightStep(_Model):
+    """An optional first pipeline step: preflight on a cheap CPU instance, so a bake-off
+    that would waste Trainium hours stops before any trn job starts."""
+
+    enabled: bool = Field(False, description="Add the preflight step to the SageMaker pipeline.")
+    instance_type: str = Field("ml.m5.2xlarge", description="CPU instance it runs on (PyTorch/XLA's CPU device).")
+    steps: int = Field(6, ge=3, le=100, description="Training steps to run (the first two compile).")
+
+    @field_validator("instance_type")
+    @classmethod
+    def _cpu(cls, v: str) -> str:
+        found = lookup_instance(v)
+        if found is None or found[0].name != "cpu":
+            raise ValueError(f"preflight runs on a CPU instance (ml.m5.*, ml.c5.*), not {v!r}")
+        return v
+
+
 class BakeoffSpec(_Model):
     """A bake-off: the same training code on two or more legs, several seeds each."""
 
@@ -306,6 +328,7 @@ class BakeoffSpec(_Model):
     parity: Parity = Field(default_factory=Parity, description="The parity rule.")
     mlflow: Mlflow = Field(default_factory=Mlflow, description="MLflow tracking.")
     storage: Storage = Field(default_factory=Storage, description="S3 locations.")
+    preflight: PreflightStep = Field(default_factory=PreflightStep, description="Optional preflight pipeline step.")
     _source_path: Path | None = PrivateAttr(None)
 
     @field_validator("name")

@@ -22,6 +22,7 @@ goes NaN or diverges, and writes metrics.jsonl/summary.json/the failure file.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -93,6 +94,12 @@ class Runtime:
 
             self._xla_cache = xla_persistent_cache(self.cache_location)  # before anything compiles
         self.backend = get_backend(self.backend_name, self.precision, self.local_rank)
+        self.preflight = None
+        if environ.get("BAKEOFF_PREFLIGHT") == "1" and self.backend_name == "neuron" and self.rank == 0:
+            from .preflight import Preflight
+
+            self.preflight = Preflight(self.backend, env.model_dir)
+        self._step_index = 0
         if self.world_size > 1 and not torch.distributed.is_initialized():
             if self.backend.distributed_backend == "xla":
                 import torch_xla.distributed.xla_backend  # noqa: F401  (registers "xla")
@@ -117,6 +124,8 @@ class Runtime:
             "compile_cache": environ.get("BAKEOFF_COMPILE_CACHE") or None,
             "world_size": self.world_size,
         }
+        if environ.get("BAKEOFF_PRECOMPILE") == "1":
+            info["precompile"] = True  # neuron_parallel_compile's run: its figures are not results
         self.info = info
         tags = {f"bakeoff.{k}": str(v) for k, v in info.items() if v not in (None, "")}
         tags["mlflow.runName"] = f"{self.leg}-s{self.seed}"
@@ -170,6 +179,8 @@ class Runtime:
                     f"moving the model to {self.device} changed its parameter count; shared weights were "
                     "un-tied (give the model a tie_weights() method)")
                 print(f"[bakeoff] WARNING: {self.extra['warnings'][-1]}", flush=True)
+        if self.preflight is not None:
+            self.preflight.watch_model(model)
         model = self.backend.wrap_model(model, self.world_size)
         if self.torch_compile:
             model = self._compile(model)
@@ -218,12 +229,18 @@ class Runtime:
 
     def autocast(self):
         self._mark_loop_start()
+        if self.preflight is not None and not self.preflight.in_step and (
+                self.max_steps is None or self._step_index < self.max_steps):
+            self.preflight.begin_step(self._step_index)
         return self.backend.autocast()
 
     def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         self._mark_loop_start()
         self.backend.optimizer_step(optimizer)
         self.backend.mark_step()
+        if self.preflight is not None:
+            self.preflight.end_step(self._step_index)
+        self._step_index += 1
 
     # --- telemetry ------------------------------------------------------------------
     def _needs_sync(self, step: int) -> bool:
@@ -340,6 +357,7 @@ class Runtime:
         except Exception:
             pass
         stats = self.backend.compile_stats()
+        preflight = self.preflight.write() if self.preflight is not None else None
         cache = self._cache_outcome()
         if cache is not None:
             stats["cache"] = cache
@@ -370,6 +388,8 @@ class Runtime:
             **self.extra,
             **extra,
         }
+        if preflight is not None:
+            summary["preflight"] = {"verdict": preflight["verdict"], "blockers": preflight["blockers"]}
         mlflow_status = "FINISHED" if status == "completed" else "FAILED"
         if self.sink is not None:
             summary["mlflow"] = {"run_id": self.sink.run_id}
@@ -404,7 +424,15 @@ class Runtime:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is None:
-            self.finish("completed")
+            body = self.finish("completed")
+            blockers = (body.get("preflight") or {}).get("blockers")
+            if blockers and os.environ.get("BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER") == "1":
+                # As a pipeline step: fail before any Trainium job is started.
+                report = json.loads((self.env.model_dir / "preflight.json").read_text())
+                lines = [f"{p['kind']}: {p.get('op') or p.get('cause') or p.get('parameter')} "
+                         f"at {p.get('where') or '-'}" for p in report["problems"] if p["blocker"]]
+                self.env.write_failure(f"preflight: {report['verdict']}: " + "; ".join(lines))
+                raise SystemExit(1)
             return False
         if isinstance(exc, Diverged):
             # A diverged run is a result, not a crash: it is reported and counted

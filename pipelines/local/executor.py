@@ -125,6 +125,9 @@ class LocalExecutor:
         for leg in spec.legs:
             emu = emulations[leg.name]
             self.progress.note(f"leg {leg.name}: {leg.instance_type}/{leg.backend} -> {emu.device_label}")
+            if leg.precompile:
+                self.progress.note(f"leg {leg.name}: precompile skipped locally (neuron_parallel_compile exists "
+                                   "only in Neuron images, and PyTorch/XLA on CPU cannot load cached executables)")
 
         # Seed-major order: an interrupted run still has every leg represented.
         ordered = sorted(jobs, key=lambda j: (spec.seed_list.index(j.seed), [l.name for l in spec.legs].index(j.leg.name)))
@@ -224,6 +227,34 @@ class LocalExecutor:
                 "billable_basis": "local wall time (estimate)", "started": started, "log": str(layout.log)}
         layout.meta.write_text(json.dumps(meta, indent=2) + "\n")
         self.progress.finish(index, job.name, status, wall, summary, reason)
+
+    def run_preflight(self, leg_name: str, steps: int) -> dict[str, Any]:
+        """A few steps of `leg_name`'s job on PyTorch/XLA's CPU device with the
+        preflight probes on; returns the report (preflight.json)."""
+        spec = self.spec
+        self.out.mkdir(parents=True, exist_ok=True)
+        bundle = bundle_for(spec, self.base_dir)
+        channels, _ = self._channels()
+        job = next(j for j in plan_jobs(spec, world_size_of=lambda leg: 1)
+                   if j.leg.name == leg_name and j.seed == spec.seed_list[0])
+        job.hyperparameters.update(max_steps=steps, log_interval=1, eval_interval=0, warmup_exclude_steps=1,
+                                   checkpoint_interval=0)
+        layout = JobLayout(self.out / "preflight" / leg_name)
+        from estimators.base import LocalEmulation
+
+        emu = LocalEmulation("neuron", "local xla:cpu", {"PJRT_DEVICE": "CPU", "BAKEOFF_PREFLIGHT": "1"})
+        self.mlflow = False
+        self.progress.start(1)
+        try:
+            self._run_job(1, job, layout, "preflight", bundle, channels, emu, {})
+        finally:
+            self.progress.stop()
+        report_path = layout.model / "preflight.json"
+        if not report_path.exists():
+            meta = json.loads(layout.meta.read_text())
+            raise RuntimeError(f"preflight of leg {leg_name} did not finish: {meta.get('reason')} "
+                               f"(see {layout.log})")
+        return json.loads(report_path.read_text())
 
     def _compile_cache(self, job: JobPlan, emu) -> Path | None:
         """The local compile cache, under the same key scheme as the S3 one."""

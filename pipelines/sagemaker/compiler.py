@@ -33,7 +33,7 @@ DEFAULT_BUCKET = "bakeoff-artifacts"
 # A placeholder that says what it is; `deploy --role` (or CDK) puts the real role in.
 PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/bakeoff-sagemaker-execution-role"
 CODE_ARCHIVE = "sourcedir.tar.gz"
-EVALUATE_STEP, GATE_STEP, FAIL_STEP = "Evaluate", "ParityGate", "ParityFailed"
+EVALUATE_STEP, GATE_STEP, FAIL_STEP, PREFLIGHT_STEP = "Evaluate", "ParityGate", "ParityFailed", "Preflight"
 PROPERTY_FILE = "EvaluationReport"
 EVAL_INSTANCE = "ml.m5.xlarge"
 CACHE_EXPIRY = "P30D"
@@ -198,6 +198,52 @@ def _training_step(spec: BakeoffSpec, job: JobPlan, *, bucket: str, prefix: str,
     return step, output
 
 
+def _preflight_step(spec: BakeoffSpec, jobs: list[JobPlan], **kw) -> dict[str, Any]:
+    """The first trn leg's job, a few steps long, on a CPU instance with the preflight
+    probes on: it fails (stopping the pipeline) when it finds a blocker."""
+    job = next((j for j in jobs if j.leg.backend == "neuron"), jobs[0])
+    step, _ = _training_step(spec, job, **kw)
+    args = step["Arguments"]
+    hps = dict(args["HyperParameters"])
+    hps.update(max_steps=str(spec.preflight.steps), log_interval="1", eval_interval="0", checkpoint_interval="0")
+    args["HyperParameters"] = dict(sorted(hps.items()))
+    env = {k: v for k, v in args["Environment"].items() if not k.startswith("NEURON_")}
+    env.update(PJRT_DEVICE="CPU", BAKEOFF_BACKEND="neuron", BAKEOFF_PREFLIGHT="1",
+               BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER="1", BAKEOFF_NPROC_PER_NODE="1")
+    args["Environment"] = dict(sorted(env.items()))
+    args["ResourceConfig"] = {"InstanceType": spec.preflight.instance_type, "InstanceCount": 1, "VolumeSizeInGB": 50}
+    args["StoppingCondition"] = {"MaxRuntimeInSeconds": 3600}
+    args["OutputDataConfig"] = {"S3OutputPath": _s3(kw["bucket"], kw["prefix"], spec.name, "preflight")}
+    args.pop("CheckpointConfig", None)
+    args.pop("EnableManagedSpotTraining", None)
+    args["Tags"] = [t for t in args["Tags"] if t["Key"] not in ("bakeoff:leg", "bakeoff:seed", "bakeoff:compile-cache")]
+    args["Tags"].append({"Key": "bakeoff:step", "Value": "preflight"})
+    step["Name"] = PREFLIGHT_STEP
+    step.pop("RetryPolicies", None)
+    return step
+
+
+PRECOMPILE_STEPS = 10
+
+
+def _precompile_step(spec: BakeoffSpec, job: JobPlan, **kw) -> dict[str, Any]:
+    """neuron_parallel_compile over the leg's exact launch (only the step count differs),
+    writing to the same compile-cache location the leg's training jobs read."""
+    step, _ = _training_step(spec, job, **kw)
+    args = step["Arguments"]
+    args["HyperParameters"] = dict(sorted({**args["HyperParameters"], "max_steps": str(PRECOMPILE_STEPS)}.items()))
+    command = TRAIN_COMMAND.format(script=job.extra.get("script", "train.py")).replace(
+        "exec python3 launch.py", "exec neuron_parallel_compile python3 launch.py")
+    args["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/sh", "-c", command]
+    args["Environment"] = dict(sorted({**args["Environment"], "BAKEOFF_PRECOMPILE": "1"}.items()))
+    args["OutputDataConfig"] = {"S3OutputPath": _s3(kw["bucket"], kw["prefix"], spec.name, "precompile", job.leg.name)}
+    args["Tags"] = [t for t in args["Tags"] if t["Key"] != "bakeoff:seed"] + [{"Key": "bakeoff:step",
+                                                                                 "Value": "precompile"}]
+    args.pop("CheckpointConfig", None)
+    step["Name"] = f"Precompile-{job.leg.name}"
+    return step
+
+
 def _eval_config(spec: BakeoffSpec, jobs: list[JobPlan]) -> dict[str, Any]:
     legs = {}
     for leg in spec.legs:
@@ -251,6 +297,20 @@ def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket:
         train_steps.append(step)
         job_args.append(join(f"--job={job.name}={output}/", get(f"Steps.{step['Name']}.TrainingJobName"),
                              "/output/output.tar.gz"))
+    for leg in spec.legs:
+        if leg.precompile:
+            pre = _precompile_step(spec, next(j for j in jobs if j.leg.name == leg.name), bucket=bucket,
+                                   prefix=prefix, role=role, code_uri=code_uri, data=data, defs=defs, shash=shash)
+            for step in train_steps:
+                if step["Name"].startswith(f"Train-{leg.name}-s"):
+                    step.setdefault("DependsOn", []).append(pre["Name"])
+            train_steps.insert(0, pre)
+    if spec.preflight.enabled:
+        preflight = _preflight_step(spec, jobs, bucket=bucket, prefix=prefix, role=role, code_uri=code_uri,
+                                    data=data, defs=defs, shash=shash)
+        for step in train_steps:
+            step["DependsOn"] = sorted({*step.get("DependsOn", []), PREFLIGHT_STEP})
+        train_steps.insert(0, preflight)
 
     config_body = (json.dumps(_eval_config(spec, jobs), indent=2, sort_keys=True) + "\n").encode()
     config_asset = Asset(f"{prefix}/{spec.name}/eval-config/{hashlib.sha256(config_body).hexdigest()}/config.json",

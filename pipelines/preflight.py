@@ -1,0 +1,54 @@
+"""`bakeoff preflight`: find Trainium trouble on this machine before it costs money."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import SpecError
+from .spec import BakeoffSpec
+
+VERDICT_STYLE = {"ready": "green", "will recompile": "yellow", "will fall back": "red"}
+
+
+def legs_to_check(spec: BakeoffSpec, names: list[str] | None) -> list[str]:
+    if names:
+        known = {leg.name for leg in spec.legs}
+        for n in names:
+            if n not in known:
+                raise SpecError(f"no leg named {n!r} (legs: {', '.join(sorted(known))})", field="--leg")
+        return names
+    trn = [leg.name for leg in spec.legs if leg.backend in ("neuron", "torchneuron")]
+    return trn or [spec.legs[0].name]
+
+
+def run_preflight(spec: BakeoffSpec, legs: list[str] | None = None, steps: int = 6,
+                  out_dir: Path | None = None, console=None) -> list[tuple[str, dict[str, Any]]]:
+    from .local import LocalExecutor
+
+    out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="bakeoff-preflight-"))
+    results = []
+    for name in legs_to_check(spec, legs):
+        executor = LocalExecutor(spec, out, force=True, console=console, mlflow=False)
+        results.append((name, executor.run_preflight(name, steps)))
+    return results
+
+
+def render(results: list[tuple[str, dict[str, Any]]], spec: BakeoffSpec, console) -> None:
+    for name, report in results:
+        leg = spec.leg(name)
+        style = VERDICT_STYLE.get(report["verdict"], "bold")
+        console.print(f"preflight {name} ({leg.instance_type}, {leg.backend} {leg.precision}) on local xla:cpu, "
+                      f"{report['steps']} steps: [{style}]{report['verdict'].upper()}[/{style}]", highlight=False)
+        console.print(f"  graphs compiled: {report['graphs_compiled']} ({report['graphs_after_warmup']} after "
+                      f"warm-up); fallback ops: {', '.join(report['fallback_ops']) or 'none'}", highlight=False)
+        for p in report["problems"]:
+            mark = "[red]BLOCKER[/red]" if p["blocker"] else "[yellow]warning[/yellow]"
+            what = {"recompilation": lambda: f"recompiled {p['graphs']} graph(s) at step {p['step']}: {p['cause']}",
+                    "cpu-fallback": lambda: f"{p['op']} fell back to the CPU at {p.get('where') or 'an unknown line'}",
+                    "fp64": lambda: (f"float64 parameter {p['parameter']}" if "parameter" in p else
+                                     f"{p['dtype']} from {p['op']} at {p['where']}"),
+                    "host-transfer": lambda: f"{p['count']} host transfer(s) ({p['op']}) inside the step at "
+                                             f"{p['where']}"}[p["kind"]]()
+            console.print(f"  {mark} {what}", highlight=False)
+            console.print(f"          fix: {p['fix']}", highlight=False)
