@@ -6,7 +6,7 @@ UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 VENV := .venv
 STAMP := $(VENV)/.bakeoff-synced
 
-.PHONY: setup quickstart test bench clean
+.PHONY: setup browser quickstart test bench clean
 
 $(STAMP): pyproject.toml uv.lock cdk/package-lock.json
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -19,7 +19,13 @@ setup: $(STAMP)
 quickstart: setup
 	$(VENV)/bin/bakeoff run examples/quickstart.yaml --out runs/quickstart
 
-test: setup
+# Debian's chromium for the MLflow UI browser test (the test skips, saying so, without it).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+		echo "chromium could not be installed: the MLflow UI browser test will be skipped"
+
+test: setup browser
 	$(VENV)/bin/python -m pytest
 
 bench: setup

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bakeoff_runtime.evaluation import evaluate, load_jobs, write_evaluation  # noqa: E402
 from bakeoff_runtime.mlflow_parent import log_parent  # noqa: E402
+from bakeoff_runtime.report import write_reports  # noqa: E402
 
 
 def fetch_jobs(specs: list[str], jobs_dir: Path) -> None:
@@ -57,9 +58,10 @@ def main(argv=None) -> int:
     jobs = load_jobs(args.jobs) if args.jobs.exists() else []
     result = evaluate(cfg, jobs)
     path = write_evaluation(result, args.out)
+    reports = write_reports(result, args.out)
     mlflow_cfg = cfg.get("mlflow") or {}
     if mlflow_cfg.get("tracking_uri"):
-        result["mlflow"] = log_parent(mlflow_cfg, result, path)
+        result["mlflow"] = log_parent(mlflow_cfg, result, path, extra_artifacts=reports)
         write_evaluation(result, args.out)
     print(f"[bakeoff] verdict={result['verdict']} failed_checks={result['failed_checks']}", flush=True)
     return 0

@@ -59,5 +59,6 @@ def price_for(instance_type: str, override: float | None = None, cached: dict | 
     if cached and instance_type in cached:
         c = cached[instance_type]
         return Price(c["usd_per_hour"], c.get("source", "AWS Price List API"), c.get("as_of", ""),
-                     region=c.get("region", "us-east-1"))
+                     region=c.get("region", "us-east-1"),
+                     note=f"spot {c['spot']:.4g} USD/h" if c.get("spot") else "")
     return bundled_price(instance_type)

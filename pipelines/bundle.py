@@ -18,6 +18,7 @@ _SKIP_SUFFIXES = {".pyc", ".pyo"}
 LAUNCHER = "launch.py"
 BUILTIN_SCRIPT = "train.py"
 EVALUATE_SCRIPT = "evaluate.py"
+REPORT_SCRIPT = "render_report.py"
 
 
 @lru_cache(maxsize=1)
@@ -80,7 +81,8 @@ def build_bundle(source_dir: Path | None = None, script: str | None = None) -> B
     """The built-in bundle, or a user's `source_dir` with the runtime helper beside it."""
     ep = entrypoints_dir()
     runtime = _files_under(ep / "bakeoff_runtime", "bakeoff_runtime/")
-    shipped = {**runtime, LAUNCHER: ep / LAUNCHER, EVALUATE_SCRIPT: ep / EVALUATE_SCRIPT}
+    shipped = {**runtime, LAUNCHER: ep / LAUNCHER, EVALUATE_SCRIPT: ep / EVALUATE_SCRIPT,
+               REPORT_SCRIPT: ep / REPORT_SCRIPT}
     if source_dir is None:
         files = {**_files_under(ep), **shipped}
         script = BUILTIN_SCRIPT

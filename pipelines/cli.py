@@ -40,8 +40,12 @@ def cmd_run(args) -> int:
     result = LocalExecutor(spec, Path(args.out), force=args.force, mlflow=False if args.no_mlflow else None).run()
     render_summary(result.evaluation, console)
     console.print(f"evaluation: {result.evaluation_path}", highlight=False)
+    report = result.evaluation_path.with_name("report.html")
+    if report.exists():
+        console.print(f"report: {report}", highlight=False)
     if result.evaluation.get("mlflow", {}).get("parent_run_id"):
-        console.print(f"MLflow: bakeoff ui {args.out}", highlight=False)
+        where = spec.mlflow.tracking_uri or f"bakeoff ui {args.out}"
+        console.print(f"MLflow: {where} (parent run {result.evaluation['mlflow']['parent_run_id']})", highlight=False)
     return result.exit_code
 
 
@@ -191,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bakeoff: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -136,6 +136,21 @@ def cmd_wait(args) -> int:
     return _wait(SageMakerOps(region=args.region), args.execution_arn, args.poll, args.timeout)
 
 
+def render_reports(evaluation_path: Path, out_dir: Path) -> Path:
+    """Run the entrypoints' report writer (the same code the evaluation step runs)."""
+    import subprocess
+
+    from .bundle import REPORT_SCRIPT, entrypoints_dir
+
+    proc = subprocess.run([sys.executable, str(entrypoints_dir() / REPORT_SCRIPT), "--evaluation",
+                           str(evaluation_path), "--out", str(out_dir)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        from .errors import BakeoffError
+
+        raise BakeoffError(f"could not write the report: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return out_dir / "report.html"
+
+
 def cmd_report(args) -> int:
     from rich.console import Console
 
@@ -148,18 +163,65 @@ def cmd_report(args) -> int:
         if not path.exists():
             raise SpecError(f"no evaluation at {path}; run `bakeoff run SPEC --out {target}` first")
         evaluation = json.loads(path.read_text())
+        out_dir = path.parent
     elif args.target.startswith("arn:"):
         from .sagemaker.ops import SageMakerOps
 
         evaluation, billable = SageMakerOps(region=args.region).fetch_evaluation(args.target)
         evaluation = apply_billable_time(evaluation, billable)
+        out_dir = Path(args.out or f"bakeoff-report-{args.target.rsplit('/', 1)[-1]}")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / "evaluation.json"
+        path.write_text(json.dumps(evaluation, indent=2, sort_keys=True, default=str) + "\n")
     else:
         raise SpecError(f"{args.target!r} is neither a run directory nor a pipeline execution ARN")
+    report = render_reports(path, out_dir)
     if args.json:
         print(json.dumps(evaluation, indent=2, sort_keys=True, default=str))
     else:
         render_summary(evaluation, Console())
+        print(f"report: {report}")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(report.resolve().as_uri())
     return 0 if evaluation["verdict"] == "pass" else 1
+
+
+def cmd_prices(args) -> int:
+    from estimators import all_instance_types
+    from estimators.prices import BUNDLED
+
+    from .prices import cache_path, cached, refresh
+
+    if args.refresh:
+        body = refresh(args.region)
+        print(f"cached {len(body['prices'])} instance prices from {body['source']} at {cache_path(args.region)}",
+              file=sys.stderr)
+    live = cached(args.region) or {}
+    rows = []
+    for name in all_instance_types():
+        row = BUNDLED.get(name)
+        rows.append({"instance": name,
+                     "bundled_usd_per_hour": row.price.usd_per_hour if row else None,
+                     "bundled_basis": row.basis if row else None,
+                     "bundled_source": f"{row.price.source} ({row.price.as_of})" if row else None,
+                     "price_list_usd_per_hour": (live.get(name) or {}).get("usd_per_hour"),
+                     "price_list_spot_usd_per_hour": (live.get(name) or {}).get("spot"),
+                     "price_list_as_of": (live.get(name) or {}).get("as_of")})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        bundled = f"${r['bundled_usd_per_hour']:.4g}/h ({r['bundled_basis']}; {r['bundled_source']})" \
+            if r["bundled_usd_per_hour"] else "no bundled price"
+        live_txt = (f"  price list {r['price_list_as_of']}: ${r['price_list_usd_per_hour']:.4g}/h"
+                    + (f", spot ${r['price_list_spot_usd_per_hour']:.4g}/h" if r["price_list_spot_usd_per_hour"] else "")
+                    ) if r["price_list_usd_per_hour"] else ""
+        print(f"{r['instance']:22} {bundled}{live_txt}")
+    if not live:
+        print(f"(no Price List cache for {args.region}: `bakeoff prices --refresh` reads current prices)")
+    return 0
 
 
 def register(sub) -> None:
@@ -198,5 +260,15 @@ def register(sub) -> None:
     p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution")
     p.add_argument("target", help="run directory (local) or pipeline execution ARN (SageMaker)")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    p.add_argument("--open", action="store_true", help="regenerate report.html and open it in a browser")
+    p.add_argument("--out", help="for an execution ARN: where to write the report (default ./bakeoff-report-ID)")
     p.add_argument("--region")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("prices", help="SageMaker training prices: bundled (with source and date), or "
+                                      "--refresh from the AWS Price List API")
+    p.add_argument("--refresh", action="store_true", help="read current on-demand and spot prices "
+                                                          "(pricing:GetProducts) and cache them")
+    p.add_argument("--region", default="us-east-1")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_prices)

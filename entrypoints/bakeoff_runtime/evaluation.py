@@ -16,34 +16,48 @@ from . import stats
 EVALUATION_SCHEMA = "bakeoff.evaluation/1"
 
 
-def _summary_from_tar(path: Path) -> dict | None:
+def _from_tar(path: Path, name: str) -> bytes | None:
     try:
         with tarfile.open(path) as tar:
             for member in tar.getmembers():
-                if member.name.rsplit("/", 1)[-1] == "summary.json":
-                    return json.load(tar.extractfile(member))
+                if member.name.rsplit("/", 1)[-1] == name:
+                    return tar.extractfile(member).read()
     except (tarfile.TarError, OSError, ValueError):
         return None
     return None
+
+
+def _records(text: str) -> list[dict]:
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a torn last line of a job that died mid-write
+    return out
 
 
 def load_jobs(jobs_dir: Path) -> list[dict[str, Any]]:
     """One record per job directory: its summary (or None) and its job.json, if any."""
     jobs = []
     for job_dir in sorted(p for p in Path(jobs_dir).iterdir() if p.is_dir()):
-        summary = None
+        summary, records = None, []
         for path in sorted(job_dir.rglob("summary.json")):
             summary = json.loads(path.read_text())
+            metrics = path.with_name("metrics.jsonl")
+            records = _records(metrics.read_text()) if metrics.exists() else []
             break
         if summary is None:
             for path in sorted(job_dir.rglob("*.tar.gz")):
-                summary = _summary_from_tar(path)
-                if summary:
+                raw = _from_tar(path, "summary.json")
+                if raw:
+                    summary = json.loads(raw)
+                    records = _records((_from_tar(path, "metrics.jsonl") or b"").decode())
                     break
         meta_path = job_dir / "job.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         failure = next(iter(sorted(job_dir.rglob("output/failure"))), None)
-        jobs.append({"dir": job_dir.name, "summary": summary, "meta": meta,
+        jobs.append({"dir": job_dir.name, "summary": summary, "meta": meta, "records": records,
                      "failure": failure.read_text().strip() if failure else None})
     return jobs
 
@@ -53,7 +67,43 @@ def _mean(values):
     return sum(vals) / len(vals) if vals else None
 
 
-def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict) -> dict[str, Any]:
+def _curve(records: list[dict], kind: str, key: str, limit: int = 200) -> list[list[float]]:
+    points = [[r["step"], r[key]] for r in records if r.get("kind") == kind and isinstance(r.get(key), (int, float))]
+    stride = max(1, -(-len(points) // limit))
+    keep = points[::stride]
+    if points and keep[-1] is not points[-1]:
+        keep.append(points[-1])
+    return keep
+
+
+def _reached(records: list[dict], metric: str, target: float | None, direction: str):
+    """(step, seconds since the job started) when the validation metric first reached `target`."""
+    if target is None:
+        return None, None
+    for r in records:
+        v = r.get(metric)
+        if r.get("kind") == "eval" and isinstance(v, (int, float)) and (
+                v <= target if direction == "minimize" else v >= target):
+            return r["step"], r.get("time_s")
+    return None, None
+
+
+def resolve_target(parity: dict, runs_by_leg: dict[str, list[dict]]) -> tuple[float | None, str]:
+    """The declared target, else the worst value still at parity with the baseline."""
+    if parity.get("target") is not None:
+        return float(parity["target"]), "declared in the spec"
+    base = [r["summary"]["metrics"][parity["metric"]] for r in runs_by_leg.get(parity["baseline"], [])
+            if r["status"] == "completed" and parity["metric"] in (r["summary"].get("metrics") or {})]
+    if not base:
+        return None, "no baseline runs to derive a target from"
+    mean = sum(base) / len(base)
+    margin = float(parity["margin"]) * (abs(mean) if parity.get("margin_type") == "relative" else 1.0)
+    target = mean + margin if parity.get("direction", "minimize") == "minimize" else mean - margin
+    return target, f"baseline mean {mean:.4g} {'+' if parity.get('direction', 'minimize') == 'minimize' else '-'} margin"
+
+
+def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict,
+                 target: float | None = None) -> dict[str, Any]:
     metric = parity["metric"]
     price = leg_cfg.get("price") or {}
     per_hour = price.get("usd_per_hour")
@@ -66,7 +116,17 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict) -> di
         billable = r["billable_s"]
         cost = billable * count * per_hour / 3600 if (billable is not None and per_hour) else None
         tokens = (s.get("throughput") or {}).get("units_processed")
+        steps_to_target, time_to_target = _reached(r.get("records") or [], metric, target,
+                                                   parity.get("direction", "minimize"))
         rows.append({
+            "steps_to_target": steps_to_target,
+            "time_to_target_s": time_to_target,
+            "cost_to_target_usd": (time_to_target * count * per_hour / 3600
+                                   if time_to_target is not None and per_hour else None),
+            "training_time_s": s.get("training_time_s"),
+            "curves": {"train_loss": _curve(r.get("records") or [], "train", "train_loss"),
+                       metric: _curve(r.get("records") or [], "eval", metric)},
+            "environment": s.get("environment"),
             "seed": r["seed"], "status": r["status"], "reason": r["reason"],
             metric: (s.get("metrics") or {}).get(metric),
             "throughput": (s.get("throughput") or {}).get(f"{(s.get('throughput') or {}).get('unit', 'tokens')}_per_sec"),
@@ -86,6 +146,7 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict) -> di
         })
     unit = next(((r["summary"].get("throughput") or {}).get("unit") for r in completed), "tokens")
     return {
+        "image": leg_cfg.get("image"),
         "instance_type": leg_cfg.get("instance_type"), "instance_count": count,
         "backend": leg_cfg.get("backend"), "precision": leg_cfg.get("precision"),
         "devices": leg_cfg.get("devices"), "emulated_on": leg_cfg.get("emulated_on"),
@@ -99,6 +160,10 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict) -> di
         "throughput_mean": _mean(x["throughput"] for x in rows if x["status"] == "completed"),
         "time_to_first_step_s_mean": _mean(x["time_to_first_step_s"] for x in rows),
         "compile_time_s_mean": _mean(x["compile_time_s"] for x in rows),
+        "training_time_s_mean": _mean(x["training_time_s"] for x in rows),
+        "steps_to_target_mean": _mean(x["steps_to_target"] for x in rows),
+        "cost_to_target_usd_mean": _mean(x["cost_to_target_usd"] for x in rows),
+        "reached_target": sum(1 for x in rows if x["steps_to_target"] is not None),
         "peak_device_memory_bytes_max": max((x["peak_device_memory_bytes"] or 0 for x in rows), default=None) or None,
         "peak_host_memory_bytes_max": max((x["peak_host_memory_bytes"] or 0 for x in rows), default=None) or None,
         "wall_time_s_mean": _mean(x["wall_time_s"] for x in rows),
@@ -185,16 +250,17 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
         if billable is None and s is not None:
             billable = s.get("wall_time_s")
         by_leg[leg].append({"seed": seed, "status": status, "reason": reason, "summary": s or {},
-                            "billable_s": billable})
+                            "billable_s": billable, "records": job.get("records") or []})
         seen.add((leg, seed))
     for name, cfg in legs_cfg.items():
         for seed in cfg.get("seeds", []):
             if (name, seed) not in seen:
                 by_leg[name].append({"seed": seed, "status": "failed", "reason": "no output from this job",
-                                     "summary": {}, "billable_s": None})
+                                     "summary": {}, "billable_s": None, "records": []})
 
-    figures = {name: _leg_figures(name, legs_cfg[name], runs, parity) for name, runs in by_leg.items()}
     base = parity["baseline"]
+    target, target_basis = resolve_target(parity, by_leg)
+    figures = {name: _leg_figures(name, legs_cfg[name], runs, parity, target) for name, runs in by_leg.items()}
     checks = [_stability_check(name, figures) for name in legs_cfg]
     checks += [_parity_check(name, base, figures, parity) for name in legs_cfg if name != base]
     failed = [c for c in checks if c["status"] == "failed"]
@@ -216,7 +282,7 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
         "failed_checks": ", ".join(c["name"] for c in failed + unknown) or "none",
         "bakeoff": config.get("bakeoff"),
         "spec_hash": config.get("spec_hash"),
-        "parity": {**parity, "baseline": base},
+        "parity": {**parity, "baseline": base, "target_used": target, "target_basis": target_basis},
         "cost_basis": config.get("cost_basis", "estimate"),
         "legs": figures,
         "checks": checks,

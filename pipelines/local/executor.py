@@ -99,9 +99,12 @@ class LocalExecutor:
     def _mlflow_env(self) -> dict[str, str]:
         if not self.mlflow:
             return {}
-        uri = self.spec.mlflow.tracking_uri or f"sqlite:///{self.out / 'mlflow' / 'mlflow.db'}"
+        if self.spec.mlflow.tracking_uri:  # a server: it decides where artifacts go
+            return {"MLFLOW_TRACKING_URI": self.spec.mlflow.tracking_uri,
+                    "BAKEOFF_MLFLOW_EXPERIMENT": self.spec.experiment, "BAKEOFF_MLFLOW_ARTIFACT_LOCATION": ""}
         (self.out / "mlflow").mkdir(parents=True, exist_ok=True)
-        return {"MLFLOW_TRACKING_URI": uri, "BAKEOFF_MLFLOW_EXPERIMENT": self.spec.experiment,
+        return {"MLFLOW_TRACKING_URI": f"sqlite:///{self.out / 'mlflow' / 'mlflow.db'}",
+                "BAKEOFF_MLFLOW_EXPERIMENT": self.spec.experiment,
                 "BAKEOFF_MLFLOW_ARTIFACT_LOCATION": (self.out / "mlflow" / "artifacts").as_uri()}
 
     # --- the run --------------------------------------------------------------------
@@ -278,13 +281,17 @@ class LocalExecutor:
     def _evaluate(self, jobs: list[JobPlan], emulations, bundle, mlflow_env) -> tuple[dict, Path]:
         from estimators.prices import price_for
 
+        from ..prices import cached
+
         spec = self.spec
+        refreshed = cached(spec.storage.region)
         eval_dir = self.out / "evaluation"
         eval_dir.mkdir(parents=True, exist_ok=True)
         legs = {}
         for leg in spec.legs:
-            price = price_for(leg.instance_type, leg.price_per_hour)
+            price = price_for(leg.instance_type, leg.price_per_hour, refreshed)
             legs[leg.name] = {
+                "image": None,
                 "instance_type": leg.instance_type, "instance_count": leg.instance_count, "backend": leg.backend,
                 "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list,
                 "emulated_on": emulations[leg.name].device_label,
@@ -298,7 +305,7 @@ class LocalExecutor:
             "parity": {**spec.parity.model_dump(), "baseline": spec.baseline},
             "cost_basis": "estimate: local wall time x on-demand price of the emulated instance",
             "mlflow": ({"tracking_uri": mlflow_env["MLFLOW_TRACKING_URI"], "experiment": spec.experiment,
-                        "artifact_location": mlflow_env["BAKEOFF_MLFLOW_ARTIFACT_LOCATION"],
+                        "artifact_location": mlflow_env["BAKEOFF_MLFLOW_ARTIFACT_LOCATION"] or None,
                         "parent_key": digest(job_keys)} if mlflow_env else {}),
         }
         config_path = eval_dir / "config.json"

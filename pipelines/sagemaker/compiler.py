@@ -249,6 +249,7 @@ def _eval_config(spec: BakeoffSpec, jobs: list[JobPlan]) -> dict[str, Any]:
     for leg in spec.legs:
         price = price_for(leg.instance_type, leg.price_per_hour)
         legs[leg.name] = {
+            "image": next(j.image for j in jobs if j.leg.name == leg.name),
             "instance_type": leg.instance_type, "instance_count": leg.instance_count, "backend": leg.backend,
             "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list, "emulated_on": None,
             "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,

@@ -1,0 +1,90 @@
+"""On-demand and spot SageMaker training prices from the AWS Price List API, cached.
+
+`bakeoff prices --refresh` calls pricing:GetProducts (ServiceCode AmazonSageMaker)
+for training instances in a region and caches the result; local runs and
+`bakeoff report` then cost jobs with it. The pipeline definition never reads the
+cache (it must be a pure function of the spec): it carries the bundled price or the
+spec's override, and `bakeoff report` re-costs with real billable time.
+"""
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+SOURCE = "AWS Price List API (pricing:GetProducts, AmazonSageMaker)"
+KINDS = {"Training": "on_demand", "SpotTraining": "spot"}
+
+
+def cache_path(region: str) -> Path:
+    root = Path(os.environ.get("BAKEOFF_CACHE_DIR") or Path.home() / ".cache" / "bakeoff")
+    return root / f"prices-{region}.json"
+
+
+def parse_products(price_list: Iterable[str | dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """instance type -> {"on_demand": USD/h, "spot": USD/h} from GetProducts' PriceList entries."""
+    out: dict[str, dict[str, float]] = {}
+    for item in price_list:
+        product = json.loads(item) if isinstance(item, str) else item
+        attrs = product.get("product", {}).get("attributes", {})
+        kind = KINDS.get(attrs.get("platoinstancetype", ""))
+        instance = attrs.get("instanceName") or attrs.get("instanceType")
+        if not kind or not instance or not instance.startswith("ml."):
+            continue
+        for term in product.get("terms", {}).get("OnDemand", {}).values():
+            for dim in term.get("priceDimensions", {}).values():
+                usd = dim.get("pricePerUnit", {}).get("USD")
+                if usd is not None and dim.get("unit", "Hrs").lower().startswith("hr") and float(usd) > 0:
+                    out.setdefault(instance, {})[kind] = float(usd)
+    return dict(sorted(out.items()))
+
+
+def fetch(region: str, session=None) -> dict[str, dict[str, float]]:
+    import boto3
+    from botocore.config import Config
+
+    from .sagemaker.ops import aws
+
+    session = session or boto3.session.Session()
+    # The Price List API answers from us-east-1 (and a few others) for every region.
+    client = session.client("pricing", region_name="us-east-1", config=Config(retries={"mode": "adaptive",
+                                                                                       "max_attempts": 10}))
+    products: list[str] = []
+    for kind in KINDS:
+        token = None
+        with aws(f"read SageMaker {kind} prices for {region} (needs pricing:GetProducts)"):
+            while True:
+                kw = {"ServiceCode": "AmazonSageMaker", "MaxResults": 100, "FormatVersion": "aws_v1",
+                      "Filters": [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+                                  {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": kind}]}
+                if token:
+                    kw["NextToken"] = token
+                page = client.get_products(**kw)
+                products += page.get("PriceList", [])
+                token = page.get("NextToken")
+                if not token:
+                    break
+    return parse_products(products)
+
+
+def refresh(region: str, session=None) -> dict[str, Any]:
+    prices = fetch(region, session)
+    body = {"source": SOURCE, "region": region, "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "prices": prices}
+    path = cache_path(region)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    return body
+
+
+def cached(region: str) -> dict[str, dict[str, Any]] | None:
+    """The cache in the form estimators.prices.price_for takes (on-demand rows)."""
+    path = cache_path(region)
+    if not path.exists():
+        return None
+    body = json.loads(path.read_text())
+    return {name: {"usd_per_hour": p["on_demand"], "source": body["source"], "as_of": body["fetched_at"][:10],
+                   "region": body["region"], "spot": p.get("spot")}
+            for name, p in body["prices"].items() if "on_demand" in p}
