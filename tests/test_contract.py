@@ -6,7 +6,7 @@ import sys
 import textwrap
 
 from bakeoff_runtime.contract import TrainingEnv
-from conftest import ENTRYPOINTS, ROOT
+from conftest import ENTRYPOINTS
 from pipelines.local.layout import JobLayout
 
 

@@ -2,7 +2,6 @@
 import json
 import shutil
 
-import yaml
 
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
 

@@ -2,7 +2,6 @@
 logged to it, and headless Chromium (Playwright) finding the parent run, its nested
 children and the report artifact. Screenshots land in test-artifacts/."""
 import json
-import os
 import shutil
 import socket
 import subprocess

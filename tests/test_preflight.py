@@ -1,7 +1,6 @@
 """Preflight on planted models: each problem found and named, with the right verdict and exit code."""
 import json
 
-import pytest
 
 from conftest import ROOT, bakeoff, write_spec
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, bakeoff, tiny_spec, write_spec
+from conftest import ROOT, bakeoff
 from pipelines.loader import load_spec
 from pipelines.sagemaker import compile_pipeline
 from pipelines.sagemaker.published_schema import KNOWN_GAPS, known_gap, schema_errors, unexplained

@@ -1,7 +1,6 @@
 """Live progress for a local bake-off: a bar per job on a terminal, plain lines elsewhere."""
 from __future__ import annotations
 
-import sys
 import time
 
 

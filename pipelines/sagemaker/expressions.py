@@ -23,24 +23,3 @@ def as_string(value: Any) -> Any:
 
 def json_get(step: str, property_file: str, path: str) -> dict[str, Any]:
     return {"Std:JsonGet": {"PropertyFile": {"Get": f"Steps.{step}.PropertyFiles.{property_file}"}, "Path": path}}
-
-
-def is_expression(value: Any) -> bool:
-    return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("Get", "Std:Join", "Std:JsonGet")
-
-
-def walk_expressions(obj: Any):
-    """Yield every expression dict inside `obj` (including nested ones)."""
-    if is_expression(obj):
-        yield obj
-        inner = next(iter(obj.values()))
-        if isinstance(inner, dict):
-            yield from walk_expressions(inner.get("Values", []))
-            if "PropertyFile" in inner:
-                yield from walk_expressions(inner["PropertyFile"])
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from walk_expressions(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from walk_expressions(v)
