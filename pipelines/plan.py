@@ -114,3 +114,22 @@ def plan_jobs(spec: BakeoffSpec, world_size_of=None) -> list[JobPlan]:
             env["BAKEOFF_NPROC_PER_NODE"] = str(leg.instance.devices if world_size_of is None else 1)
             jobs.append(JobPlan(leg, seed, hps, env, batching, image, name=f"{leg.name}-s{seed}"))
     return jobs
+
+
+def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict[str, str | None],
+                      emulated_on: dict[str, str | None], cost_basis: str, mlflow: dict[str, Any]) -> dict[str, Any]:
+    """What the evaluation step reads: per leg its hardware, seeds and price (with source), and the parity rule.
+    One builder for the local executor and the SageMaker compiler."""
+    legs = {}
+    for leg in spec.legs:
+        price = prices.get(leg.name)
+        legs[leg.name] = {
+            "image": images.get(leg.name), "instance_type": leg.instance_type, "instance_count": leg.instance_count,
+            "backend": leg.backend, "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list,
+            "emulated_on": emulated_on.get(leg.name),
+            "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
+                       "note": price.note} if price else None),
+        }
+    return {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs,
+            "parity": {**spec.parity.model_dump(), "baseline": spec.baseline},
+            "cost_basis": cost_basis, "mlflow": mlflow}

@@ -23,7 +23,7 @@ from ..data import prepare_corpus
 from ..errors import SpecError
 from ..hashing import digest, file_sha256
 from ..loader import spec_base_dir
-from ..plan import JobPlan, derive_batching, plan_jobs, spec_hash
+from ..plan import JobPlan, derive_batching, evaluation_config, plan_jobs, spec_hash
 from ..spec import BakeoffSpec
 from .layout import JobLayout
 from .progress import Progress
@@ -287,27 +287,15 @@ class LocalExecutor:
         refreshed = cached(spec.storage.region)
         eval_dir = self.out / "evaluation"
         eval_dir.mkdir(parents=True, exist_ok=True)
-        legs = {}
-        for leg in spec.legs:
-            price = price_for(leg.instance_type, leg.price_per_hour, refreshed)
-            legs[leg.name] = {
-                "image": None,
-                "instance_type": leg.instance_type, "instance_count": leg.instance_count, "backend": leg.backend,
-                "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list,
-                "emulated_on": emulations[leg.name].device_label,
-                "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
-                           "note": price.note} if price else None),
-            }
         job_keys = sorted(json.loads((self.out / "jobs" / j.name / "job.json").read_text()).get("job_key", "")
                           for j in jobs if (self.out / "jobs" / j.name / "job.json").exists())
-        config = {
-            "bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs,
-            "parity": {**spec.parity.model_dump(), "baseline": spec.baseline},
-            "cost_basis": "estimate: local wall time x on-demand price of the emulated instance",
-            "mlflow": ({"tracking_uri": mlflow_env["MLFLOW_TRACKING_URI"], "experiment": spec.experiment,
-                        "artifact_location": mlflow_env["BAKEOFF_MLFLOW_ARTIFACT_LOCATION"] or None,
-                        "parent_key": digest(job_keys)} if mlflow_env else {}),
-        }
+        config = evaluation_config(
+            spec, prices={leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in spec.legs},
+            images={}, emulated_on={name: emu.device_label for name, emu in emulations.items()},
+            cost_basis="estimate: local wall time x on-demand price of the emulated instance",
+            mlflow=({"tracking_uri": mlflow_env["MLFLOW_TRACKING_URI"], "experiment": spec.experiment,
+                     "artifact_location": mlflow_env["BAKEOFF_MLFLOW_ARTIFACT_LOCATION"] or None,
+                     "parent_key": digest(job_keys)} if mlflow_env else {}))
         config_path = eval_dir / "config.json"
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         code_dir = self.out / "code"

@@ -24,7 +24,7 @@ from ..bundle import Bundle, bundle_for, entrypoints_dir
 from ..data import prepare_corpus
 from ..errors import SpecError
 from ..loader import spec_base_dir
-from ..plan import JobPlan, encode_hyperparameters, plan_jobs, spec_hash
+from ..plan import JobPlan, encode_hyperparameters, evaluation_config, plan_jobs, spec_hash
 from ..spec import ROLE_ARN_RE, BakeoffSpec
 from .expressions import as_string, get, join, json_get, param
 
@@ -245,23 +245,14 @@ def _precompile_step(spec: BakeoffSpec, job: JobPlan, **kw) -> dict[str, Any]:
 
 
 def _eval_config(spec: BakeoffSpec, jobs: list[JobPlan]) -> dict[str, Any]:
-    legs = {}
-    for leg in spec.legs:
-        price = price_for(leg.instance_type, leg.price_per_hour)
-        legs[leg.name] = {
-            "image": next(j.image for j in jobs if j.leg.name == leg.name),
-            "instance_type": leg.instance_type, "instance_count": leg.instance_count, "backend": leg.backend,
-            "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list, "emulated_on": None,
-            "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
-                       "note": price.note} if price else None),
-        }
     mlflow = {}
     if spec.mlflow.enabled and spec.mlflow.tracking_uri:
         mlflow = {"tracking_uri": spec.mlflow.tracking_uri, "experiment": spec.experiment}
-    return {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs,
-            "parity": {**spec.parity.model_dump(), "baseline": spec.baseline},
-            "cost_basis": "estimate: job wall time x on-demand price (`bakeoff report` uses BillableTimeInSeconds)",
-            "mlflow": mlflow}
+    return evaluation_config(
+        spec, prices={leg.name: price_for(leg.instance_type, leg.price_per_hour) for leg in spec.legs},
+        images={j.leg.name: j.image for j in jobs}, emulated_on={},
+        cost_basis="estimate: job wall time x on-demand price (`bakeoff report` uses BillableTimeInSeconds)",
+        mlflow=mlflow)
 
 
 def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket: str | None = None,
