@@ -204,7 +204,7 @@ class Runtime:
         return torch.compile(model)
 
     def _cache_outcome(self) -> dict[str, Any] | None:
-        if self.torch_compile:
+        if self.torch_compile and hasattr(self, "_inductor_dir"):  # prepare() compiled the model
             from .compile_cache import inductor_counters, save
 
             counts = inductor_counters()
