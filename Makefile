@@ -35,6 +35,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/synth_vs_sdk.py
 	$(VENV)/bin/python benchmarks/compile_cache_warm.py
 	$(VENV)/bin/python benchmarks/preflight_wall.py
+	$(VENV)/bin/python benchmarks/verdict_oc.py
 
 clean:
 	rm -rf runs .pytest_cache

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bakeoff_runtime.evaluation import evaluate, load_jobs, write_evaluation  # noqa: E402
+from bakeoff_runtime.evaluation import evaluate, write_evaluation  # noqa: E402
+from bakeoff_runtime.job_outputs import load_jobs  # noqa: E402
 from bakeoff_runtime.mlflow_parent import log_parent  # noqa: E402
 from bakeoff_runtime.report import write_reports  # noqa: E402
 
@@ -49,7 +51,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     raw = args.config
     cfg = json.loads(raw) if raw.lstrip().startswith("{") else json.loads(Path(raw).read_text())
-    if args.margin is not None:
+    if args.margin is not None and args.margin != cfg["parity"]["margin"]:
+        # The ParityMargin pipeline parameter, set when the execution started: the
+        # evaluation shows the spec's rule beside the one it decided with.
+        cfg.setdefault("rule_original", dict(cfg["parity"]))
+        cfg.setdefault("rule_change_reason", "ParityMargin pipeline parameter set at execution start")
         cfg["parity"]["margin"] = args.margin
     if args.parent_key and cfg.get("mlflow"):
         cfg["mlflow"]["parent_key"] = args.parent_key
@@ -59,9 +65,17 @@ def main(argv=None) -> int:
     result = evaluate(cfg, jobs)
     path = write_evaluation(result, args.out)
     reports = write_reports(result, args.out)
-    mlflow_cfg = cfg.get("mlflow") or {}
+    mlflow_cfg = dict(cfg.get("mlflow") or {})
+    if mlflow_cfg and os.environ.get("MLFLOW_TRACKING_URI"):
+        # The job's environment wins over the config asset (a CDK stack substitutes the
+        # tracking server's ARN there), as MLflow's own clients do.
+        mlflow_cfg["tracking_uri"] = os.environ["MLFLOW_TRACKING_URI"]
     if mlflow_cfg.get("tracking_uri"):
-        result["mlflow"] = log_parent(mlflow_cfg, result, path, extra_artifacts=reports)
+        from bakeoff_runtime.mlflow_install import ensure_mlflow
+
+        ensure_mlflow(Path(__file__).resolve().parent, environ={**os.environ,
+                                                                "MLFLOW_TRACKING_URI": mlflow_cfg["tracking_uri"]})
+        result["mlflow"] = log_parent(mlflow_cfg, result, path, extra_artifacts=reports, jobs_dir=args.jobs)
         write_evaluation(result, args.out)
     print(f"[bakeoff] verdict={result['verdict']} failed_checks={result['failed_checks']}", flush=True)
     return 0

@@ -117,16 +117,17 @@ def main() -> None:
                     _, loss = model(x.to(rt.device), y.to(rt.device))
                 (loss / accumulation).backward()
                 loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
-            if clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            rt.optimizer_step(opt)
+            rt.optimizer_step(opt, clip_grad_norm=clip)  # average across ranks, clip, step
             opt.zero_grad(set_to_none=True)
             rt.track_step(step, loss_sum / accumulation, tokens=tokens_per_step, lr=lr)
             if eval_interval and (step + 1) % eval_interval == 0 and step + 1 < max_steps:
-                rt.log_validation(step + 1, val_loss=evaluate(rt, model, val))
+                with rt.validating():
+                    val_loss = evaluate(rt, model, val)
+                rt.log_validation(step + 1, val_loss=val_loss)
             if ckpt_interval and (step + 1) % ckpt_interval == 0:
                 rt.save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict()}, step + 1)
-        val_loss = evaluate(rt, model, val)
+        with rt.validating():
+            val_loss = evaluate(rt, model, val)
         rt.log_validation(max_steps, val_loss=val_loss, val_bits_per_byte=val_loss / math.log(2))
         if ckpt_interval:
             rt.save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict()}, max_steps, final=True)

@@ -9,7 +9,10 @@ from pathlib import Path
 
 from . import __version__
 
-EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+from .errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL, EXIT_PASS as EXIT_OK  # noqa: F401
+
+EXIT_CODES_HELP = ("exit codes: 0 parity holds (pass), 1 parity fails (fail), 2 bad input, "
+                   "3 inconclusive (the verdict says what would decide it), 4 could not run")
 
 
 def _console():
@@ -37,7 +40,8 @@ def cmd_run(args) -> int:
 
     spec = _load(args)
     console = _console()
-    result = LocalExecutor(spec, Path(args.out), force=args.force, mlflow=False if args.no_mlflow else None).run()
+    result = LocalExecutor(spec, Path(args.out), force=args.force, mlflow=False if args.no_mlflow else None,
+                           rule_change=args.rule_change).run()
     render_summary(result.evaluation, console)
     console.print(f"evaluation: {result.evaluation_path}", highlight=False)
     report = result.evaluation_path.with_name("report.html")
@@ -51,6 +55,7 @@ def cmd_run(args) -> int:
 
 def cmd_validate(args) -> int:
     from .plan import plan_jobs, spec_hash
+    from .validation_advice import seed_warnings
 
     spec = _load(args)
     jobs = plan_jobs(spec)
@@ -61,6 +66,8 @@ def cmd_validate(args) -> int:
         print(f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} devices), "
               f"backend {leg.backend}, {leg.precision}; per-device batch {b.per_device_batch_size} x "
               f"accumulation {b.gradient_accumulation_steps} = global {b.global_batch_size}")
+    for warning in seed_warnings(spec, Path(args.previous) if args.previous else None):
+        print(f"  warning: {warning}")
     return EXIT_OK
 
 
@@ -133,15 +140,20 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="bakeoff",
         description="Decide by measurement whether a model should train on AWS Trainium or NVIDIA GPUs: "
-                    "the same training code on every leg, several seeds each, a parity verdict and the cost.")
+                    "the same training code on every leg, several seeds each, a parity verdict and the cost.",
+        epilog=EXIT_CODES_HELP)
     ap.add_argument("--version", action="version", version=f"bakeoff {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("run", help="run the whole bake-off on this machine (trn legs on PyTorch/XLA's CPU device)")
+    p = sub.add_parser("run", help="run the whole bake-off on this machine (trn legs on PyTorch/XLA's CPU device)",
+                       epilog=EXIT_CODES_HELP)
     _spec_arg(p)
     p.add_argument("--out", required=True, help="run directory (jobs, evaluation, MLflow store)")
     p.add_argument("--force", action="store_true", help="re-run jobs whose inputs did not change")
     p.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
+    p.add_argument("--rule-change", metavar="WHY", help="re-decide finished jobs under a parity rule (metric, "
+                   "margin, alpha, test, baseline) that differs from the one they ran under; the report shows "
+                   "both rules and this reason")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("preflight", help="a few steps on PyTorch/XLA's CPU device: recompilations, CPU "
@@ -155,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check a spec and show the jobs it makes")
     _spec_arg(p)
+    p.add_argument("--from", dest="previous", metavar="RUN_DIR", help="a previous run of this bake-off: warn when "
+                   "its spread says the declared seeds are unlikely to decide the verdict")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the spec")
@@ -198,6 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return 0
+    except Exception as exc:  # a bug or the machine: one line, exit 4, the traceback only on request
+        import os
+
+        if os.environ.get("BAKEOFF_DEBUG"):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        print(f"bakeoff: error: could not run: {type(exc).__name__}: {first} (BAKEOFF_DEBUG=1 shows the "
+              "traceback)", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
 
 
 if __name__ == "__main__":

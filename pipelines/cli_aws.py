@@ -185,7 +185,9 @@ def cmd_report(args) -> int:
         import webbrowser
 
         webbrowser.open(report.resolve().as_uri())
-    return 0 if evaluation["verdict"] == "pass" else 1
+    from .errors import VERDICT_EXIT
+
+    return VERDICT_EXIT.get(evaluation["verdict"], 4)
 
 
 def cmd_prices(args) -> int:

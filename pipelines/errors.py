@@ -2,10 +2,16 @@
 from __future__ import annotations
 
 
-class BakeoffError(Exception):
-    """An error with a one-line message for the user; the CLI exits with `exit_code`."""
+# The CLI's exit codes: one meaning each, the same in README, `--help` and the pipeline gate.
+EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3, 4
+VERDICT_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "inconclusive": EXIT_INCONCLUSIVE}
 
-    exit_code = 1
+
+class BakeoffError(Exception):
+    """An error with a one-line message for the user; the CLI exits with `exit_code`
+    (4: the bake-off could not run; subclasses say otherwise)."""
+
+    exit_code = EXIT_COULD_NOT_RUN
 
 
 class SpecError(BakeoffError):
@@ -22,6 +28,9 @@ class SpecError(BakeoffError):
 
 
 class AwsError(BakeoffError):
-    """An AWS call failed; the message says what to do."""
+    """An AWS call failed; the message says what to do. Exit code 4."""
 
-    exit_code = 1
+
+class RunError(BakeoffError):
+    """Something neither bad input nor a verdict stopped the bake-off (a job runner, the
+    evaluation step, the machine). Exit code 4."""

@@ -18,6 +18,23 @@ def _bytes(v):
     return f"{v:.0f} PiB"
 
 
+def _usd(v) -> str:
+    if v is None:
+        return "-"
+    return f"${v:,.2f}" if abs(v) >= 0.01 or v == 0 else f"${v:.3g}"
+
+
+def _throughput(f) -> str:
+    t = f.get("throughput") or {}
+    mean = t.get("mean", f.get("throughput_mean"))
+    if mean is None:
+        return "-"
+    text = f"{mean:,.0f} {f.get('throughput_unit', '')}"
+    if t.get("cv") is not None:
+        text += f" ±{t['cv']:.0%}"
+    return text + (" (varies >20%)" if t.get("unstable") else "")
+
+
 def _cold_warm(cache) -> str:
     if not cache:
         return "-"
@@ -30,6 +47,8 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
 
     verdict = evaluation["verdict"]
     colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}[verdict]
+    emulated = bool((evaluation.get("speed") or {}).get("emulated"))
+    emu = " (emulated)" if emulated else ""
     parity = evaluation["parity"]
     metric = parity["metric"]
     legs = evaluation["legs"]
@@ -46,26 +65,40 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
         ("runs ok", lambda f: f"{f['completed']}/{len(f['runs'])}"),
         (f"{metric} mean", lambda f: _num(f["metric"].get("mean"))),
         (f"{metric} std", lambda f: _num(f["metric"].get("std"))),
-        ("throughput", lambda f: _num(f.get("throughput_mean"), "{:,.0f}") + f" {f.get('throughput_unit', '')}"),
-        ("time to first step", lambda f: _num(f.get("time_to_first_step_s_mean"), "{:.1f}s")),
-        ("compile time", lambda f: _num(f.get("compile_time_s_mean"), "{:.1f}s")),
-        ("first step cold/warm", lambda f: _cold_warm(f.get("compile_cache"))),
+        ("throughput" + emu, _throughput),
+        ("time to first step" + emu, lambda f: _num(f.get("time_to_first_step_s_mean"), "{:.1f}s")),
+        ("compile time" + emu, lambda f: _num(f.get("compile_time_s_mean"), "{:.1f}s")),
+        ("first step cold/warm" + emu, lambda f: _cold_warm(f.get("compile_cache"))),
         ("peak device memory", lambda f: _bytes(f.get("peak_device_memory_bytes_max"))),
         ("peak host memory", lambda f: _bytes(f.get("peak_host_memory_bytes_max"))),
-        ("wall time", lambda f: _num(f.get("wall_time_s_mean"), "{:.0f}s")),
-        ("cost per run", lambda f: _num(f.get("cost_per_run_usd_mean"), "${:.4f}")),
+        ("wall time" + emu, lambda f: _num(f.get("wall_time_s_mean"), "{:.0f}s")),
+        ("cost per run" + emu, lambda f: _usd(f.get("cost_per_run_usd_mean"))),
         ("parity", lambda f: f.get("parity", "baseline")),
     ]
     for label, get in rows:
         table.add_row(label, *[get(f) for f in legs.values()])
     console.print(table)
     for check in evaluation["checks"]:
-        mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]"}.get(check["status"], "[yellow]??[/yellow]")
+        mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]"}.get(check["status"],
+                                                                               "[yellow]undecided[/yellow]")
         console.print(f"  {mark} {check['name']}: {check['why']}", highlight=False)
+    speed = evaluation.get("speed") or {}
+    if emulated:
+        console.print(f"  speed and cost: {speed.get('label')}; no cheapest leg is named from an emulation",
+                      highlight=False)
+    for leg in speed.get("unstable_legs") or []:
+        console.print(f"  [yellow]note[/yellow] throughput of {leg} varies by more than 20% across seeds", highlight=False)
     basis = evaluation.get("cost_basis")
     if basis:
         console.print(f"  cost: {basis}", highlight=False)
-    console.print(f"[bold {colour}]verdict: {verdict}[/bold {colour}] - {evaluation['summary']}", highlight=False)
+    rule = evaluation.get("rule") or {}
+    if rule.get("changed"):
+        console.print(f"  [yellow]rule changed after the data[/yellow]: original {rule['original']}, now "
+                      f"{rule['current']} ({rule.get('reason')})", highlight=False)
+    console.print(f"[bold {colour}]verdict: {verdict}[/bold {colour}]", highlight=False)
+    rec = evaluation.get("recommendation")
+    if rec:
+        console.print(f"to decide it: {rec['why']}", highlight=False)
 
 
 def apply_billable_time(evaluation: dict[str, Any], billable: dict[tuple[str, int], float]) -> dict[str, Any]:

@@ -222,19 +222,29 @@ class Leg(_Model):
 
 
 class Parity(_Model):
-    """How quality parity is decided: an equivalence test (TOST) across seeds."""
+    """How quality parity is decided: the confidence interval of the difference between each
+    leg and the baseline (paired by seed where both completed) against a margin fixed before the runs."""
 
     metric: str = Field("val_loss", description="Metric from each job's summary to compare (e.g. val_loss).")
     direction: Literal["minimize", "maximize"] = Field("minimize", description="Which way is better.")
-    margin: float = Field(0.05, description="Equivalence margin: legs are at parity when the difference "
-                          "of means is shown to lie within +/- margin. Fix it before the runs.")
+    test: Literal["equivalence", "non_inferiority"] = Field(
+        "equivalence", description="`equivalence`: pass when the difference is shown to lie within +/- margin "
+        "(two one-sided tests). `non_inferiority`: pass when the leg is shown to be no worse than the baseline "
+        "by more than the margin; a leg better than the baseline never fails.")
+    margin: float = Field(0.05, allow_inf_nan=False, description="Equivalence margin, in metric units "
+                          "(or relative, see margin_type). Fix it before the runs: changing it afterwards needs "
+                          "`bakeoff run --rule-change`.")
     margin_type: Literal["absolute", "relative"] = Field(
         "absolute", description="`absolute` in metric units, or `relative` to the baseline mean.")
-    alpha: float = Field(0.05, gt=0, lt=0.5, description="Significance level of each one-sided test.")
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="Significance level of each one-sided test; the "
+                         "decision reads the 1 - 2 alpha confidence interval.")
+    power: float = Field(0.8, ge=0.5, le=0.99, description="Probability of a decisive verdict that an "
+                         "inconclusive result's seed recommendation (and `validate --from`) aims for.")
     baseline: str | None = Field(None, description="Leg the others are compared with. Default: the last "
                                  "GPU leg, else the last leg.")
-    target: float | None = Field(None, description="Value of the metric a run must reach to count as "
-                                 "converged, for steps- and cost-to-target. Default: none.")
+    target: float | None = Field(None, allow_inf_nan=False, description="Value of the metric a run must "
+                                 "reach to count as converged, for steps- and cost-to-target. Default: the worst "
+                                 "value still at parity with the baseline.")
 
     @field_validator("margin")
     @classmethod
@@ -396,6 +406,12 @@ class BakeoffSpec(_Model):
             return self.parity.baseline
         gpu = [leg.name for leg in self.legs if leg.backend == "cuda"]
         return gpu[-1] if gpu else self.legs[-1].name
+
+    def parity_rule(self) -> dict[str, Any]:
+        """What decides the verdict, to be fixed before the data (the evaluation records it)."""
+        p = self.parity
+        return {"metric": p.metric, "direction": p.direction, "margin": p.margin, "margin_type": p.margin_type,
+                "alpha": p.alpha, "test": p.test, "baseline": self.baseline}
 
     def leg(self, name: str) -> Leg:
         for leg in self.legs:

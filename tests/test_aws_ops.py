@@ -60,7 +60,7 @@ def _client(name, env):
 
 def test_deploy_start_over_http(moto_env, tmp_path):
     proc = bakeoff("deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=moto_env)
-    assert proc.returncode == 1
+    assert proc.returncode == 4  # could not run: neither bad input nor a verdict
     assert proc.stderr.strip() == (f"bakeoff: error: S3 bucket '{BUCKET}' does not exist; create it (or deploy "
                                    "the CDK stack) or pass --bucket with one that does")
     s3 = _client("s3", moto_env)
@@ -92,7 +92,7 @@ def test_deploy_start_over_http(moto_env, tmp_path):
     bad = bakeoff("start", "bakeoff-quickstart", "--param", "Steps=10", env=moto_env)
     assert bad.returncode == 2 and "unknown pipeline parameter(s) Steps" in bad.stderr
     missing = bakeoff("start", "bakeoff-nope", env=moto_env)
-    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
+    assert missing.returncode == 4 and len(missing.stderr.strip().splitlines()) == 1
     assert "bakeoff: error: cannot start pipeline bakeoff-nope" in missing.stderr
 
     waited = bakeoff("wait", arn, "--poll", "0.1", env=moto_env)

@@ -37,7 +37,8 @@ def _stack(spec=QUICKSTART, **kw):
 
 @pytest.fixture(scope="module")
 def quickstart():
-    app, stack, construct = _stack()
+    # 3 seeds keep the definition small enough to sit inline in the template (the S3 path has its own test).
+    app, stack, construct = _stack(load_spec(QUICKSTART, ["seeds=3"]))
     return stack, construct, Template.from_stack(stack)
 
 
@@ -150,7 +151,7 @@ def test_definition_equals_bakeoff_synth_after_token_substitution(quickstart):
     pipeline = next(iter(_of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]
     assert construct.definition_inline
     text = _substitute(pipeline["PipelineDefinition"]["PipelineDefinitionBody"], _mapping(t))
-    expected = compile_pipeline(load_spec(QUICKSTART), bucket=BUCKET, role_arn=ROLE).to_json()
+    expected = compile_pipeline(load_spec(QUICKSTART, ["seeds=3"]), bucket=BUCKET, role_arn=ROLE).to_json()
     assert text == expected  # byte for byte
     assert pipeline["PipelineName"] == "bakeoff-quickstart"
     assert pipeline["RoleArn"] == {"Fn::GetAtt": [next(k for k in t.to_json()["Resources"]
@@ -171,7 +172,7 @@ def test_a_large_definition_goes_to_s3_without_the_user_doing_anything():
 
 
 def test_mlflow_server_schedule_and_grant():
-    app, stack, construct = _stack(mlflow_tracking_server=True, schedule=cdk.aws_events.Schedule.rate(cdk.Duration.days(7)),
+    app, stack, construct = _stack(load_spec(QUICKSTART, ["seeds=3"]), mlflow_tracking_server=True, schedule=cdk.aws_events.Schedule.rate(cdk.Duration.days(7)),
                                    schedule_parameters={"MaxSteps": "500"})
     user = iam.Role(stack, "Scientist", assumed_by=iam.AccountRootPrincipal())
     construct.grant_start_execution(user)

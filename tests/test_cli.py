@@ -69,3 +69,23 @@ def test_every_example_validates():
     for spec in sorted((ROOT / "examples").glob("*.yaml")):
         proc = bakeoff("validate", spec)
         assert proc.returncode == 0, (spec, proc.stderr)
+
+
+def test_validate_warns_when_the_seeds_cannot_decide(tmp_path):
+    import json
+
+    from bakeoff_runtime.evaluation import evaluate
+    from test_evaluation import CONFIG, _jobs
+
+    one = bakeoff("validate", ROOT / "examples" / "quickstart.yaml", "--set", "seeds=1")
+    assert one.returncode == 0 and "warning: seeds: 1 cannot decide anything" in one.stdout
+    # A previous run whose per-seed differences spread by ~0.1 against the quickstart's 0.1 margin.
+    ev = evaluate(CONFIG, _jobs(tmp_path / "jobs", [2.40, 2.61, 2.32], [2.41, 2.45, 2.40]))
+    (tmp_path / "run" / "evaluation").mkdir(parents=True)
+    (tmp_path / "run" / "evaluation" / "evaluation.json").write_text(json.dumps(ev))
+    proc = bakeoff("validate", ROOT / "examples" / "quickstart.yaml", "--set", "seeds=3", "--from", tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if "parity:trn~gpu" in x)
+    assert "3 seeds pass legs that truly agree only" in line and "seeds would reach 80%" in line
+    missing = bakeoff("validate", ROOT / "examples" / "quickstart.yaml", "--from", tmp_path / "nothing")
+    assert missing.returncode == 2 and "has no evaluation.json" in missing.stderr

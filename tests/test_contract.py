@@ -103,8 +103,8 @@ def test_nan_stops_early_with_a_clear_reason(tmp_path):
     proc, layout, summary = _run_script(tmp_path, body)
     assert proc.returncode == 0, proc.stderr  # a diverged run is a result, reported to the evaluation
     assert summary["status"] == "diverged"
-    assert summary["reason"] == "loss is nan at step 6"
-    assert summary["steps_completed"] == 7
+    assert summary["reason"] == "loss is nan at step 5"  # the step it appeared, not the next logged one
+    assert summary["steps_completed"] == 6
 
 
 def test_mlflow_being_down_never_stops_training(tmp_path):

@@ -8,12 +8,14 @@ from conftest import ROOT, bakeoff, tiny_spec, write_spec
 
 def test_tiny_bakeoff_runs_both_backends(tiny_run):
     proc, out = tiny_run["proc"], tiny_run["out"]
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert "leg trn1: ml.trn1.2xlarge/neuron -> local xla:cpu" in proc.stderr
     assert "leg p4d: ml.p4d.24xlarge/cuda -> local cpu" in proc.stderr
     ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
-    assert ev["verdict"] in ("pass", "fail", "inconclusive")
-    assert proc.returncode == (0 if ev["verdict"] == "pass" else 1)
+    # fp32 on xla:cpu and eager CPU, paired by seed: the same numerics to ~1e-4, well inside 0.2.
+    assert ev["verdict"] == "pass", ev["summary"]
+    check = next(c for c in ev["checks"] if c["name"] == "parity:trn1~p4d")
+    assert check["test"] == "paired" and check["n_pairs"] == 2
     assert set(ev["legs"]) == {"trn1", "p4d"}
     for name, leg in ev["legs"].items():
         assert leg["completed"] == 2, leg["runs"]

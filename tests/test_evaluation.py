@@ -1,17 +1,18 @@
-"""The evaluation step on fixed summaries: known numbers in, known verdicts out."""
+"""The evaluation step on fixed job outputs: known numbers in, known verdicts out."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from bakeoff_runtime.evaluation import evaluate, load_jobs
+from bakeoff_runtime.evaluation import evaluate
+from bakeoff_runtime.job_outputs import load_jobs
 from conftest import ENTRYPOINTS
 
 CONFIG = {
     "bakeoff": "fixed", "spec_hash": "abc",
     "parity": {"metric": "val_loss", "direction": "minimize", "margin": 0.05, "margin_type": "absolute",
-               "alpha": 0.05, "baseline": "gpu"},
+               "alpha": 0.05, "baseline": "gpu", "test": "equivalence", "power": 0.8},
     "legs": {
         "trn": {"instance_type": "ml.trn1.32xlarge", "instance_count": 1, "backend": "neuron", "seeds": [0, 1, 2],
                 "price": {"usd_per_hour": 36.0, "source": "test", "as_of": "today"}},
@@ -21,15 +22,22 @@ CONFIG = {
 }
 
 
-def _job(tmp, name, leg, seed, val, status="completed", billable=100.0, reason=None):
+def _job(tmp, name, leg, seed, val, status="completed", billable=100.0, reason=None, meta=None, evals=(),
+         failure_kind=None, throughput=None):
     d = tmp / name / "opt" / "ml" / "model"
     d.mkdir(parents=True)
     summary = {"leg": leg, "seed": seed, "status": status, "reason": reason, "metrics": {"val_loss": val},
-               "throughput": {"unit": "tokens", "tokens_per_sec": 1000.0 * (seed + 1), "units_processed": 2e6},
+               "throughput": {"unit": "tokens", "tokens_per_sec": throughput or 2000.0 + seed,
+                              "overall_per_sec": throughput or 2000.0 + seed, "units_processed": 2e6},
                "time_to_first_step_s": 10.0, "compile": {"compile_time_s": 4.0, "compiled_graphs": 2},
                "wall_time_s": 99.0, "peak_host_memory_bytes": 1000 + seed}
+    if failure_kind:
+        summary["failure_kind"] = failure_kind
     (d / "summary.json").write_text(json.dumps(summary))
-    (tmp / name / "job.json").write_text(json.dumps({"billable_s": billable, "leg": leg, "seed": seed}))
+    lines = [{"kind": "train", "step": i, "time_s": i, "train_loss": 3.0 - i / 100} for i in range(0, 100, 10)]
+    lines += [{"kind": "eval", "step": s, "time_s": t, "val_loss": v} for s, t, v in evals]
+    (d / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (tmp / name / "job.json").write_text(json.dumps({"billable_s": billable, "leg": leg, "seed": seed, **(meta or {})}))
 
 
 def _jobs(tmp, trn_vals, gpu_vals):
@@ -40,63 +48,174 @@ def _jobs(tmp, trn_vals, gpu_vals):
     return load_jobs(tmp)
 
 
-def test_pass_with_figures_and_cost(tmp_path):
-    ev = evaluate(CONFIG, _jobs(tmp_path, [2.40, 2.41, 2.42], [2.41, 2.40, 2.42]))
-    assert ev["verdict"] == "pass"
+def _check(ev, name):
+    return next(c for c in ev["checks"] if c["name"] == name)
+
+
+def test_pass_paired_with_figures_and_cost(tmp_path):
+    ev = evaluate(CONFIG, _jobs(tmp_path, [2.40, 2.51, 2.32], [2.41, 2.50, 2.32]))
+    assert ev["verdict"] == "pass" and ev["recommendation"] is None and ev["to_decide"] == "none"
+    check = _check(ev, "parity:trn~gpu")
+    assert check["test"] == "paired" and check["n_pairs"] == 3 and "paired t on 3 seeds" in check["why"]
+    assert [d for _, d in check["per_seed_diffs"]] == pytest.approx([-0.01, 0.01, 0.0])
     trn = ev["legs"]["trn"]
-    assert trn["metric"]["mean"] == pytest.approx(2.41)
-    assert trn["throughput_mean"] == pytest.approx(2000.0)
+    assert trn["metric"]["mean"] == pytest.approx((2.40 + 2.51 + 2.32) / 3)
+    assert trn["throughput_mean"] == pytest.approx(2001.0)
     # 100 billable seconds x 1 instance x $36/h = $1; gpu: 100 s x 2 instances x $18/h = $1.
     assert trn["cost_per_run_usd_mean"] == pytest.approx(1.0)
     assert ev["legs"]["gpu"]["cost_per_run_usd_mean"] == pytest.approx(1.0)
     assert trn["cost_per_million_units_usd_mean"] == pytest.approx(0.5)
     assert trn["peak_host_memory_bytes_max"] == 1002
-    names = [c["name"] for c in ev["checks"]]
-    assert names == ["stability:trn", "stability:gpu", "parity:trn~gpu"]
-    assert ev["failed_checks"] == "none"
+    assert [c["name"] for c in ev["checks"]] == ["stability:trn", "stability:gpu", "parity:trn~gpu"]
+    assert ev["failed_checks"] == "none" and ev["undecided_checks"] == "none"
 
 
-def test_fail_when_not_equivalent(tmp_path):
-    ev = evaluate(CONFIG, _jobs(tmp_path, [2.60, 2.61, 2.62], [2.41, 2.40, 2.42]))
+def test_fail_when_a_difference_beyond_the_margin_is_shown(tmp_path):
+    ev = evaluate(CONFIG, _jobs(tmp_path, [2.60, 2.71, 2.52], [2.41, 2.50, 2.32]))
     assert ev["verdict"] == "fail"
-    check = ev["checks"][-1]
-    assert check["status"] == "failed" and "not shown equivalent" in check["why"]
+    check = _check(ev, "parity:trn~gpu")
+    assert check["status"] == "failed" and "beyond the margin" in check["why"] and "trn is worse" in check["why"]
     assert ev["failed_checks"] == "parity:trn~gpu"
 
 
-def test_insufficient_replicates_is_inconclusive_never_a_pass(tmp_path):
+def test_inconclusive_says_how_many_seeds_would_decide_it(tmp_path):
+    ev = evaluate(CONFIG, _jobs(tmp_path, [2.45, 2.45, 2.35], [2.41, 2.50, 2.32]))
+    assert ev["verdict"] == "inconclusive"
+    rec = ev["recommendation"]
+    assert rec["seeds"] > 3 and "seeds per leg would decide it" in rec["why"]
+    assert ev["to_decide"] == rec["why"] and "To decide it" in ev["summary"]
+    check = _check(ev, "parity:trn~gpu")
+    assert check["status"] == "inconclusive" and check["recommendation"]["seeds"] == rec["seeds"]
+
+
+def test_too_few_seeds_is_inconclusive_never_a_pass(tmp_path):
     cfg = json.loads(json.dumps(CONFIG))
     cfg["legs"]["trn"]["seeds"] = [0]
     cfg["legs"]["gpu"]["seeds"] = [0]
     ev = evaluate(cfg, _jobs(tmp_path, [2.41], [2.41]))
     assert ev["verdict"] == "inconclusive"
-    assert ev["checks"][-1]["status"] == "insufficient_replicates"
-    assert "nothing can be concluded" in ev["checks"][-1]["why"]
+    assert ev["recommendation"]["seeds"] == 3 and "spread" in ev["recommendation"]["why"]
 
 
-def test_failed_and_missing_jobs_are_reported_with_reasons(tmp_path):
+def test_a_crash_on_one_leg_only_is_a_failure_of_that_leg(tmp_path):
     _job(tmp_path, "trn-s0", "trn", 0, 2.41)
-    _job(tmp_path, "trn-s1", "trn", 1, None, status="failed", reason="RuntimeError: compiler crashed")
+    _job(tmp_path, "trn-s1", "trn", 1, None, status="failed", reason="RuntimeError: op not lowered",
+         failure_kind="script")
+    _job(tmp_path, "trn-s2", "trn", 2, 2.40)
     for i in range(3):
         _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41 + i / 100)
     ev = evaluate(CONFIG, load_jobs(tmp_path))
     assert ev["verdict"] == "fail"
-    stab = next(c for c in ev["checks"] if c["name"] == "stability:trn")
-    assert "seed 1 failed: RuntimeError: compiler crashed" in stab["why"]
-    assert "seed 2 failed: no output from this job" in stab["why"]
-    assert ev["legs"]["trn"]["failed"] == 2
-    assert ev["checks"][-1]["status"] == "insufficient_replicates"
+    why = _check(ev, "stability:trn")["why"]
+    assert "seed 1 crashed here and not on gpu: RuntimeError: op not lowered" in why
+    assert ev["legs"]["trn"]["failed"] == 1
+
+
+def test_a_crash_on_every_leg_is_a_script_bug_not_a_difference(tmp_path):
+    for leg in ("trn", "gpu"):
+        for i in range(3):
+            if i == 1:
+                _job(tmp_path, f"{leg}-s{i}", leg, i, None, status="failed", reason="KeyError: 'x'",
+                     failure_kind="script")
+            else:
+                _job(tmp_path, f"{leg}-s{i}", leg, i, 2.41 + i / 100 + (0.001 if leg == "trn" else 0))
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    assert ev["verdict"] == "inconclusive"
+    assert "crashed on every leg" in _check(ev, "stability:trn")["why"]
+
+
+def test_a_job_killed_by_a_signal_is_lost_not_failed(tmp_path):
+    _jobs(tmp_path, [2.41, 2.50, 2.32], [2.41, 2.50, 2.32])
+    (tmp_path / "trn-s2" / "opt" / "ml" / "model" / "summary.json").unlink()
+    (tmp_path / "trn-s2" / "job.json").write_text(json.dumps(
+        {"leg": "trn", "seed": 2, "exit_code": -9, "lost": True, "reason": "killed by SIGKILL"}))
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    assert ev["verdict"] == "inconclusive" and ev["legs"]["trn"]["lost"] == 1
+    stab = _check(ev, "stability:trn")
+    assert stab["status"] == "inconclusive" and "killed by SIGKILL" in stab["why"]
+    assert "re-run the seeds that gave no result (2)" in ev["recommendation"]["why"]
+
+
+def test_a_lost_run_does_not_hide_a_shown_failure(tmp_path):
+    _jobs(tmp_path, [2.71, 2.80, 2.62, 2.75], [2.41, 2.50, 2.32, 2.45])
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["legs"]["trn"]["seeds"] = cfg["legs"]["gpu"]["seeds"] = [0, 1, 2, 3]
+    (tmp_path / "trn-s3" / "job.json").write_text(json.dumps({"leg": "trn", "seed": 3, "exit_code": -15}))
+    ev = evaluate(cfg, load_jobs(tmp_path))
+    assert ev["verdict"] == "fail"
+
+
+def test_a_non_finite_metric_in_a_completed_run_is_a_diverged_run(tmp_path):
+    _jobs(tmp_path, [2.41, 2.50, 2.32], [2.41, 2.50, 2.32])
+    path = tmp_path / "trn-s1" / "opt" / "ml" / "model" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["metrics"]["val_loss"] = float("nan")
+    path.write_text(json.dumps(summary))
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    assert ev["verdict"] == "fail" and ev["legs"]["trn"]["diverged"] == 1
+    assert "val_loss is nan in a run that reported completion" in _check(ev, "stability:trn")["why"]
+
+
+def test_a_truncated_summary_is_reported_not_a_crash_of_the_evaluation(tmp_path):
+    _jobs(tmp_path, [2.41, 2.50, 2.32], [2.41, 2.50, 2.32])
+    path = tmp_path / "gpu-s0" / "opt" / "ml" / "model" / "summary.json"
+    path.write_text(path.read_text()[:40])
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    assert ev["verdict"] == "inconclusive"
+    assert "summary.json is not valid JSON" in _check(ev, "stability:gpu")["why"]
 
 
 def test_relative_margin(tmp_path):
     cfg = json.loads(json.dumps(CONFIG))
-    cfg["parity"].update(margin=0.01, margin_type="relative")  # 1% of ~2.41
+    cfg["parity"].update(margin=0.01, margin_type="relative")  # 1% of the baseline mean
     ev = evaluate(cfg, _jobs(tmp_path, [2.40, 2.41, 2.42], [2.41, 2.40, 2.42]))
-    assert ev["checks"][-1]["margin"] == pytest.approx(0.0241)
+    assert _check(ev, "parity:trn~gpu")["margin"] == pytest.approx(0.01 * 2.41)
 
 
-def test_evaluate_script_reads_model_tarballs(tmp_path):
-    """In SageMaker the processing step gets each job's model.tar.gz, not a directory."""
+def test_cost_to_target_counts_seeds_that_never_got_there(tmp_path):
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["parity"]["target"] = 2.45
+    for i, reach in enumerate([True, True, False]):
+        evals = [(50, 360.0, 2.44 if reach else 2.60), (100, 720.0, 2.42 if reach else 2.55)]
+        _job(tmp_path, f"trn-s{i}", "trn", i, 2.42 if reach else 2.55, evals=evals)
+        _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.42, evals=[(50, 360.0, 2.44)])
+    ev = evaluate(cfg, load_jobs(tmp_path))
+    trn = ev["legs"]["trn"]
+    assert trn["reached_target"] == 2 and trn["reached_target_fraction"] == pytest.approx(2 / 3)
+    assert trn["cost_to_target_usd_mean"] is None  # not every seed reached it: no mean pretends they did
+    assert trn["cost_to_target_usd_mean_of_reached"] == pytest.approx(360 * 36 / 3600)
+    assert ev["legs"]["gpu"]["cost_to_target_usd_mean"] == pytest.approx(360 * 2 * 18 / 3600)
+
+
+def test_throughput_spread_is_flagged(tmp_path):
+    for i, tp in enumerate([1000.0, 1500.0, 1100.0]):
+        _job(tmp_path, f"trn-s{i}", "trn", i, 2.41, throughput=tp)
+        _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41, throughput=2000.0 + i)
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    assert ev["legs"]["trn"]["throughput"]["unstable"] and not ev["legs"]["gpu"]["throughput"]["unstable"]
+    assert ev["speed"]["unstable_legs"] == ["trn"]
+
+
+def test_emulated_figures_are_labelled(tmp_path):
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["emulated"] = True
+    ev = evaluate(cfg, _jobs(tmp_path, [2.40, 2.41, 2.42], [2.41, 2.40, 2.42]))
+    assert ev["speed"] == {"emulated": True, "label": "emulated: not indicative of the target hardware",
+                           "unstable_legs": [], "crosscheck_disagrees": []}
+    assert all(f["emulated"] for f in ev["legs"].values())
+
+
+def test_the_rule_it_was_decided_under_is_recorded_beside_the_original(tmp_path):
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["rule_original"] = {**cfg["parity"], "margin": 0.01}
+    cfg["rule_change_reason"] = "the margin was a typo"
+    ev = evaluate(cfg, _jobs(tmp_path, [2.40, 2.41, 2.42], [2.41, 2.40, 2.42]))
+    assert ev["rule"]["changed"] is True and ev["rule"]["original"]["margin"] == 0.01
+    assert ev["rule"]["current"]["margin"] == 0.05 and ev["rule"]["reason"] == "the margin was a typo"
+
+
+def test_evaluate_script_reads_output_tarballs_and_records_a_margin_parameter(tmp_path):
+    """In SageMaker the processing step gets each job's output.tar.gz, not a directory."""
     import tarfile
 
     src = tmp_path / "src"
@@ -104,8 +223,9 @@ def test_evaluate_script_reads_model_tarballs(tmp_path):
     jobs = tmp_path / "jobs"
     for job in src.iterdir():
         (jobs / job.name).mkdir(parents=True)
-        with tarfile.open(jobs / job.name / "model.tar.gz", "w:gz") as tar:
-            tar.add(job / "opt" / "ml" / "model" / "summary.json", arcname="summary.json")
+        with tarfile.open(jobs / job.name / "output.tar.gz", "w:gz") as tar:
+            for name in ("summary.json", "metrics.jsonl"):
+                tar.add(job / "opt" / "ml" / "model" / name, arcname=name)
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(CONFIG))
     out = tmp_path / "eval"
@@ -113,6 +233,8 @@ def test_evaluate_script_reads_model_tarballs(tmp_path):
                            str(cfg), "--out", str(out), "--margin", "0.001"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     ev = json.loads((out / "evaluation.json").read_text())
-    assert ev["legs"]["trn"]["completed"] == 3
-    assert ev["parity"]["margin"] == 0.001 and ev["verdict"] == "fail"
-    assert "verdict=fail" in proc.stdout
+    assert ev["legs"]["trn"]["completed"] == 3 and ev["legs"]["trn"]["runs"][0]["curves"]["train_loss"]
+    assert ev["parity"]["margin"] == 0.001 and ev["verdict"] in ("fail", "inconclusive")
+    assert ev["rule"]["changed"] and ev["rule"]["original"]["margin"] == 0.05
+    assert "ParityMargin" in ev["rule"]["reason"]
+    assert f"verdict={ev['verdict']}" in proc.stdout

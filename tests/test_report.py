@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from bakeoff_runtime import stats
-from bakeoff_runtime.evaluation import evaluate, load_jobs
-from bakeoff_runtime.report import render_html, render_markdown, write_reports
+from bakeoff_runtime.evaluation import evaluate
+from bakeoff_runtime.job_outputs import load_jobs
+from bakeoff_runtime.report import nice_ticks, render_html, render_markdown, usd, write_reports
 from conftest import ENTRYPOINTS, ROOT
 
 CONFIG = {
@@ -29,6 +29,7 @@ CONFIG = {
     },
 }
 VALUES = {"trn": [2.40, 2.41, 2.42], "gpu": [2.41, 2.40, 2.43]}
+DIFFS = [b - a for a, b in zip(VALUES["gpu"], VALUES["trn"])]
 
 
 def _write_job(root, leg, seed, final):
@@ -72,14 +73,14 @@ def test_known_numbers_come_out_in_the_table(evaluation):
     rows = _table(render_markdown(evaluation))  # columns: trn, gpu
     assert rows["val_loss mean"] == ["2.41", "2.413"]
     assert rows["instance"] == ["1 x ml.trn1.32xlarge", "1 x ml.p4d.24xlarge"]
-    assert rows["steady-state throughput"] == ["51,000 tokens/s", "51,000 tokens/s"]
+    assert rows["steady-state throughput"] == ["51,000 tokens/s (50,000 to 52,000)"] * 2  # mean (range)
     assert rows["time to first step cold (runs)"] == ["30.0 s (1)", "30.0 s (1)"]
     assert rows["time to first step warm (runs)"] == ["31.5 s (2)", "31.5 s (2)"]
     assert rows["billable time"] == ["3600 s", "3600 s"]
     assert rows["cost per run"] == ["$36.00", "$18.00"]  # 1 h x price
     assert rows["cost per million tokens"] == ["$9.00", "$4.50"]  # 4M tokens
-    assert rows["steps to target (runs reaching it)"] == ["60 (3/3)", "60 (3/3)"]
-    assert rows["cost to reach target"] == ["$0.7000", "$0.3500"]  # 70 s x price (4 places under $1)
+    assert rows["steps to target"] == ["60", "60"]
+    assert rows["cost to reach target"] == ["$0.70", "$0.35"]  # 70 s x price
     assert rows["peak host memory"] == ["1 GiB", "1 GiB"]
     assert rows["parity"] == ["passed", "baseline"]
     seeds = [line for line in render_markdown(evaluation).splitlines() if line.startswith("| trn | 1 |")]
@@ -90,8 +91,38 @@ def test_verdict_first_with_reasons(evaluation):
     md = render_markdown(evaluation)
     first = md.splitlines()[0]
     assert first == "# Bake-off fixed: PASS"
-    assert md.splitlines()[2].startswith("Parity holds: trn is equivalent to gpu on val_loss (difference -0.003333")
-    assert "within +/-0.05" in md.splitlines()[2] and "Cheapest per run: gpu" in md.splitlines()[2]
+    sentence = md.splitlines()[2]
+    mean = float(np.mean(DIFFS))
+    assert sentence.startswith(f"Parity holds: trn vs gpu: equivalent: val_loss difference {mean:+.4g} (trn - gpu; "
+                               "paired t on 3 seeds)")
+    assert "inside +/-0.05" in sentence and "Cheapest per run: gpu" in sentence
+
+
+def test_an_emulated_run_names_no_cheapest_leg(evaluation):
+    ev = json.loads(json.dumps(evaluation))
+    ev["speed"]["emulated"] = True
+    md = render_markdown(ev)
+    assert "Cheapest" not in md and "no cheapest leg is named from an emulation" in md.splitlines()[2]
+    rows = _table(md)
+    assert "cost per run (emulated)" in rows and "steady-state throughput (emulated)" in rows
+    assert "emulated: not indicative of the target hardware" in render_html(ev)
+
+
+def test_the_decision_figure_comes_first(evaluation):
+    page = render_html(evaluation)
+    figures = re.findall(r"<figure>.*?</figure>", page, re.S)
+    decision = figures[0]
+    assert "The decision" in decision and page.index(decision) < page.index("<h2>Legs</h2>")
+    assert decision.count("<circle") == 3  # one dot per seed's paired difference
+    assert 'fill="#2da44e"' in decision  # the shaded margin band
+    for seed, d in enumerate(DIFFS):
+        assert f"seed {seed}: {d:+.4g}" in decision
+
+
+def test_round_ticks_and_one_money_format():
+    assert nice_ticks(3.95, 4.73) == [3.8, 4.0, 4.2, 4.4, 4.6, 4.8]
+    assert nice_ticks(0, 149, 4) == [0, 50, 100, 150]
+    assert [usd(v) for v in (1.6712, 0.7699, 0.0042, 0.00123, None)] == ["$1.67", "$0.77", "$0.0042", "$0.00123", "-"]
 
 
 def test_html_is_self_contained_with_non_empty_plots(evaluation, tmp_path):
@@ -99,7 +130,8 @@ def test_html_is_self_contained_with_non_empty_plots(evaluation, tmp_path):
     assert "<script" not in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page
     figures = re.findall(r"<figure>.*?</figure>", page, re.S)
-    assert len(figures) == 5
+    assert len(figures) == 6
+    figures = figures[1:]  # after the decision figure
     captions = [re.search(r"<figcaption>(.*?)</figcaption>", f).group(1) for f in figures]
     assert captions[0].startswith("Training loss") and captions[1].startswith("Validation val_loss")
     for fig in figures[:2]:
@@ -121,23 +153,17 @@ def test_too_few_seeds_says_what_cannot_be_concluded(tmp_path):
     ev = evaluate(cfg, load_jobs(tmp_path))
     md = render_markdown(ev)
     assert ev["verdict"] == "inconclusive"
-    assert "nothing can be concluded" in md and "equivalent" not in md.splitlines()[2].replace("equivalence", "")
+    assert "nothing to compare" in md and "run at least 3 seeds per leg" in md.splitlines()[2]
 
 
-def test_statistics_against_independent_computations():
-    a, b = VALUES["gpu"], VALUES["trn"]
-    r = stats.tost(a, b, -0.05, 0.05)
-    res = st.ttest_ind(b, a, equal_var=False)
-    assert r["df"] == pytest.approx(res.df)
-    assert r["diff"] / r["se"] == pytest.approx(res.statistic)
-    ci = st.ttest_ind(b, a, equal_var=False).confidence_interval(0.90)
-    assert r["ci"] == pytest.approx([ci.low, ci.high])
-    d = stats.describe(a)
-    assert d["cv"] == pytest.approx(st.variation(a, ddof=1))
-    boot = st.bootstrap((np.array(b), np.array(a)), lambda x, y, axis=-1: x.mean(axis) - y.mean(axis),
-                        method="percentile", n_resamples=20_000, rng=np.random.default_rng(1))
-    ours = stats.bootstrap_diff_ci(a, b, resamples=20_000)
-    assert ours == pytest.approx([boot.confidence_interval.low, boot.confidence_interval.high], abs=0.004)
+def test_statistics_in_the_report_match_scipy(evaluation):
+    check = next(c for c in evaluation["checks"] if c["name"] == "parity:trn~gpu")
+    res = st.ttest_rel(VALUES["trn"], VALUES["gpu"])
+    ci = res.confidence_interval(0.90)
+    assert check["ci"] == pytest.approx([ci.low, ci.high])
+    assert check["diff"] / (check["sd"] / np.sqrt(3)) == pytest.approx(res.statistic)
+    assert evaluation["legs"]["gpu"]["metric"]["cv"] == pytest.approx(st.variation(VALUES["gpu"], ddof=1))
+    assert "bootstrap" not in render_markdown(evaluation)
 
 
 def test_render_script_regenerates_from_evaluation_json(evaluation, tmp_path):

@@ -1,8 +1,11 @@
-"""The statistics against values computed another way (scipy's own tests, by hand)."""
+"""The statistics against independent implementations (scipy, statsmodels) on known inputs,
+and the power function against a simulation of the very decision rule it describes."""
 import math
 
+import numpy as np
 import pytest
 from scipy import stats as st
+from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 
 from bakeoff_runtime import stats
 
@@ -17,51 +20,121 @@ def test_describe_known_values():
     assert stats.describe([7.0])["std"] is None
 
 
-@pytest.mark.parametrize("a,b,margin", [
-    ([2.40, 2.42, 2.41], [2.43, 2.41, 2.44], 0.05),
-    ([2.40, 2.42, 2.41], [2.60, 2.61, 2.58], 0.05),
-    ([1.0, 1.3, 0.8, 1.1], [1.05, 1.2], 0.5),
-])
-def test_tost_matches_two_shifted_welch_tests(a, b, margin):
-    r = stats.tost(a, b, -margin, margin, alpha=0.05)
-    # H0: mean(b) - mean(a) <= -margin, tested as b + margin vs a, one-sided.
-    p_low = st.ttest_ind([x + margin for x in b], a, equal_var=False, alternative="greater").pvalue
-    p_high = st.ttest_ind([x - margin for x in b], a, equal_var=False, alternative="less").pvalue
-    assert r["p_lower"] == pytest.approx(p_low, rel=1e-9)
-    assert r["p_upper"] == pytest.approx(p_high, rel=1e-9)
-    assert r["p_value"] == pytest.approx(max(p_low, p_high), rel=1e-9)
-    assert r["equivalent"] == (max(p_low, p_high) < 0.05)
+PAIRED_CASES = [
+    ({0: 2.40, 1: 2.45, 2: 2.38}, {0: 2.41, 1: 2.47, 2: 2.38}, 0.05),
+    ({0: 2.40, 1: 2.45, 2: 2.38, 3: 2.50}, {0: 2.52, 1: 2.58, 2: 2.49, 3: 2.61}, 0.05),
+    ({0: 1.0, 1: 1.3, 2: 0.8}, {0: 1.02, 1: 1.1, 2: 0.95}, 0.5),
+]
 
 
-def test_tost_known_answer():
-    # Hand-computed: diff 0.01, se sqrt(2 * 1e-4 / 3), Welch df 4.
-    a, b = [2.39, 2.40, 2.41], [2.40, 2.41, 2.42]
-    r = stats.tost(a, b, -0.05, 0.05)
-    se = math.sqrt(2 * 1e-4 / 3)
-    assert r["diff"] == pytest.approx(0.01)
-    assert r["df"] == pytest.approx(4.0)
-    assert r["p_upper"] == pytest.approx(st.t.cdf((0.01 - 0.05) / se, 4))
-    assert r["equivalent"] is True
-    # The 90% CI lies inside the margin exactly when TOST at alpha=0.05 passes.
+@pytest.mark.parametrize("base,leg,margin", PAIRED_CASES)
+def test_paired_tost_matches_statsmodels(base, leg, margin):
+    r = stats.compare(base, leg, margin=margin, alpha=0.05)
+    seeds = sorted(base)
+    p, lower, upper = ttost_paired(np.array([leg[s] for s in seeds]), np.array([base[s] for s in seeds]),
+                                   -margin, margin)
+    assert r["test"] == "paired" and r["n_pairs"] == len(seeds)
+    assert r["p_lower"] == pytest.approx(lower[1], rel=1e-9)
+    assert r["p_upper"] == pytest.approx(upper[1], rel=1e-9)
+    assert r["p_value"] == pytest.approx(p, rel=1e-9)
+    # The 90% CI inside the margin is the same decision as both one-sided tests rejecting at 5%.
+    assert (r["outcome"] == "pass") == (p < 0.05)
+
+
+def test_paired_interval_is_the_t_interval_of_the_differences():
+    d = [0.01, 0.03, -0.02, 0.00, 0.02]
+    r = stats.paired_interval(d, alpha=0.05)
+    lo, hi = st.t.interval(0.90, len(d) - 1, loc=np.mean(d), scale=st.sem(d))
+    assert r["ci"] == pytest.approx([lo, hi], rel=1e-12)
+    assert r["df"] == 4 and r["ci_level"] == pytest.approx(0.90)
+
+
+def test_welch_is_used_only_for_what_cannot_be_paired_and_matches_statsmodels():
+    base, leg = {0: 2.40, 1: 2.42, 2: 2.41}, {5: 2.43, 6: 2.41, 7: 2.44}
+    r = stats.compare(base, leg, margin=0.05, alpha=0.05)
+    assert r["test"] == "welch" and r["n_pairs"] == 0
+    assert r["seeds_unpaired"] == {"leg": [5, 6, 7], "baseline": [0, 1, 2]}
+    p, lower, upper = ttost_ind(np.array(list(leg.values())), np.array(list(base.values())), -0.05, 0.05,
+                                usevar="unequal")
+    assert r["p_value"] == pytest.approx(p, rel=1e-9)
     lo, hi = r["ci"]
-    assert -0.05 < lo < hi < 0.05
+    diff, se, df = stats.welch(list(base.values()), list(leg.values()))
+    assert st.ttest_ind(list(leg.values()), list(base.values()), equal_var=False).df == pytest.approx(df)
+    assert hi - lo == pytest.approx(2 * st.t.ppf(0.95, df) * se)
 
 
-def test_tost_rejects_a_clear_difference_and_needs_two_replicates():
-    assert stats.tost([1.0, 1.01, 0.99], [1.5, 1.52, 1.49], -0.1, 0.1)["equivalent"] is False
-    with pytest.raises(ValueError, match="at least 2 replicates"):
-        stats.tost([1.0], [1.0, 1.1], -0.1, 0.1)
+def test_pairing_beats_welch_when_seeds_move_both_legs_together():
+    # Seed-to-seed spread 0.1, leg-to-leg difference ~1e-6: Welch cannot see through the spread.
+    base = {s: 2.0 + 0.1 * s for s in range(3)}
+    leg = {s: v + 1e-6 * (-1) ** s for s, v in base.items()}
+    paired = stats.compare(base, leg, margin=0.02, alpha=0.05)
+    assert paired["outcome"] == "pass" and paired["p_value"] < 1e-6
+    welch = stats.welch_interval(list(base.values()), list(leg.values()), 0.05)
+    assert welch["ci"][0] < -0.02 and welch["ci"][1] > 0.02  # unpaired: would not have decided
 
 
-def test_tost_zero_variance():
-    assert stats.tost([1.0, 1.0], [1.02, 1.02], -0.05, 0.05)["equivalent"] is True
-    assert stats.tost([1.0, 1.0], [1.2, 1.2], -0.05, 0.05)["equivalent"] is False
+def test_three_outcomes():
+    base = {s: 2.0 + 0.05 * s for s in range(4)}
+    same = {s: v + d for (s, v), d in zip(base.items(), [0.001, -0.002, 0.0, 0.001])}
+    worse = {s: v + d for (s, v), d in zip(base.items(), [0.30, 0.31, 0.29, 0.30])}
+    noisy = {s: v + d for (s, v), d in zip(base.items(), [0.15, -0.12, 0.10, -0.09])}
+    assert stats.compare(base, same, margin=0.05, alpha=0.05)["outcome"] == "pass"
+    r = stats.compare(base, worse, margin=0.05, alpha=0.05)
+    assert r["outcome"] == "fail" and r["worse"] and r["ci"][0] > 0.05
+    assert stats.compare(base, noisy, margin=0.05, alpha=0.05)["outcome"] == "inconclusive"
 
 
-def test_bootstrap_ci_brackets_the_difference_and_is_reproducible():
-    a, b = [2.40, 2.42, 2.41, 2.43], [2.50, 2.52, 2.49, 2.51]
-    ci = stats.bootstrap_diff_ci(a, b)
-    assert ci[0] < 0.09 < ci[1]
-    assert 0.05 < ci[0] and ci[1] < 0.13
-    assert stats.bootstrap_diff_ci(a, b) == ci
-    assert stats.bootstrap_diff_ci([1.0], b) is None
+def test_non_inferiority_lets_a_better_leg_pass_and_equivalence_does_not():
+    base = {s: 2.0 + 0.05 * s for s in range(4)}
+    better = {s: v - 0.3 + 0.001 * s for s, v in base.items()}
+    eq = stats.compare(base, better, margin=0.05, alpha=0.05, test="equivalence")
+    ni = stats.compare(base, better, margin=0.05, alpha=0.05, test="non_inferiority")
+    assert eq["outcome"] == "fail" and eq["better"]
+    assert ni["outcome"] == "pass" and ni["better"]
+    # For a metric to maximise, lower is worse.
+    acc_base = {s: 0.80 + 0.01 * s for s in range(4)}
+    acc_worse = {s: v - 0.2 + 0.01 * (-1) ** s * s for s, v in acc_base.items()}
+    r = stats.compare(acc_base, acc_worse, margin=0.05, alpha=0.05, test="non_inferiority", direction="maximize")
+    assert r["outcome"] == "fail" and r["worse"]
+    # Non-inferiority's p is the one-sided t test against the margin, as statsmodels' upper test.
+    seeds = sorted(acc_base)
+    d = np.array([acc_worse[s] - acc_base[s] for s in seeds])
+    expected = st.ttest_1samp(d + 0.05, 0.0, alternative="greater").pvalue
+    assert r["p_value"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_identical_legs_report_no_p_value():
+    base = {0: 2.4, 1: 2.5, 2: 2.3}
+    r = stats.compare(base, dict(base), margin=0.01, alpha=0.05)
+    assert r["identical"] and r["outcome"] == "pass" and r["p_value"] is None and r["ci"] == [0.0, 0.0]
+
+
+def test_too_few_seeds_is_inconclusive():
+    r = stats.compare({0: 1.0}, {0: 1.0}, margin=0.1, alpha=0.05)
+    assert r["test"] is None and r["outcome"] == "inconclusive"
+
+
+@pytest.mark.parametrize("n,delta", [(3, 0.0), (5, 0.0), (5, 1.0), (4, 2.0)])
+def test_power_function_matches_a_simulation_of_the_shipped_rule(n, delta):
+    sigma, margin, alpha = 0.5, 1.0, 0.05
+    rng = np.random.default_rng(7)
+    d = rng.normal(delta, sigma, (40_000, n))
+    mean, sd = d.mean(1), d.std(1, ddof=1)
+    half = st.t.ppf(1 - alpha, n - 1) * sd / math.sqrt(n)
+    outcome = stats.decide(mean - half, mean + half, margin)
+    exact = stats.outcome_probabilities(n, sigma, margin, delta, alpha)
+    for k in ("pass", "fail", "inconclusive"):
+        assert exact[k] == pytest.approx((outcome == k).mean(), abs=0.01)
+
+
+def test_a_true_difference_at_the_margin_passes_at_most_alpha():
+    for n in (2, 3, 5, 8, 20):
+        assert stats.outcome_probabilities(n, 1.0, 1.0, 1.0, 0.05)["pass"] <= 0.05 + 1e-9
+
+
+def test_seeds_for_power_reaches_the_power_and_no_fewer_do():
+    n = stats.seeds_for_power(0.04, 0.1, 0.05, power=0.8)
+    assert stats.outcome_probabilities(n, 0.04, 0.1, 0.0, 0.05)["pass"] >= 0.8
+    assert stats.outcome_probabilities(n, 0.04, 0.1, 0.2, 0.05)["fail"] >= 0.8
+    assert stats.outcome_probabilities(n - 1, 0.04, 0.1, 0.0, 0.05)["pass"] < 0.8
+    assert stats.seeds_for_power(10.0, 0.1, 0.05, limit=20) is None

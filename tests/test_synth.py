@@ -64,7 +64,7 @@ def test_one_hyperparameter_changes_only_the_affected_steps():
     assert _steps(leg_only)["Train-p4d-s0"]["Arguments"]["ResourceConfig"] == \
         _steps(base)["Train-p4d-s0"]["Arguments"]["ResourceConfig"]
     precision = _cache_keys(compile_pipeline(load_spec(QUICKSTART, ["legs.0.precision=fp32"])).definition)
-    assert {n for n in k0 if k0[n] != precision[n]} == {"Train-trn1-s0", "Train-trn1-s1", "Train-trn1-s2"}
+    assert {n for n in k0 if k0[n] != precision[n]} == {f"Train-trn1-s{s}" for s in range(5)}
 
 
 def test_code_bundle_is_addressed_by_its_sha256(quickstart):
@@ -80,8 +80,8 @@ def test_code_bundle_is_addressed_by_its_sha256(quickstart):
 
 def test_training_steps_are_complete_create_training_job_requests(quickstart):
     steps = _steps(quickstart.definition)
-    assert sorted(n for n in steps if n.startswith("Train-")) == [
-        "Train-p4d-s0", "Train-p4d-s1", "Train-p4d-s2", "Train-trn1-s0", "Train-trn1-s1", "Train-trn1-s2"]
+    assert sorted(n for n in steps if n.startswith("Train-")) == sorted(
+        f"Train-{leg}-s{seed}" for leg in ("p4d", "trn1") for seed in range(5))
     trn = steps["Train-trn1-s0"]
     args = trn["Arguments"]
     assert args["ResourceConfig"] == {"InstanceType": "ml.trn1.32xlarge", "InstanceCount": 1, "VolumeSizeInGB": 100}
@@ -122,12 +122,21 @@ def test_evaluation_gate_and_fail_steps(quickstart):
     assert ev["PropertyFiles"] == [{"PropertyFileName": "EvaluationReport", "OutputName": "evaluation",
                                     "FilePath": "evaluation.json"}]
     jobs = [a for a in ev["Arguments"]["AppSpecification"]["ContainerArguments"] if isinstance(a, dict)]
-    assert len(jobs) == 2 + 6  # the margin, the execution id, and one output per training job
+    assert len(jobs) == 2 + 10  # the margin, the execution id, and one output per training job
     gate = steps["ParityGate"]["Arguments"]
     assert gate["Conditions"][0]["LeftValue"]["Std:JsonGet"]["Path"] == "verdict"
-    assert gate["ElseSteps"][0]["Type"] == "Fail"
-    msg = json.dumps(gate["ElseSteps"][0]["Arguments"]["ErrorMessage"])
-    assert "failed_checks" in msg
+    assert gate["Conditions"][0]["RightValue"] == "pass" and gate["IfSteps"] == []
+    # Not pass: fail and inconclusive end in distinct Fail steps, so the failure reason tells them apart.
+    which = gate["ElseSteps"][0]
+    assert which["Type"] == "Condition" and which["Arguments"]["Conditions"][0]["RightValue"] == "fail"
+    failed, = which["Arguments"]["IfSteps"]
+    undecided, = which["Arguments"]["ElseSteps"]
+    assert (failed["Name"], failed["Type"]) == ("ParityFailed", "Fail")
+    assert (undecided["Name"], undecided["Type"]) == ("ParityInconclusive", "Fail")
+    assert "failed_checks" in json.dumps(failed["Arguments"]["ErrorMessage"])
+    assert "exit code 1" in json.dumps(failed["Arguments"]["ErrorMessage"])
+    msg = json.dumps(undecided["Arguments"]["ErrorMessage"])
+    assert "undecided_checks" in msg and "to_decide" in msg and "exit code 3" in msg
     params = {p["Name"]: p for p in quickstart.definition["Parameters"]}
     assert set(params) == {"TrainDataUri", "ValidationDataUri", "MaxSteps", "ParityMargin"}
     assert params["MaxSteps"]["DefaultValue"] == 200 and params["ParityMargin"]["Type"] == "Float"

@@ -1,65 +1,41 @@
-"""The evaluation step: read every job's summary, decide parity, figure the cost.
+"""The evaluation step: read every job's outputs, decide parity, figure speed and cost.
 
 Runs the same way locally and as a SageMaker ProcessingStep. Reads files only
 (summary.json, metrics.jsonl, optional job.json), never MLflow, so a tracking
 server being down cannot change a verdict.
+
+Three outcomes, each meaning one thing:
+* pass: every leg is shown equivalent to the baseline (or not worse, for
+  `test: non_inferiority`), every seed of the design ran;
+* fail: a difference beyond the margin is shown, or a leg's own training broke
+  (it diverged, or the script crashed on it and not on another leg);
+* inconclusive: anything else, with the seeds that would decide it.
 """
 from __future__ import annotations
 
 import json
-import tarfile
+import math
 from pathlib import Path
 from typing import Any
 
 from . import stats
+from .job_outputs import load_jobs  # noqa: F401  (re-exported: the evaluation's input)
 
-EVALUATION_SCHEMA = "bakeoff.evaluation/1"
+EVALUATION_SCHEMA = "bakeoff.evaluation/2"
+EMULATED_LABEL = "emulated: not indicative of the target hardware"
+THROUGHPUT_SPREAD_LIMIT = 0.20   # a leg whose seeds' throughput varies more than this is flagged
+CROSSCHECK_LIMIT = 0.25          # synced vs overall throughput may differ this much before it is flagged
+CROSSCHECK_MIN_WINDOW_S = 2.0    # shorter steady windows are too short to cross-check
+RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline")
 
-
-def _from_tar(path: Path, name: str) -> bytes | None:
-    try:
-        with tarfile.open(path) as tar:
-            for member in tar.getmembers():
-                if member.name.rsplit("/", 1)[-1] == name:
-                    return tar.extractfile(member).read()
-    except (tarfile.TarError, OSError, ValueError):
-        return None
-    return None
-
-
-def _records(text: str) -> list[dict]:
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a torn last line of a job that died mid-write
-    return out
+# Run states. `lost` is an infrastructure loss (a signal, a timeout, no output): it says
+# nothing about the leg, so it can make a verdict inconclusive but never a failure.
+COMPLETED, DIVERGED, FAILED, LOST = "completed", "diverged", "failed", "lost"
+LOST_KINDS = ("interrupted", "killed", "infrastructure", "timeout")
 
 
-def load_jobs(jobs_dir: Path) -> list[dict[str, Any]]:
-    """One record per job directory: its summary (or None) and its job.json, if any."""
-    jobs = []
-    for job_dir in sorted(p for p in Path(jobs_dir).iterdir() if p.is_dir()):
-        summary, records = None, []
-        for path in sorted(job_dir.rglob("summary.json")):
-            summary = json.loads(path.read_text())
-            metrics = path.with_name("metrics.jsonl")
-            records = _records(metrics.read_text()) if metrics.exists() else []
-            break
-        if summary is None:
-            for path in sorted(job_dir.rglob("*.tar.gz")):
-                raw = _from_tar(path, "summary.json")
-                if raw:
-                    summary = json.loads(raw)
-                    records = _records((_from_tar(path, "metrics.jsonl") or b"").decode())
-                    break
-        meta_path = job_dir / "job.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-        failure = next(iter(sorted(job_dir.rglob("output/failure"))), None)
-        jobs.append({"dir": job_dir.name, "summary": summary, "meta": meta, "records": records,
-                     "failure": failure.read_text().strip() if failure else None})
-    return jobs
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _mean(values):
@@ -67,107 +43,171 @@ def _mean(values):
     return sum(vals) / len(vals) if vals else None
 
 
-def _curve(records: list[dict], kind: str, key: str, limit: int = 200) -> list[list[float]]:
-    points = [[r["step"], r[key]] for r in records if r.get("kind") == kind and isinstance(r.get(key), (int, float))]
-    stride = max(1, -(-len(points) // limit))
-    keep = points[::stride]
-    if points and keep[-1] is not points[-1]:
-        keep.append(points[-1])
-    return keep
+# --- what happened to each job --------------------------------------------------------------
+def classify(job: dict[str, Any], metric: str) -> tuple[str, str | None, str | None]:
+    """(state, failure kind, reason) of one job from its summary, job.json and failure file."""
+    s, meta = job.get("summary"), job.get("meta") or {}
+    if meta.get("lost") or meta.get("timed_out") or (isinstance(meta.get("exit_code"), int) and meta["exit_code"] < 0):
+        return LOST, meta.get("failure_kind") or "infrastructure", meta.get("reason") or "the job was killed"
+    if s is None:
+        if job.get("summary_problem"):
+            return LOST, "unreadable-output", job["summary_problem"]
+        if job.get("failure"):
+            return FAILED, "script", job["failure"].splitlines()[0][:500]
+        return LOST, "no-output", meta.get("reason") or "the job left no summary.json"
+    status = s.get("status")
+    reason = s.get("reason") or (job.get("failure") or "").split("\n")[0] or None
+    if status == DIVERGED:
+        return DIVERGED, None, reason or "diverged"
+    if status == FAILED:
+        kind = s.get("failure_kind") or "script"
+        return (LOST if kind in LOST_KINDS else FAILED), kind, reason
+    if status == COMPLETED:
+        value = (s.get("metrics") or {}).get(metric)
+        if value is None:
+            return FAILED, "script", f"completed without logging the parity metric {metric!r}"
+        if not _finite(value):
+            return DIVERGED, None, f"{metric} is {value} in a run that reported completion"
+        return COMPLETED, None, None
+    return LOST, "unknown", f"unknown job status {status!r}"
 
 
-def _reached(records: list[dict], metric: str, target: float | None, direction: str):
+# --- per-leg figures -------------------------------------------------------------------------
+def _reached(evals: list[dict], metric: str, target: float | None, direction: str):
     """(step, seconds since the job started) when the validation metric first reached `target`."""
     if target is None:
         return None, None
-    for r in records:
+    for r in evals:
         v = r.get(metric)
-        if r.get("kind") == "eval" and isinstance(v, (int, float)) and (
-                v <= target if direction == "minimize" else v >= target):
-            return r["step"], r.get("time_s")
+        if _finite(v) and (v <= target if direction == "minimize" else v >= target):
+            return r.get("step"), r.get("time_s")
     return None, None
 
 
-def resolve_target(parity: dict, runs_by_leg: dict[str, list[dict]]) -> tuple[float | None, str]:
+def resolve_target(parity: dict, values_by_leg: dict[str, dict[int, float]]) -> tuple[float | None, str]:
     """The declared target, else the worst value still at parity with the baseline."""
     if parity.get("target") is not None:
         return float(parity["target"]), "declared in the spec"
-    base = [r["summary"]["metrics"][parity["metric"]] for r in runs_by_leg.get(parity["baseline"], [])
-            if r["status"] == "completed" and parity["metric"] in (r["summary"].get("metrics") or {})]
+    base = list(values_by_leg.get(parity["baseline"], {}).values())
     if not base:
         return None, "no baseline runs to derive a target from"
     mean = sum(base) / len(base)
     margin = float(parity["margin"]) * (abs(mean) if parity.get("margin_type") == "relative" else 1.0)
-    target = mean + margin if parity.get("direction", "minimize") == "minimize" else mean - margin
-    return target, f"baseline mean {mean:.4g} {'+' if parity.get('direction', 'minimize') == 'minimize' else '-'} margin"
+    sign = "+" if parity.get("direction", "minimize") == "minimize" else "-"
+    target = mean + margin if sign == "+" else mean - margin
+    return target, f"baseline mean {mean:.4g} {sign} margin"
 
 
-def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict,
-                 target: float | None = None) -> dict[str, Any]:
+def _curve_points(evals: list[dict], key: str) -> list[list[float]]:
+    return [[r["step"], r[key]] for r in evals if _finite(r.get(key)) and "step" in r]
+
+
+def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target, direction: str) -> dict:
+    s = run["summary"] or {}
+    tp = s.get("throughput") or {}
+    unit = tp.get("unit", "tokens")
+    billable = run["billable_s"]
+    cost = billable * count * per_hour / 3600 if (billable is not None and per_hour) else None
+    units = tp.get("units_processed")
+    evals = run["digest"]["evals"]
+    steps_to_target, time_to_target = _reached(evals, metric, target, direction)
+    value = (s.get("metrics") or {}).get(metric)
+    return {
+        "seed": run["seed"], "status": run["status"], "failure_kind": run["kind"], "reason": run["reason"],
+        "job": run["job"],
+        metric: value if _finite(value) else None,
+        "throughput": tp.get(f"{unit}_per_sec"),
+        "throughput_overall": tp.get("overall_per_sec"),
+        "throughput_timing": tp.get("timing"),
+        "throughput_window_s": tp.get("window_s"),
+        "steps_to_target": steps_to_target, "time_to_target_s": time_to_target,
+        "cost_to_target_usd": (time_to_target * count * per_hour / 3600
+                               if time_to_target is not None and per_hour else None),
+        "training_time_s": s.get("training_time_s"),
+        "validation_time_s": s.get("validation_time_s"),
+        "curves": {"train_loss": run["digest"]["train_curve"], metric: _curve_points(evals, metric)},
+        "environment": s.get("environment"),
+        "time_to_first_step_s": s.get("time_to_first_step_s"),
+        "compile_time_s": (s.get("compile") or {}).get("compile_time_s"),
+        "compiled_graphs": (s.get("compile") or {}).get("compiled_graphs"),
+        "peak_device_memory_bytes": s.get("peak_device_memory_bytes"),
+        "peak_host_memory_bytes": s.get("peak_host_memory_bytes"),
+        "wall_time_s": s.get("wall_time_s"),
+        "billable_s": billable, "cost_usd": cost,
+        "cost_per_million_units_usd": (cost / (units / 1e6)) if cost is not None and units else None,
+        "steps_completed": s.get("steps_completed"),
+        "mlflow_run_id": (s.get("mlflow") or {}).get("run_id"),
+        "cache_state": ((s.get("compile") or {}).get("cache") or {}).get("state"),
+        "cache_hits": ((s.get("compile") or {}).get("cache") or {}).get("hits"),
+        "cache_misses": ((s.get("compile") or {}).get("cache") or {}).get("misses"),
+    }
+
+
+def _spread(values: list[float]) -> dict[str, Any]:
+    d = stats.describe(values)
+    rel = (d["max"] - d["min"]) / d["mean"] if d["n"] > 1 and d["mean"] else None
+    return {"mean": d["mean"], "std": d["std"], "cv": d["cv"], "min": d["min"], "max": d["max"], "n": d["n"],
+            "relative_range": rel}
+
+
+def _throughput(rows: list[dict]) -> dict[str, Any]:
+    """Steady-state throughput across seeds, its spread, and the cross-check against
+    units over training time (with compile and validation taken out)."""
+    ok = [r for r in rows if r["status"] == COMPLETED and _finite(r.get("throughput"))]
+    out = _spread([r["throughput"] for r in ok])
+    out["unstable"] = bool(out["relative_range"] is not None and out["relative_range"] > THROUGHPUT_SPREAD_LIMIT)
+    ratios = [r["throughput"] / r["throughput_overall"] for r in ok if _finite(r.get("throughput_overall"))
+              and r["throughput_overall"] > 0 and (r.get("throughput_window_s") or 0) >= CROSSCHECK_MIN_WINDOW_S]
+    out["crosscheck_ratio"] = _mean(ratios)
+    out["crosscheck_disagrees"] = bool(ratios and any(abs(x - 1) > CROSSCHECK_LIMIT for x in ratios))
+    out["timing"] = next((r.get("throughput_timing") for r in ok if r.get("throughput_timing")), None)
+    return out
+
+
+def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict, target, emulated: bool) -> dict[str, Any]:
     metric = parity["metric"]
     price = leg_cfg.get("price") or {}
     per_hour = price.get("usd_per_hour")
     count = int(leg_cfg.get("instance_count", 1))
-    completed = [r for r in runs if r["status"] == "completed" and r["summary"].get("metrics", {}).get(metric) is not None]
-    values = [r["summary"]["metrics"][metric] for r in completed]
-    rows = []
-    for r in runs:
-        s = r["summary"] or {}
-        billable = r["billable_s"]
-        cost = billable * count * per_hour / 3600 if (billable is not None and per_hour) else None
-        tokens = (s.get("throughput") or {}).get("units_processed")
-        steps_to_target, time_to_target = _reached(r.get("records") or [], metric, target,
-                                                   parity.get("direction", "minimize"))
-        rows.append({
-            "steps_to_target": steps_to_target,
-            "time_to_target_s": time_to_target,
-            "cost_to_target_usd": (time_to_target * count * per_hour / 3600
-                                   if time_to_target is not None and per_hour else None),
-            "training_time_s": s.get("training_time_s"),
-            "curves": {"train_loss": _curve(r.get("records") or [], "train", "train_loss"),
-                       metric: _curve(r.get("records") or [], "eval", metric)},
-            "environment": s.get("environment"),
-            "seed": r["seed"], "status": r["status"], "reason": r["reason"],
-            metric: (s.get("metrics") or {}).get(metric),
-            "throughput": (s.get("throughput") or {}).get(f"{(s.get('throughput') or {}).get('unit', 'tokens')}_per_sec"),
-            "time_to_first_step_s": s.get("time_to_first_step_s"),
-            "compile_time_s": (s.get("compile") or {}).get("compile_time_s"),
-            "compiled_graphs": (s.get("compile") or {}).get("compiled_graphs"),
-            "peak_device_memory_bytes": s.get("peak_device_memory_bytes"),
-            "peak_host_memory_bytes": s.get("peak_host_memory_bytes"),
-            "wall_time_s": s.get("wall_time_s"),
-            "billable_s": billable, "cost_usd": cost,
-            "cost_per_million_units_usd": (cost / (tokens / 1e6)) if cost is not None and tokens else None,
-            "steps_completed": s.get("steps_completed"),
-            "mlflow_run_id": (s.get("mlflow") or {}).get("run_id"),
-            "cache_state": ((s.get("compile") or {}).get("cache") or {}).get("state"),
-            "cache_hits": ((s.get("compile") or {}).get("cache") or {}).get("hits"),
-            "cache_misses": ((s.get("compile") or {}).get("cache") or {}).get("misses"),
-        })
-    unit = next(((r["summary"].get("throughput") or {}).get("unit") for r in completed), "tokens")
+    rows = [_run_row(r, count, per_hour, metric, target, parity.get("direction", "minimize")) for r in runs]
+    completed = [r for r in rows if r["status"] == COMPLETED]
+    values = [r[metric] for r in completed]
+    unit = next(((r["summary"].get("throughput") or {}).get("unit") for r in runs
+                 if r["status"] == COMPLETED and r["summary"].get("throughput")), "tokens")
+    reached = [r for r in rows if r["steps_to_target"] is not None]
+    tp = _throughput(rows)
     return {
         "image": leg_cfg.get("image"),
         "instance_type": leg_cfg.get("instance_type"), "instance_count": count,
         "backend": leg_cfg.get("backend"), "precision": leg_cfg.get("precision"),
         "devices": leg_cfg.get("devices"), "emulated_on": leg_cfg.get("emulated_on"),
+        "emulated": emulated,
         "seeds": sorted(r["seed"] for r in runs),
-        "runs": rows,
+        "runs": sorted(rows, key=lambda r: r["seed"]),
         "completed": len(completed),
-        "failed": sum(1 for r in runs if r["status"] == "failed"),
-        "diverged": sum(1 for r in runs if r["status"] == "diverged"),
+        "failed": sum(1 for r in rows if r["status"] == FAILED),
+        "diverged": sum(1 for r in rows if r["status"] == DIVERGED),
+        "lost": sum(1 for r in rows if r["status"] == LOST),
         "metric": {"name": metric, **stats.describe(values)},
         "throughput_unit": f"{unit}/s",
-        "throughput_mean": _mean(x["throughput"] for x in rows if x["status"] == "completed"),
+        "throughput_mean": tp["mean"],
+        "throughput": tp,
         "time_to_first_step_s_mean": _mean(x["time_to_first_step_s"] for x in rows),
         "compile_time_s_mean": _mean(x["compile_time_s"] for x in rows),
         "training_time_s_mean": _mean(x["training_time_s"] for x in rows),
-        "steps_to_target_mean": _mean(x["steps_to_target"] for x in rows),
-        "cost_to_target_usd_mean": _mean(x["cost_to_target_usd"] for x in rows),
-        "reached_target": sum(1 for x in rows if x["steps_to_target"] is not None),
+        # Steps- and cost-to-target: a seed that never got there counts as not reached.
+        "reached_target": len(reached),
+        "reached_target_fraction": (len(reached) / len(rows)) if rows else None,
+        "steps_to_target_mean": _mean(x["steps_to_target"] for x in reached) if len(reached) == len(rows) else None,
+        "steps_to_target_mean_of_reached": _mean(x["steps_to_target"] for x in reached),
+        "cost_to_target_usd_mean": (_mean(x["cost_to_target_usd"] for x in reached)
+                                    if len(reached) == len(rows) else None),
+        "cost_to_target_usd_mean_of_reached": _mean(x["cost_to_target_usd"] for x in reached),
         "peak_device_memory_bytes_max": max((x["peak_device_memory_bytes"] or 0 for x in rows), default=None) or None,
         "peak_host_memory_bytes_max": max((x["peak_host_memory_bytes"] or 0 for x in rows), default=None) or None,
         "wall_time_s_mean": _mean(x["wall_time_s"] for x in rows),
         "billable_s_mean": _mean(x["billable_s"] for x in rows),
+        "cost_per_run": _spread([x["cost_usd"] for x in rows if x["cost_usd"] is not None]),
         "cost_per_run_usd_mean": _mean(x["cost_usd"] for x in rows),
         "cost_per_million_units_usd_mean": _mean(x["cost_per_million_units_usd"] for x in rows),
         "price": price,
@@ -191,102 +231,226 @@ def _cache_split(rows: list[dict]) -> dict[str, Any] | None:
     return out
 
 
-def _parity_check(leg: str, base: str, figures: dict, parity: dict) -> dict[str, Any]:
-    a = figures[base]["metric"].get("values") or []
-    b = figures[leg]["metric"].get("values") or []
+# --- checks ----------------------------------------------------------------------------------
+def _g(v: float | None) -> str:
+    return "-" if v is None else f"{v:+.4g}"
+
+
+def _stability_check(leg: str, runs_by_leg: dict[str, list[dict]]) -> dict[str, Any]:
+    """A leg's own training: diverged runs and script crashes that other legs did not have."""
+    broke, lost, everywhere = [], [], []
+    for r in runs_by_leg[leg]:
+        if r["status"] == DIVERGED:
+            broke.append(f"seed {r['seed']} diverged: {r['reason']}")
+        elif r["status"] == FAILED:
+            others = [o for name, rs in runs_by_leg.items() if name != leg for o in rs if o["seed"] == r["seed"]]
+            if any(o["status"] in (COMPLETED, DIVERGED) for o in others):
+                ran = sorted(name for name, rs in runs_by_leg.items() if name != leg
+                             for o in rs if o["seed"] == r["seed"] and o["status"] in (COMPLETED, DIVERGED))
+                broke.append(f"seed {r['seed']} crashed here and not on {', '.join(ran)}: {r['reason']}")
+            else:
+                everywhere.append(f"seed {r['seed']} crashed on every leg (a bug in the script, not a difference "
+                                  f"between legs): {r['reason']}")
+        elif r["status"] == LOST:
+            lost.append(f"seed {r['seed']} lost to the infrastructure ({r['kind']}): {r['reason']}")
+    name = f"stability:{leg}"
+    n = len(runs_by_leg[leg])
+    if broke:
+        return {"name": name, "status": "failed", "passed": False,
+                "why": f"{leg}'s training broke: " + "; ".join(broke + lost + everywhere)}
+    if lost or everywhere:
+        return {"name": name, "status": "inconclusive", "passed": False, "lost_seeds":
+                sorted(r["seed"] for r in runs_by_leg[leg] if r["status"] in (LOST, FAILED)),
+                "why": f"{len(lost) + len(everywhere)} of {n} runs gave no result: " + "; ".join(lost + everywhere)}
+    return {"name": name, "status": "passed", "passed": True, "why": f"all {n} runs completed"}
+
+
+def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], parity: dict,
+                  power: float) -> dict[str, Any]:
+    metric, direction = parity["metric"], parity.get("direction", "minimize")
+    test, alpha = parity.get("test", stats.EQUIVALENCE), float(parity["alpha"])
     name = f"parity:{leg}~{base}"
-    if len(a) < 2 or len(b) < 2:
-        return {"name": name, "status": "insufficient_replicates", "passed": False,
-                "why": f"{parity['metric']} needs >= 2 completed seeds per leg for an equivalence test; "
-                       f"have {len(b)} ({leg}) and {len(a)} ({base}): nothing can be concluded"}
     margin = float(parity["margin"])
     if parity.get("margin_type") == "relative":
-        margin = margin * abs(stats.describe(a)["mean"])
-    result = stats.tost(a, b, -margin, margin, float(parity["alpha"]))
-    result["bootstrap_ci95"] = stats.bootstrap_diff_ci(a, b)
-    lo, hi = result["ci"]
-    level = int(round(result["ci_level"] * 100))
-    if result["equivalent"]:
-        why = (f"equivalent: {parity['metric']} difference {result['diff']:+.4g} ({leg} - {base}), "
-               f"{level}% CI [{lo:+.4g}, {hi:+.4g}] inside +/-{margin:.4g}; TOST p={result['p_value']:.3g} < "
-               f"alpha={parity['alpha']}")
+        base_vals = list(values[base].values())
+        if not base_vals:
+            return {"name": name, "status": "inconclusive", "passed": False, "test": None,
+                    "why": f"a relative margin needs completed baseline runs; {base} has none",
+                    "recommendation": {"seeds": None, "why": f"make {base} complete its runs"}}
+        margin *= abs(sum(base_vals) / len(base_vals))
+    r = stats.compare(values[base], values[leg], margin=margin, alpha=alpha, test=test, direction=direction)
+    out: dict[str, Any] = {"name": name, "passed": r["outcome"] == stats.PASS,
+                           "status": {"pass": "passed", "fail": "failed"}.get(r["outcome"], "inconclusive"),
+                           **{k: v for k, v in r.items() if k != "outcome"}, "outcome": r["outcome"]}
+    if r["test"] is None:
+        out["why"] = f"{metric}: nothing to compare: {r['why_short']}"
+        out["recommendation"] = {"seeds": 3, "why": "run at least 3 seeds per leg, so that the spread between "
+                                                    "them can be measured"}
+        return out
+    level = int(round(r["ci_level"] * 100))
+    test_name = (f"paired t on {r['n_pairs']} seeds" if r["test"] == "paired"
+                 else f"Welch t on {r['n_leg']} vs {r['n_baseline']} unpaired seeds")
+    out["test_label"] = ("non-inferiority, " if test == stats.NON_INFERIORITY else "TOST, ") + test_name
+    lo, hi = r["ci"]
+    ci = f"{level}% CI [{_g(lo)}, {_g(hi)}]"
+    diff = f"{metric} difference {_g(r['diff'])} ({leg} - {base}; {test_name})"
+    p = "" if r["p_value"] is None else f"; p={r['p_value']:.3g}"
+    worse_sign = "+" if direction == "minimize" else "-"
+    if r["identical"]:
+        out["why"] = (f"{leg} and {base} gave identical {metric} on every one of the {r['n_pairs']} paired seeds "
+                      f"(difference 0 each time): equivalent within +/-{margin:.4g} with no spread to test, "
+                      "so no p-value is reported")
+    elif r["outcome"] == stats.PASS:
+        inside = (f"inside +/-{margin:.4g}" if test == stats.EQUIVALENCE
+                  else f"below the non-inferiority margin {worse_sign}{margin:.4g}")
+        out["why"] = f"{'equivalent' if test == stats.EQUIVALENCE else 'not worse'}: {diff}, {ci} {inside}{p}"
+    elif r["outcome"] == stats.FAIL:
+        side = "worse" if r["worse"] else "better"
+        bound = f"+{margin:.4g}" if lo > margin else f"-{margin:.4g}"
+        out["why"] = f"a difference beyond the margin: {diff}, {ci} lies wholly beyond {bound}: {leg} is {side} than {base}"
+        if side == "better":
+            out["why"] += " (under `test: non_inferiority` a better leg passes)"
     else:
-        why = (f"not shown equivalent: {parity['metric']} difference {result['diff']:+.4g} ({leg} - {base}), "
-               f"{level}% CI [{lo:+.4g}, {hi:+.4g}] not inside +/-{margin:.4g}; TOST p={result['p_value']:.3g} "
-               f">= alpha={parity['alpha']}")
-    return {"name": name, "status": "passed" if result["equivalent"] else "failed",
-            "passed": result["equivalent"], "why": why, "test": "TOST (two one-sided Welch t-tests)",
-            "margin": margin, **{k: result[k] for k in ("diff", "p_value", "p_lower", "p_upper", "ci", "ci_level",
-                                                         "df", "se", "bootstrap_ci95")}}
+        region = f"+/-{margin:.4g}" if test == stats.EQUIVALENCE else f"the margin {worse_sign}{margin:.4g}"
+        out["why"] = f"not decided: {diff}, {ci} crosses {region}{p}"
+    if r["better"]:
+        out["better_by"] = abs(r["diff"])
+        out["why"] += f"; {leg} is better than {base} by {abs(r['diff']):.4g}"
+    if r["outcome"] == stats.INCONCLUSIVE:
+        out["recommendation"] = _recommend(r, margin, alpha, power, test, len(values[leg]), len(values[base]))
+        out["why"] += "; " + out["recommendation"]["why"]
+    return out
 
 
-def _stability_check(leg: str, figures: dict) -> dict[str, Any]:
-    f = figures[leg]
-    bad = [r for r in f["runs"] if r["status"] != "completed"]
-    if not bad:
-        return {"name": f"stability:{leg}", "status": "passed", "passed": True,
-                "why": f"all {len(f['runs'])} runs completed"}
-    reasons = "; ".join(f"seed {r['seed']} {r['status']}: {r['reason'] or 'no reason recorded'}" for r in bad)
-    return {"name": f"stability:{leg}", "status": "failed", "passed": False,
-            "why": f"{len(bad)} of {len(f['runs'])} runs did not complete ({reasons})"}
+def _recommend(r: dict, margin: float, alpha: float, power: float, test: str, n_leg: int, n_base: int) -> dict:
+    """The seeds per leg that would decide an undecided comparison, at the observed spread."""
+    paired = r["test"] == "paired"
+    sigma = r["sd"] if paired else r["se"] / math.sqrt(1 / max(n_leg, 1) + 1 / max(n_base, 1))
+    have = r["n_pairs"] if paired else min(n_leg, n_base)
+    what = "SD of the per-seed differences" if paired else "SD of one leg's values"
+    n = stats.seeds_for_power(sigma, margin, alpha, power, paired=paired, test=test)
+    pct = f"{power:.0%}"
+    if n is not None and n > have:
+        return {"seeds": n, "power": power, "sigma": sigma, "why": (
+            f"{n} seeds per leg would decide it: at the observed {what} ({sigma:.3g}) they give {pct} "
+            f"probability that legs that truly agree pass and that a leg worse by twice the margin fails")}
+    observed = abs(r["diff"])
+    for m in range(max(have + 1, 2), stats.MAX_RECOMMENDED_SEEDS + 1):
+        probs = stats.outcome_probabilities(m, sigma, margin, observed, alpha, paired, test)
+        if probs[stats.PASS] + probs[stats.FAIL] >= power:
+            return {"seeds": m, "power": power, "sigma": sigma, "why": (
+                f"{m} seeds per leg would decide it with {pct} probability if the true difference is the observed "
+                f"{observed:.3g}, close to the margin {margin:.3g}")}
+    return {"seeds": None, "power": power, "sigma": sigma, "why": (
+        f"no affordable number of seeds decides it: the observed difference {observed:.3g} sits at the margin "
+        f"{margin:.3g} (spread {sigma:.3g}); revisit the margin or reduce run-to-run noise")}
 
 
+# --- the rule --------------------------------------------------------------------------------
+def rule_of(parity: dict) -> dict[str, Any]:
+    return {k: parity.get(k) for k in RULE_KEYS}
+
+
+def _rule_record(config: dict, parity: dict) -> dict[str, Any]:
+    """The rule this verdict was decided under, and the rule fixed before the data if it differs."""
+    out = {"current": rule_of(parity), "original": None, "changed": False, "reason": None}
+    original = config.get("rule_original")
+    if original and rule_of(original) != rule_of(parity):
+        out.update(original=rule_of(original), changed=True,
+                   reason=config.get("rule_change_reason") or "not given")
+    return out
+
+
+# --- the verdict -------------------------------------------------------------------------------
 def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
-    parity = config["parity"]
+    parity = {"test": stats.EQUIVALENCE, "direction": "minimize", "margin_type": "absolute", **config["parity"]}
+    metric = parity["metric"]
+    power = float(parity.get("power") or 0.8)
     legs_cfg = config["legs"]
-    by_leg: dict[str, list[dict]] = {name: [] for name in legs_cfg}
+    emulated = bool(config.get("emulated", any(c.get("emulated_on") for c in legs_cfg.values())))
+    runs_by_leg: dict[str, list[dict]] = {name: [] for name in legs_cfg}
     seen: set[tuple[str, int]] = set()
     for job in jobs:
-        s = job["summary"]
-        leg = (s or {}).get("leg") or job["meta"].get("leg")
-        seed = (s or {}).get("seed", job["meta"].get("seed"))
-        if leg not in by_leg:
+        s, meta = job.get("summary"), job.get("meta") or {}
+        leg = (s or {}).get("leg") or meta.get("leg")
+        seed = (s or {}).get("seed", meta.get("seed"))
+        if leg not in runs_by_leg or (leg, seed) in seen or s and s.get("precompile"):
             continue
-        status = (s or {}).get("status") or "failed"
-        reason = (s or {}).get("reason") or job.get("failure") or job["meta"].get("reason")
-        if s is None:
-            reason = reason or "the job left no summary.json"
-        billable = job["meta"].get("billable_s")
+        state, kind, reason = classify(job, metric)
+        billable = meta.get("billable_s")
         if billable is None and s is not None:
             billable = s.get("wall_time_s")
-        by_leg[leg].append({"seed": seed, "status": status, "reason": reason, "summary": s or {},
-                            "billable_s": billable, "records": job.get("records") or []})
+        runs_by_leg[leg].append({"seed": seed, "status": state, "kind": kind, "reason": reason, "job": job["dir"],
+                                 "summary": s or {}, "billable_s": billable, "digest": job["digest"]})
         seen.add((leg, seed))
+    empty = {"train_curve": [], "evals": [], "train_records": 0, "first_nonfinite_train_step": None}
     for name, cfg in legs_cfg.items():
         for seed in cfg.get("seeds", []):
             if (name, seed) not in seen:
-                by_leg[name].append({"seed": seed, "status": "failed", "reason": "no output from this job",
-                                     "summary": {}, "billable_s": None, "records": []})
+                runs_by_leg[name].append({"seed": seed, "status": LOST, "kind": "no-output", "job": None,
+                                          "reason": "no output from this job", "summary": {}, "billable_s": None,
+                                          "digest": empty})
 
     base = parity["baseline"]
-    target, target_basis = resolve_target(parity, by_leg)
-    figures = {name: _leg_figures(name, legs_cfg[name], runs, parity, target) for name, runs in by_leg.items()}
-    checks = [_stability_check(name, figures) for name in legs_cfg]
-    checks += [_parity_check(name, base, figures, parity) for name in legs_cfg if name != base]
+    values = {name: {r["seed"]: float(r["summary"]["metrics"][metric]) for r in runs if r["status"] == COMPLETED}
+              for name, runs in runs_by_leg.items()}
+    target, target_basis = resolve_target(parity, values)
+    figures = {name: _leg_figures(name, legs_cfg[name], runs, parity, target, emulated)
+               for name, runs in runs_by_leg.items()}
+    checks = [_stability_check(name, runs_by_leg) for name in legs_cfg]
+    checks += [_parity_check(name, base, values, parity, power) for name in legs_cfg if name != base]
     failed = [c for c in checks if c["status"] == "failed"]
-    unknown = [c for c in checks if c["status"] == "insufficient_replicates"]
-    verdict = "fail" if failed else ("inconclusive" if unknown else "pass")
+    undecided = [c for c in checks if c["status"] == "inconclusive"]
+    verdict = "fail" if failed else ("inconclusive" if undecided else "pass")
     for name, f in figures.items():
         if name != base:
-            check = next(c for c in checks if c["name"] == f"parity:{name}~{base}")
-            f["parity"] = check["status"]
+            f["parity"] = next(c for c in checks if c["name"] == f"parity:{name}~{base}")["status"]
+    recommendation = _overall_recommendation(undecided, legs_cfg) if verdict == "inconclusive" else None
     headline = {
-        "pass": f"parity holds: every leg is equivalent to {base} on {parity['metric']} within the margin",
+        "pass": (f"parity holds: every leg is {'equivalent to' if parity['test'] == stats.EQUIVALENCE else 'no worse than'} "
+                 f"{base} on {metric} within the margin"),
         "fail": "parity fails: " + "; ".join(f"{c['name']}: {c['why']}" for c in failed),
-        "inconclusive": "inconclusive: " + "; ".join(f"{c['name']}: {c['why']}" for c in unknown),
+        "inconclusive": "inconclusive: " + "; ".join(f"{c['name']}: {c['why']}" for c in undecided),
     }[verdict]
+    if recommendation:
+        headline += f". To decide it: {recommendation['why']}"
+    speed = {"emulated": emulated, "label": EMULATED_LABEL if emulated else "measured on the target hardware",
+             "unstable_legs": [n for n, f in figures.items() if f["throughput"]["unstable"]],
+             "crosscheck_disagrees": [n for n, f in figures.items() if f["throughput"]["crosscheck_disagrees"]]}
     return {
         "schema": EVALUATION_SCHEMA,
         "verdict": verdict,
         "summary": headline,
-        "failed_checks": ", ".join(c["name"] for c in failed + unknown) or "none",
+        "failed_checks": ", ".join(c["name"] for c in failed) or "none",
+        "undecided_checks": ", ".join(c["name"] for c in undecided) or "none",
+        "recommendation": recommendation,
+        # Always a string, so the pipeline's Fail step can read it with JsonGet.
+        "to_decide": (recommendation or {}).get("why") or "none",
         "bakeoff": config.get("bakeoff"),
         "spec_hash": config.get("spec_hash"),
-        "parity": {**parity, "baseline": base, "target_used": target, "target_basis": target_basis},
+        "parity": {**parity, "baseline": base, "power": power, "target_used": target, "target_basis": target_basis},
+        "rule": _rule_record(config, parity),
+        "speed": speed,
         "cost_basis": config.get("cost_basis", "estimate"),
         "legs": figures,
         "checks": checks,
     }
+
+
+def _overall_recommendation(undecided: list[dict], legs_cfg: dict) -> dict[str, Any]:
+    planned = max((len(c.get("seeds", [])) for c in legs_cfg.values()), default=0)
+    seeds, whys = [], []
+    for c in undecided:
+        rec = c.get("recommendation")
+        if rec:
+            seeds.append(rec["seeds"])
+            whys.append(f"{c['name']}: {rec['why']}")
+        elif c.get("lost_seeds") is not None:
+            seeds.append(planned)
+            whys.append(f"{c['name']}: re-run the seeds that gave no result ({', '.join(map(str, c['lost_seeds']))}); "
+                        "a re-run into the same directory runs only those")
+    known = [s for s in seeds if s is not None]
+    return {"seeds": max(known) if known and len(known) == len(seeds) else None, "why": "; ".join(whys)}
 
 
 def write_evaluation(evaluation: dict[str, Any], out_dir: Path) -> Path:

@@ -11,7 +11,7 @@ The built-in trainer uses it, and so can a user's own script, in a few lines:
             with rt.autocast():
                 loss = loss_fn(model(x.to(rt.device)), y.to(rt.device))
             loss.backward()
-            rt.optimizer_step(opt)
+            rt.optimizer_step(opt, clip_grad_norm=1.0)
             opt.zero_grad(set_to_none=True)
             rt.track_step(step, loss, samples=len(x))
         rt.log_validation(step, val_loss=evaluate(model))
@@ -28,6 +28,7 @@ import os
 import random
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -145,8 +146,17 @@ class Runtime:
         self._first_loss: float | None = None
         self._window: tuple[int, float, float] | None = None  # (step, time, units so far)
         self._units = 0.0
-        self._steady: tuple[int, float, float] | None = None
-        self._last: tuple[int, float, float] | None = None
+        # (step, synced time, units so far, validation seconds so far)
+        self._steady: tuple[int, float, float, float] | None = None
+        self._last: tuple[int, float, float, float] | None = None
+        self._validation_time = 0.0
+        self._validation_compile = 0.0
+        # Non-finite losses on lazy/async devices: see _watch_finite.
+        self._first_bad = None  # device tensor: first step with a non-finite loss, or -1
+        self._step_t = None  # device tensor: steps watched so far, minus one
+        self._watch_offset = 0  # the step number of the first watched step (resumed runs start later)
+        self._pending_loss = None
+        self._step_t_started: int | None = None
         self.steps_completed = 0
         self.last_train_loss: float | None = None
         self.validation: dict[str, float] = {}
@@ -181,6 +191,8 @@ class Runtime:
                 print(f"[bakeoff] WARNING: {self.extra['warnings'][-1]}", flush=True)
         if self.preflight is not None:
             self.preflight.watch_model(model)
+        if self.device.type != "cpu" and self._first_bad is None:
+            self._init_watch(self.device)  # before the loop, so no step's graph creates them
         model = self.backend.wrap_model(model, self.world_size)
         if self.torch_compile:
             model = self._compile(model)
@@ -234,9 +246,12 @@ class Runtime:
             self.preflight.begin_step(self._step_index)
         return self.backend.autocast()
 
-    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+    def optimizer_step(self, optimizer: torch.optim.Optimizer, clip_grad_norm: float = 0.0) -> None:
+        """Average gradients across ranks, clip their global norm (0 = off), step, end the step.
+        The same order on every backend, so the legs run one algorithm."""
         self._mark_loop_start()
-        self.backend.optimizer_step(optimizer)
+        self._record_watch()  # the previous step's loss check, inside this step's graph
+        self.backend.optimizer_step(optimizer, clip_grad_norm)
         self.backend.mark_step()
         if self.preflight is not None:
             self.preflight.end_step(self._step_index)
@@ -247,10 +262,74 @@ class Runtime:
         last = self.max_steps is not None and step == self.max_steps - 1
         return step == 0 or step == self.warmup_exclude or step % self.log_interval == 0 or last
 
+    def _watch_finite(self, step: int, loss) -> None:
+        """Note the first step whose loss was not finite, without a device sync.
+
+        On the host CPU the check is immediate. On lazy and asynchronous devices fetching
+        every loss would stall the step, so the loss is kept and the next optimizer step
+        records, inside its own graph, a tiny device-side update of "first bad step"
+        (device tensors created before the loop, so the step's graph is the same every
+        step and nothing recompiles); it is read at the next logged step."""
+        if not torch.is_tensor(loss):
+            if not math.isfinite(float(loss)):
+                raise Diverged(f"loss is {float(loss)} at step {step}")
+            return
+        if loss.device.type == "cpu":
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                raise Diverged(f"loss is {value} at step {step}")
+            return
+        self._pending_loss = (step, loss.detach())
+
+    def _init_watch(self, device) -> None:
+        self._first_bad = torch.full((), -1, dtype=torch.int64, device=device)
+        self._step_t = torch.full((), -1, dtype=torch.int64, device=device)
+        self.backend.mark_step()  # materialise them now, not inside the first step's graph
+
+    def _record_watch(self) -> None:
+        if self._pending_loss is None:
+            return
+        step, loss = self._pending_loss
+        self._pending_loss = None
+        if self._first_bad is None:
+            self._init_watch(loss.device)
+        if self._step_t_started is None:
+            self._step_t_started = self._watch_offset = step
+        self._step_t = self._step_t + 1
+        bad = ~torch.isfinite(loss.float())
+        self._first_bad = torch.where((self._first_bad < 0) & bad, self._step_t + self._watch_offset, self._first_bad)
+
+    def _raise_if_went_bad(self, noticed_at: int) -> None:
+        if self._first_bad is None:
+            return
+        first = int(self._first_bad.item())
+        if first >= 0:
+            raise Diverged(f"loss became non-finite at step {first} (noticed at step {noticed_at}, the next "
+                           "device synchronisation)")
+
+    def _sync_now(self) -> float:
+        """A device-synchronised timestamp: queued device work is done when it is taken."""
+        self.backend.synchronize()
+        return time.time()
+
+    @contextmanager
+    def validating(self):
+        """Wrap validation in this: its time (between two device syncs) is kept out of
+        the training throughput, and reported as validation time."""
+        start = self._sync_now()
+        compiled = self.backend.compile_stats().get("compile_time_s") or 0.0
+        try:
+            yield
+        finally:
+            self._validation_time += self._sync_now() - start
+            # Graphs compiled for validation are inside its time already: keep them out of
+            # the compile time the throughput cross-check subtracts from the training loop.
+            self._validation_compile += (self.backend.compile_stats().get("compile_time_s") or 0.0) - compiled
+
     def track_step(self, step: int, loss: torch.Tensor | float, tokens: int | None = None,
                    samples: int | None = None, **values: float) -> None:
         """Call once per optimizer step. Cheap except every `log_interval` steps,
-        where it fetches the loss (a device sync) and logs a line."""
+        where it synchronises the device, fetches the loss and logs a line."""
         self._mark_loop_start()
         if tokens is not None:
             self.unit = "tokens"
@@ -258,10 +337,12 @@ class Runtime:
             self.unit = "samples"
         self._units += float(tokens if tokens is not None else (samples or 0))
         self.steps_completed = step + 1
+        self._watch_finite(step, loss)
         if not self._needs_sync(step):
             return
         value = float(loss.detach().float().item()) if torch.is_tensor(loss) else float(loss)
-        now = time.time()  # after the fetch: the step's work is done
+        now = self._sync_now()  # the step's work is done on the device
+        self._raise_if_went_bad(step)
         self.last_train_loss = value
         record: dict[str, Any] = {"train_loss": value}
         if step == 0:
@@ -269,13 +350,13 @@ class Runtime:
             self._first_loss = value
             self.telemetry.say(time_to_first_step_s=round(now - self.started_at, 3))
         if step >= self.warmup_exclude and self._steady is None:
-            self._steady = (step, now, self._units)
+            self._steady = (step, now, self._units, self._validation_time)
         if self._last is not None and step > self._last[0]:
-            dt = now - self._last[1]
+            dt = now - self._last[1] - (self._validation_time - self._last[3])
             if dt > 0:
                 record[f"{self.unit}_per_sec"] = (self._units - self._last[2]) / dt
                 record["step_time_s"] = dt / (step - self._last[0])
-        self._last = (step, now, self._units)
+        self._last = (step, now, self._units, self._validation_time)
         record.update({k: float(v) for k, v in values.items()})
         self.telemetry.log("train", step, **record)
         self._check_divergence(step, value)
@@ -334,18 +415,28 @@ class Runtime:
         return int(blob["step"]), blob["state"]
 
     # --- the end --------------------------------------------------------------------
-    def throughput(self) -> dict[str, Any]:
+    def throughput(self, compile_time_s: float | None = None) -> dict[str, Any]:
+        """Steady-state rate between two device-synchronised steps after warm-up, validation
+        time excluded; and, as a cross-check, units over the whole loop (to the last synced
+        step) less compile and validation time."""
         out: dict[str, Any] = {"unit": self.unit, "steady_state_from_step": self.warmup_exclude,
-                               "units_processed": self._units}
+                               "units_processed": self._units,
+                               "timing": f"device-synchronised ({self.backend.name}.synchronize) at logged steps; "
+                                         "validation time excluded"}
         if self._steady and self._last and self._last[0] > self._steady[0]:
-            dt = self._last[1] - self._steady[1]
+            dt = self._last[1] - self._steady[1] - (self._last[3] - self._steady[3])
             rate = (self._last[2] - self._steady[2]) / dt if dt > 0 else None
             out[f"{self.unit}_per_sec"] = rate
             out["step_time_s"] = dt / (self._last[0] - self._steady[0])
             out["measured_steps"] = self._last[0] - self._steady[0]
+            out["window_s"] = round(dt, 4)
         else:
             out[f"{self.unit}_per_sec"] = None
             out["note"] = "too few steps after warm-up to measure a steady state"
+        if self._last and self._loop_started:
+            training_compile = max(0.0, (compile_time_s or 0.0) - self._validation_compile)
+            busy = self._last[1] - self._loop_started - self._last[3] - training_compile
+            out["overall_per_sec"] = self._last[2] / busy if busy > 0 else None
         return out
 
     def finish(self, status: str = "completed", reason: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -375,7 +466,8 @@ class Runtime:
             "final_train_loss": self.last_train_loss,
             "metrics": dict(self.validation),
             "validation_history": self.validation_history,
-            "throughput": self.throughput(),
+            "throughput": self.throughput(stats.get("compile_time_s")),
+            "validation_time_s": round(self._validation_time, 3),
             "time_to_first_step_s": (round(self._first_step_done - self.started_at, 3)
                                      if self._first_step_done else None),
             "first_step_s": (round(self._first_step_done - self._loop_started, 3)
@@ -422,8 +514,24 @@ class Runtime:
     def __enter__(self) -> "Runtime":
         return self
 
+    def _final_finite_check(self) -> None:
+        """The last steps' losses, which no later logged step has looked at."""
+        if self._pending_loss is not None:
+            step, loss = self._pending_loss
+            self._pending_loss = None
+            value = float(loss.float().item())
+            if not math.isfinite(value):
+                raise Diverged(f"loss is {value} at step {step}")
+        self._raise_if_went_bad(self.steps_completed - 1)
+
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is None:
+            try:
+                self._final_finite_check()
+            except Diverged as late:
+                self.telemetry.say(diverged=1)
+                self.finish("diverged", reason=str(late))
+                return False
             body = self.finish("completed")
             blockers = (body.get("preflight") or {}).get("blockers")
             if blockers and os.environ.get("BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER") == "1":
@@ -443,8 +551,10 @@ class Runtime:
         first_line = (str(exc).strip().splitlines() or [""])[0]
         reason = f"{exc_type.__name__}: {first_line}"[:500]
         self.env.write_failure(f"{exc_type.__name__}: {exc}" + "\n\n" + "".join(traceback.format_exception(exc_type, exc, tb))[-3000:])
+        # An interrupt is the operator or the platform stopping the job, not the script failing.
+        kind = "interrupted" if isinstance(exc, KeyboardInterrupt) else "script"
         try:
-            self.finish("failed", reason=reason)
+            self.finish("failed", reason=reason, failure_kind=kind)
         except Exception:
             pass
         return False

@@ -1,22 +1,47 @@
-"""The statistics behind a parity verdict: Welch-based TOST, bootstrap CIs, spread.
+"""The statistics behind a parity verdict.
 
-Equivalence is tested, never assumed: a pair of legs is at parity only when both
-one-sided tests reject at `alpha` against a margin fixed before the runs.
+Equivalence is tested, never assumed. Each leg is compared with the baseline on the
+difference `leg - baseline` of the parity metric:
+
+* paired by seed when a seed completed on both legs (every seed starts from the same
+  weights and sees the same batches on every leg, so the per-seed differences carry
+  far less noise than the legs do), else Welch's unequal-variance t for what cannot
+  be paired;
+* the decision reads the `1 - 2 alpha` confidence interval of the difference against
+  the margin fixed before the runs, which is the two one-sided tests (TOST) procedure;
+* three outcomes: `pass` (equivalence shown), `fail` (a difference beyond the margin
+  shown) and `inconclusive` (neither), so that too few seeds never reads as a
+  broken port.
+
+The power functions answer "how many seeds would decide it": exact for the paired
+t (the CI half-width depends on the sample SD, whose chi distribution is integrated
+over a quantile grid), and the pooled-t approximation for unpaired legs.
+
+Everything works on numpy arrays, so `benchmarks/verdict_oc.py` runs the very
+decision rule shipped here over thousands of simulated bake-offs.
 """
 from __future__ import annotations
 
 import math
-from statistics import fmean, stdev, variance
+from functools import lru_cache
+from statistics import fmean, stdev
 from typing import Sequence
 
+import numpy as np
 from scipy import stats as _st
+
+EQUIVALENCE, NON_INFERIORITY = "equivalence", "non_inferiority"
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+MAX_RECOMMENDED_SEEDS = 100
 
 
 def describe(values: Sequence[float]) -> dict:
+    """Mean, spread and a 95% t interval of one leg's values across seeds."""
     vals = [float(v) for v in values]
     n = len(vals)
     if n == 0:
-        return {"n": 0, "mean": None, "std": None, "min": None, "max": None, "cv": None, "ci95": None}
+        return {"n": 0, "mean": None, "std": None, "min": None, "max": None, "cv": None, "ci95": None,
+                "values": []}
     mean = fmean(vals)
     sd = stdev(vals) if n > 1 else None
     ci = None
@@ -28,10 +53,30 @@ def describe(values: Sequence[float]) -> dict:
             "values": vals}
 
 
+@lru_cache(maxsize=4096)
+def t_quantile(q: float, df: float) -> float:
+    return float(_st.t.ppf(q, df))
+
+
+# --- the interval -----------------------------------------------------------------------
+def paired_interval(diffs: Sequence[float], alpha: float) -> dict:
+    """Mean per-seed difference, its standard error and the `1 - 2 alpha` t interval."""
+    d = [float(x) for x in diffs]
+    n = len(d)
+    if n < 2:
+        raise ValueError("a paired test needs at least 2 pairs")
+    mean = fmean(d)
+    sd = stdev(d)
+    se = sd / math.sqrt(n)
+    half = t_quantile(1 - alpha, n - 1) * se
+    return {"test": "paired", "diff": mean, "sd": sd, "se": se, "df": float(n - 1), "n_pairs": n,
+            "ci": [mean - half, mean + half], "ci_level": 1 - 2 * alpha}
+
+
 def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
     """Difference of means (b - a), its standard error and Welch-Satterthwaite df."""
     na, nb = len(a), len(b)
-    va, vb = variance(a), variance(b)
+    va, vb = np.var(a, ddof=1), np.var(b, ddof=1)
     diff = fmean(b) - fmean(a)
     sa, sb = va / na, vb / nb
     se = math.sqrt(sa + sb)
@@ -41,37 +86,135 @@ def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
     return diff, se, df
 
 
-def tost(a: Sequence[float], b: Sequence[float], low: float, high: float, alpha: float = 0.05) -> dict:
-    """Two one-sided Welch t-tests of low < mean(b) - mean(a) < high."""
+def welch_interval(a: Sequence[float], b: Sequence[float], alpha: float) -> dict:
+    """mean(b) - mean(a) with Welch's t interval at `1 - 2 alpha` (a: baseline, b: leg)."""
     if len(a) < 2 or len(b) < 2:
-        raise ValueError("TOST needs at least 2 replicates per group")
+        raise ValueError("an unpaired test needs at least 2 replicates per leg")
     diff, se, df = welch(a, b)
+    half = t_quantile(1 - alpha, df) * se
+    return {"test": "welch", "diff": diff, "sd": None, "se": se, "df": df, "n_pairs": 0,
+            "n_leg": len(b), "n_baseline": len(a), "ci": [diff - half, diff + half], "ci_level": 1 - 2 * alpha}
+
+
+def tost_p_values(diff: float, se: float, df: float, low: float, high: float) -> tuple[float | None, float | None]:
+    """p of H0: diff <= low and of H0: diff >= high; None when there is no spread to test with."""
     if se == 0:
-        inside = low < diff < high
-        p_low = p_high = 0.0 if inside else 1.0
-        ci = [diff, diff]
+        return None, None
+    p_low = float(_st.t.sf((diff - low) / se, df))
+    p_high = float(_st.t.cdf((diff - high) / se, df))
+    return p_low, p_high
+
+
+# --- the decision -----------------------------------------------------------------------
+def decide(lo, hi, margin, test: str = EQUIVALENCE, direction: str = "minimize"):
+    """pass / fail / inconclusive from the interval [lo, hi] of `leg - baseline`.
+
+    Works elementwise on arrays. Equivalence: pass when the interval lies inside
+    (-margin, +margin), fail when it lies wholly outside on one side. Non-inferiority:
+    the same on the worse side only (a leg better than the baseline is never a failure).
+    """
+    lo, hi, margin = np.asarray(lo, float), np.asarray(hi, float), np.asarray(margin, float)
+    if direction == "maximize":  # worse = lower: flip so that positive is worse
+        lo, hi = -hi, -lo
+    if test == EQUIVALENCE:
+        passed = (lo > -margin) & (hi < margin)
+        failed = (lo > margin) | (hi < -margin)
+    elif test == NON_INFERIORITY:
+        passed = hi < margin
+        failed = lo > margin
     else:
-        p_low = float(_st.t.sf((diff - low) / se, df))    # H0: diff <= low
-        p_high = float(_st.t.cdf((diff - high) / se, df))  # H0: diff >= high
-        half = float(_st.t.ppf(1 - alpha, df)) * se
-        ci = [diff - half, diff + half]
-    p = max(p_low, p_high)
-    return {"diff": diff, "se": se, "df": df, "p_lower": p_low, "p_upper": p_high, "p_value": p,
-            "alpha": alpha, "bounds": [low, high], "ci": ci, "ci_level": 1 - 2 * alpha,
-            "equivalent": bool(p < alpha)}
+        raise ValueError(f"unknown parity test {test!r} ({EQUIVALENCE}, {NON_INFERIORITY})")
+    out = np.where(passed, PASS, np.where(failed, FAIL, INCONCLUSIVE))
+    return str(out) if out.ndim == 0 else out
 
 
-def bootstrap_diff_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
-                      resamples: int = 10_000, seed: int = 0) -> list[float] | None:
-    """Percentile bootstrap CI of mean(b) - mean(a), resampling each group."""
-    import numpy as np
+def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float, alpha: float,
+            test: str = EQUIVALENCE, direction: str = "minimize") -> dict:
+    """Compare a leg with the baseline from their completed seeds (seed -> metric value).
 
-    if len(a) < 2 or len(b) < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    a_arr, b_arr = np.asarray(a, float), np.asarray(b, float)
-    ma = a_arr[rng.integers(0, len(a_arr), (resamples, len(a_arr)))].mean(axis=1)
-    mb = b_arr[rng.integers(0, len(b_arr), (resamples, len(b_arr)))].mean(axis=1)
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(mb - ma, [tail, 100 - tail])
-    return [float(lo), float(hi)]
+    Pairs the seeds both legs completed; with fewer than 2 pairs falls back to Welch on
+    all values; with fewer than 2 values on a leg there is nothing to test.
+    """
+    common = sorted(set(baseline) & set(leg))
+    diffs = [leg[s] - baseline[s] for s in common]
+    out: dict = {"seeds_paired": common,
+                 "seeds_unpaired": {"leg": sorted(set(leg) - set(common)),
+                                    "baseline": sorted(set(baseline) - set(common))},
+                 "per_seed_diffs": [[s, d] for s, d in zip(common, diffs)],
+                 "margin": margin, "alpha": alpha, "test_kind": test, "direction": direction}
+    if len(common) >= 2:
+        out.update(paired_interval(diffs, alpha))
+    elif len(baseline) >= 2 and len(leg) >= 2:
+        out.update(welch_interval(list(baseline.values()), list(leg.values()), alpha))
+    else:
+        out.update({"test": None, "outcome": INCONCLUSIVE, "identical": False,
+                    "why_short": f"needs at least 2 seeds completed on both legs; have {len(leg)} on the leg "
+                                 f"and {len(baseline)} on the baseline"})
+        return out
+    lo, hi = out["ci"]
+    out["outcome"] = decide(lo, hi, margin, test, direction)
+    out["identical"] = bool(out["test"] == "paired" and all(d == 0 for d in diffs))
+    if out["se"] > 0:
+        if test == EQUIVALENCE:
+            p_low, p_high = tost_p_values(out["diff"], out["se"], out["df"], -margin, margin)
+            out["p_lower"], out["p_upper"] = p_low, p_high
+            out["p_value"] = max(p_low, p_high)
+        else:  # one-sided, H0: the leg is worse than the baseline by the margin or more
+            worse = out["diff"] if direction == "minimize" else -out["diff"]
+            out["p_value"] = float(_st.t.cdf((worse - margin) / out["se"], out["df"]))
+    else:
+        # No spread at all: the interval is a point and a p-value would be a pretence.
+        out["p_value"] = None
+    h_lo, h_hi = (lo, hi) if direction == "minimize" else (-hi, -lo)
+    out["better"] = bool(h_hi < 0)        # shown better than the baseline
+    out["worse"] = bool(h_lo > 0)         # shown worse (maybe still within the margin)
+    return out
+
+
+# --- power and the seeds that would decide it ------------------------------------------
+_GRID = 256
+
+
+@lru_cache(maxsize=512)
+def _sd_factors(df: int) -> np.ndarray:
+    """Quantiles of s/sigma for a sample SD with `df` degrees of freedom (equal-probability grid)."""
+    q = (np.arange(_GRID) + 0.5) / _GRID
+    return np.sqrt(_st.chi2.ppf(q, df) / df)
+
+
+def outcome_probabilities(n: int, sigma: float, margin: float, delta: float, alpha: float,
+                          paired: bool = True, test: str = EQUIVALENCE) -> dict[str, float]:
+    """P(pass), P(fail), P(inconclusive) with `n` seeds per leg when the true difference is
+    `delta` (positive = worse) and `sigma` is the SD of a per-seed difference (paired) or of
+    one leg's values (unpaired, equal spread on both legs; pooled-t approximation)."""
+    if n < 2:
+        return {PASS: 0.0, FAIL: 0.0, INCONCLUSIVE: 1.0}
+    if sigma <= 0:
+        out = decide(delta, delta, margin, test)
+        return {k: float(out == k) for k in (PASS, FAIL, INCONCLUSIVE)}
+    if paired:
+        df, se = n - 1, sigma / math.sqrt(n)
+    else:
+        df, se = 2 * n - 2, sigma * math.sqrt(2.0 / n)
+    half = t_quantile(1 - alpha, df) * se * _sd_factors(df)   # CI half-width per SD quantile
+    norm = _st.norm.cdf
+    if test == EQUIVALENCE:
+        p_pass = np.clip(norm((margin - half - delta) / se) - norm((-margin + half - delta) / se), 0, None)
+        p_fail = norm((-margin - half - delta) / se) + (1 - norm((margin + half - delta) / se))
+    else:
+        p_pass = norm((margin - half - delta) / se)
+        p_fail = 1 - norm((margin + half - delta) / se)
+    p_pass, p_fail = float(np.mean(p_pass)), float(np.mean(p_fail))
+    return {PASS: p_pass, FAIL: p_fail, INCONCLUSIVE: max(0.0, 1 - p_pass - p_fail)}
+
+
+def seeds_for_power(sigma: float, margin: float, alpha: float, power: float = 0.8, paired: bool = True,
+                    test: str = EQUIVALENCE, limit: int = MAX_RECOMMENDED_SEEDS) -> int | None:
+    """Fewest seeds per leg with which legs that truly agree pass, and a leg worse by twice
+    the margin fails, each with probability >= `power`. None when `limit` seeds do not."""
+    for n in range(2, limit + 1):
+        same = outcome_probabilities(n, sigma, margin, 0.0, alpha, paired, test)
+        worse = outcome_probabilities(n, sigma, margin, 2 * margin, alpha, paired, test)
+        if same[PASS] >= power and worse[FAIL] >= power:
+            return n
+    return None

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from typing import Any
 
 from ..bundle import EVALUATE_SCRIPT, LAUNCHER, bundle_for
 from ..data import prepare_corpus
-from ..errors import SpecError
+from ..errors import VERDICT_EXIT, RunError, SpecError
 from ..hashing import digest, file_sha256
 from ..loader import spec_base_dir
 from ..plan import JobPlan, derive_batching, evaluation_config, plan_jobs, spec_hash
@@ -45,7 +46,7 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.verdict == "pass" else 1
+        return VERDICT_EXIT[self.verdict]
 
 
 def gpu_available() -> bool:
@@ -66,8 +67,11 @@ def _channel_fingerprint(path: Path) -> str:
 
 class LocalExecutor:
     def __init__(self, spec: BakeoffSpec, out_dir: Path, force: bool = False, console=None,
-                 use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None):
+                 use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
+                 rule_change: str | None = None):
         self.spec = spec
+        self.rule_change = rule_change
+        self._rule_original: dict | None = None
         self.out = Path(out_dir).resolve()
         self.force = force
         self.progress = Progress(console)
@@ -123,6 +127,17 @@ class LocalExecutor:
         jobs = plan_jobs(spec, world_size_of=lambda leg: 1)
         mlflow_env = self._mlflow_env()
 
+        # Seed-major order: an interrupted run still has every leg represented.
+        legs = [leg.name for leg in spec.legs]
+        ordered = sorted(jobs, key=lambda j: (spec.seed_list.index(j.seed), legs.index(j.leg.name)))
+        keys = {job.name: digest({"hps": job.hyperparameters, "env": job.environment, "code": bundle.sha256,
+                                  "data": data_fp, "backend": emulations[job.leg.name].backend,
+                                  "emu": emulations[job.leg.name].environment,
+                                  "device": emulations[job.leg.name].device_label, "mlflow": bool(mlflow_env)})
+                for job in ordered}
+        reuse = {job.name for job in ordered
+                 if not self.force and self._is_done(JobLayout(self.out / "jobs" / job.name), keys[job.name])}
+        self._rule_original = self._check_rule(reuse)
         (self.out / "spec.json").write_text(json.dumps(spec.canonical(), indent=2, sort_keys=True) + "\n")
         self._write_plan(jobs, emulations, bundle.sha256, data_fp, manifest)
         for leg in spec.legs:
@@ -132,28 +147,49 @@ class LocalExecutor:
                 self.progress.note(f"leg {leg.name}: precompile skipped locally (neuron_parallel_compile exists "
                                    "only in Neuron images, and PyTorch/XLA on CPU cannot load cached executables)")
 
-        # Seed-major order: an interrupted run still has every leg represented.
-        ordered = sorted(jobs, key=lambda j: (spec.seed_list.index(j.seed), [l.name for l in spec.legs].index(j.leg.name)))
         executed, skipped = [], []
         self.progress.start(len(ordered))
         try:
             for i, job in enumerate(ordered, 1):
                 emu = emulations[job.leg.name]
-                key = digest({"hps": job.hyperparameters, "env": job.environment, "code": bundle.sha256,
-                              "data": data_fp, "backend": emu.backend, "emu": emu.environment,
-                              "device": emu.device_label, "mlflow": bool(mlflow_env)})
                 layout = JobLayout(self.out / "jobs" / job.name)
-                if not self.force and self._is_done(layout, key):
+                if job.name in reuse:
                     skipped.append(job.name)
                     self.progress.skipped(i, job.name)
                     continue
-                self._run_job(i, job, layout, key, bundle, channels, emu, mlflow_env)
+                self._run_job(i, job, layout, keys[job.name], bundle, channels, emu, mlflow_env)
                 executed.append(job.name)
         finally:
             self.progress.stop()
 
         evaluation, path = self._evaluate(jobs, emulations, bundle, mlflow_env)
         return RunResult(self.out, evaluation, path, executed, skipped)
+
+    def _check_rule(self, reuse: set[str]) -> dict | None:
+        """The parity rule is fixed before the data: the first run into a directory records it,
+        and deciding finished jobs under another rule needs `rule_change` (a reason), after
+        which the evaluation shows the original rule beside the new one."""
+        path = self.out / "parity-rule.json"
+        current = self.spec.parity_rule()
+        try:
+            recorded = json.loads(path.read_text()).get("rule")
+        except (FileNotFoundError, ValueError, AttributeError):
+            recorded = None
+        if recorded is None or not reuse:  # no finished jobs are kept: this rule comes before their data
+            path.write_text(json.dumps({"rule": current, "note": "fixed before the jobs of this directory ran"},
+                                       indent=2, sort_keys=True) + "\n")
+            return None
+        if recorded == current:
+            return None
+        changed = ", ".join(f"{k} {recorded.get(k)!r} -> {current.get(k)!r}" for k in current
+                            if recorded.get(k) != current.get(k))
+        if not self.rule_change:
+            raise SpecError(f"the parity rule changed after its jobs ran ({changed}); deciding finished runs under "
+                            f"a rule chosen after seeing them is not a test. Keep the rule, run into a new --out, "
+                            f"re-run the jobs with --force, or pass --rule-change 'WHY' to re-decide and show both "
+                            f"rules", file=str(path))
+        self.progress.note(f"parity rule changed after the data ({changed}): {self.rule_change}")
+        return recorded
 
     def _write_plan(self, jobs: list[JobPlan], emulations, bundle_sha: str, data_fp, manifest) -> None:
         spec = self.spec
@@ -223,10 +259,17 @@ class LocalExecutor:
         status = summary.get("status") or ("failed" if code else "completed")
         reason = summary.get("reason")
         failure = layout.output / "failure"
-        if code and not reason:
+        lost = code < 0  # killed by a signal: the machine or an operator stopped it, not the script
+        if lost:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            status, reason = "failed", f"killed by {name}" + (f" (last words: {reason})" if reason else "")
+        elif code and not reason:
             reason = failure.read_text().splitlines()[0] if failure.exists() else f"process exited with code {code}"
         meta = {"job_key": key, "name": job.name, "leg": job.leg.name, "seed": job.seed, "status": status,
-                "reason": reason, "exit_code": code, "billable_s": round(wall, 3),
+                "reason": reason, "exit_code": code, "lost": lost, "billable_s": round(wall, 3),
                 "billable_basis": "local wall time (estimate)", "started": started, "log": str(layout.log)}
         layout.meta.write_text(json.dumps(meta, indent=2) + "\n")
         self.progress.finish(index, job.name, status, wall, summary, reason)
@@ -255,7 +298,7 @@ class LocalExecutor:
         report_path = layout.model / "preflight.json"
         if not report_path.exists():
             meta = json.loads(layout.meta.read_text())
-            raise RuntimeError(f"preflight of leg {leg_name} did not finish: {meta.get('reason')} "
+            raise RunError(f"preflight of leg {leg_name} did not finish: {meta.get('reason')} "
                                f"(see {layout.log})")
         return json.loads(report_path.read_text())
 
@@ -292,10 +335,15 @@ class LocalExecutor:
         config = evaluation_config(
             spec, prices={leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in spec.legs},
             images={}, emulated_on={name: emu.device_label for name, emu in emulations.items()},
-            cost_basis="estimate: local wall time x on-demand price of the emulated instance",
+            cost_basis="emulated: local wall time x on-demand price of the instance the leg stands for; "
+                       "not indicative of the target hardware",
             mlflow=({"tracking_uri": mlflow_env["MLFLOW_TRACKING_URI"], "experiment": spec.experiment,
                      "artifact_location": mlflow_env["BAKEOFF_MLFLOW_ARTIFACT_LOCATION"] or None,
                      "parent_key": digest(job_keys)} if mlflow_env else {}))
+        config["emulated"] = True
+        if self._rule_original is not None:
+            config["rule_original"] = self._rule_original
+            config["rule_change_reason"] = self.rule_change
         config_path = eval_dir / "config.json"
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         code_dir = self.out / "code"
@@ -310,5 +358,5 @@ class LocalExecutor:
         path = eval_dir / "evaluation.json"
         if proc.returncode != 0 or not path.exists():
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise RuntimeError(f"the evaluation step failed: {tail[0]} (see {eval_dir / 'stdout.log'})")
+            raise RunError(f"the evaluation step failed: {tail[0]} (see {eval_dir / 'stdout.log'})")
         return json.loads(path.read_text()), path

@@ -34,6 +34,9 @@ DEFAULT_BUCKET = "bakeoff-artifacts"
 PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/bakeoff-sagemaker-execution-role"
 CODE_ARCHIVE = "sourcedir.tar.gz"
 EVALUATE_STEP, GATE_STEP, FAIL_STEP, PREFLIGHT_STEP = "Evaluate", "ParityGate", "ParityFailed", "Preflight"
+# Inconclusive is not a failure of parity: it gets its own condition and Fail step, so the
+# execution's failure reason says which of the two it was (the CLI's exit codes 1 and 3).
+VERDICT_STEP, INCONCLUSIVE_STEP = "VerdictIsFail", "ParityInconclusive"
 PROPERTY_FILE = "EvaluationReport"
 EVAL_INSTANCE = "ml.m5.xlarge"
 CACHE_EXPIRY = "P30D"
@@ -344,22 +347,34 @@ def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket:
                            "FilePath": "evaluation.json"}],
         "DependsOn": [s["Name"] for s in train_steps],
     }
+    verdict = json_get(EVALUATE_STEP, PROPERTY_FILE, "verdict")
     fail = {
         "Name": FAIL_STEP,
         "Type": "Fail",
-        "Arguments": {"ErrorMessage": join(f"bake-off {spec.name}: parity verdict ",
-                                           json_get(EVALUATE_STEP, PROPERTY_FILE, "verdict"),
-                                           "; failed checks: ",
+        "Arguments": {"ErrorMessage": join(f"bake-off {spec.name}: parity fails (exit code 1); failed checks: ",
                                            json_get(EVALUATE_STEP, PROPERTY_FILE, "failed_checks"))},
+    }
+    inconclusive = {
+        "Name": INCONCLUSIVE_STEP,
+        "Type": "Fail",
+        "Arguments": {"ErrorMessage": join(f"bake-off {spec.name}: inconclusive (exit code 3); undecided checks: ",
+                                           json_get(EVALUATE_STEP, PROPERTY_FILE, "undecided_checks"),
+                                           "; to decide it: ",
+                                           json_get(EVALUATE_STEP, PROPERTY_FILE, "to_decide"))},
+    }
+    which = {
+        "Name": VERDICT_STEP,
+        "Type": "Condition",
+        "Arguments": {"Conditions": [{"Type": "Equals", "LeftValue": verdict, "RightValue": "fail"}],
+                      "IfSteps": [fail], "ElseSteps": [inconclusive]},
     }
     gate = {
         "Name": GATE_STEP,
         "Type": "Condition",
         "Arguments": {
-            "Conditions": [{"Type": "Equals", "LeftValue": json_get(EVALUATE_STEP, PROPERTY_FILE, "verdict"),
-                            "RightValue": "pass"}],
+            "Conditions": [{"Type": "Equals", "LeftValue": verdict, "RightValue": "pass"}],
             "IfSteps": [],
-            "ElseSteps": [fail],
+            "ElseSteps": [which],
         },
     }
     parameters = [{"Name": _param_name(name), "Type": "String", "DefaultValue": uri} for name, uri in data.items()]

@@ -49,8 +49,19 @@ class Backend:
             return torch.autocast(device_type=self.autocast_device_type, dtype=torch.bfloat16)
         return nullcontext()
 
-    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+    def optimizer_step(self, optimizer: torch.optim.Optimizer, clip_grad_norm: float = 0.0):
+        """One algorithm on every backend: average gradients across ranks, clip their global
+        norm, step. Returns the gradient norm before clipping when clipping, else None."""
+        self.reduce_gradients(optimizer)
+        norm = None
+        if clip_grad_norm and clip_grad_norm > 0:
+            params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+            norm = torch.nn.utils.clip_grad_norm_(params, clip_grad_norm)
         optimizer.step()
+        return norm
+
+    def reduce_gradients(self, optimizer: torch.optim.Optimizer) -> None:
+        """Average gradients across ranks. DistributedDataParallel already did, during backward."""
 
     def mark_step(self) -> None:
         """End of one training step (a graph boundary on lazy backends)."""

@@ -43,9 +43,13 @@ class NeuronBackend(Backend):
     def device(self) -> torch.device:
         return self._device
 
-    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
-        # All-reduces gradients across replicas when running under torchrun/xla.
-        self._xm.optimizer_step(optimizer)
+    def reduce_gradients(self, optimizer: torch.optim.Optimizer) -> None:
+        # xm.optimizer_step would reduce *and* step, leaving no room to clip the averaged
+        # gradient: a rank-local clip is a different algorithm from DDP's. So reduce here
+        # (an all-reduce averaging over replicas, pytorch/xla r2.9 xla_model.reduce_gradients),
+        # and let the shared optimizer_step clip and step, as AWS's dp_bert sample does
+        # ("all-reduce and then clip. Order matters.", aws-neuron-samples).
+        self._xm.reduce_gradients(optimizer)
 
     def mark_step(self) -> None:
         self._torch_xla.sync()

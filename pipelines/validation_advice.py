@@ -1,0 +1,64 @@
+"""Warnings `bakeoff validate` gives about the design, before any compute is spent:
+whether the declared seeds can decide the verdict at all."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .errors import SpecError
+from .spec import BakeoffSpec
+
+
+def _previous_evaluation(path: Path) -> tuple[dict, Path]:
+    candidates = [path] if path.is_file() else [path / "evaluation" / "evaluation.json", path / "evaluation.json"]
+    for candidate in candidates:
+        if candidate.is_file():
+            try:
+                return json.loads(candidate.read_text()), candidate
+            except ValueError:
+                raise SpecError("is not valid JSON; give a run directory or its evaluation.json",
+                                file=str(candidate), field="--from") from None
+    raise SpecError("has no evaluation.json; give the --out directory of a previous `bakeoff run`",
+                    file=str(path), field="--from")
+
+
+def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:
+    """One line per problem with the declared seeds."""
+    seeds = len(spec.seed_list)
+    out = []
+    if seeds < 2:
+        out.append(f"seeds: {seeds} cannot decide anything: an equivalence test needs the spread between seeds, "
+                   "so every verdict will be inconclusive; declare at least 3")
+    if previous is None:
+        return out
+    evaluation, where = _previous_evaluation(previous)
+    from .runtime_modules import runtime_module
+
+    stats = runtime_module("stats")
+    parity = spec.parity
+    for check in evaluation.get("checks", []):
+        if not check.get("name", "").startswith("parity:") or not check.get("test"):
+            continue
+        paired = check["test"] == "paired"
+        sigma = check.get("sd") if paired else None
+        if sigma is None and check.get("se") is not None:
+            n_leg, n_base = check.get("n_leg") or 2, check.get("n_baseline") or 2
+            sigma = check["se"] / (1 / n_leg + 1 / n_base) ** 0.5
+        if sigma is None:
+            continue
+        margin = parity.margin
+        if parity.margin_type == "relative":
+            base_mean = (evaluation.get("legs", {}).get(spec.baseline, {}).get("metric") or {}).get("mean")
+            if not base_mean:
+                continue
+            margin *= abs(base_mean)
+        chance = stats.outcome_probabilities(seeds, sigma, margin, 0.0, parity.alpha, paired, parity.test)["pass"]
+        if chance < parity.power:
+            need = stats.seeds_for_power(sigma, margin, parity.alpha, parity.power, paired, parity.test)
+            advice = (f"{need} seeds would reach {parity.power:.0%}" if need
+                      else f"no number of seeds up to {stats.MAX_RECOMMENDED_SEEDS} reaches {parity.power:.0%}: "
+                           "widen the margin or reduce run-to-run noise")
+            out.append(f"{check['name']}: at the spread measured in {where} (SD {sigma:.3g} "
+                       f"{'per seed pair' if paired else 'per seed'}), {seeds} seeds pass legs that truly agree only "
+                       f"{chance:.0%} of the time; {advice}")
+    return out

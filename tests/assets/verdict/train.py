@@ -1,0 +1,43 @@
+"""A tiny regression on the Runtime contract, with faults planted by hyperparameter,
+for the end-to-end verdict tests (each job trains in well under a second).
+
+    plant: none                 the same computation on every leg
+    plant: lr_on_neuron         3x the learning rate on the neuron backend only
+    plant: reshuffle_leg=NAME   leg NAME draws its data in another order (equal in expectation, unpaired)
+    plant: sigkill=LEG/SEED     that job kills itself with SIGKILL (an infrastructure loss)
+"""
+import os
+import signal
+
+import torch
+import torch.nn as nn
+
+from bakeoff_runtime import Runtime
+
+with Runtime.from_environment() as rt:
+    plant = str(rt.hp("plant", "none"))
+    if plant == f"sigkill={rt.leg}/{rt.seed}":
+        os.kill(os.getpid(), signal.SIGKILL)
+    dim, batch, steps = 8, int(rt.hp("global_batch_size", 16)), int(rt.hp("max_steps", 40))
+    data_seed = rt.seed + (1000 if plant == f"reshuffle_leg={rt.leg}" else 0)
+    gen = torch.Generator().manual_seed(data_seed)
+    true_w = torch.randn(dim, 1, generator=torch.Generator().manual_seed(7))
+    torch.manual_seed(rt.seed)
+    model = rt.prepare(nn.Linear(dim, 1))
+    lr = 0.02 * (3.0 if plant == "lr_on_neuron" and rt.backend_name == "neuron" else 1.0)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    for step in range(steps):
+        x = torch.randn(batch, dim, generator=gen)
+        y = x @ true_w + 0.3 * torch.randn(batch, 1, generator=gen)
+        with rt.autocast():
+            loss = nn.functional.mse_loss(model(x.to(rt.device)).float(), y.to(rt.device))
+        loss.backward()
+        rt.optimizer_step(opt)
+        opt.zero_grad(set_to_none=True)
+        rt.track_step(step, loss, samples=batch)
+    with rt.validating(), torch.no_grad():
+        vg = torch.Generator().manual_seed(99)
+        x = torch.randn(512, dim, generator=vg)
+        y = x @ true_w + 0.3 * torch.randn(512, 1, generator=vg)
+        val = float(nn.functional.mse_loss(model(x.to(rt.device)).float(), y.to(rt.device)).item())
+    rt.log_validation(steps, val_mse=val)

@@ -1,0 +1,81 @@
+"""The verdict end to end through `bakeoff run`: each outcome from a real bake-off with a
+planted cause, and the exit code it gives (0 pass, 1 fail, 3 inconclusive)."""
+import json
+import shutil
+
+import pytest
+
+from conftest import ROOT, bakeoff, write_spec
+
+CPU_LEGS = [{"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32"},
+            {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}]
+
+
+def _run(tmp_path, plant, legs=CPU_LEGS, margin=0.05, seeds=3, extra=()):
+    shutil.copytree(ROOT / "tests" / "assets" / "verdict", tmp_path / "verdict")
+    spec = write_spec(tmp_path / "bakeoff.yaml", {
+        "name": "verdict", "entrypoint": {"source_dir": "verdict", "script": "train.py"},
+        "hyperparameters": {"plant": plant},
+        "training": {"global_batch_size": 16, "max_steps": 40, "log_interval": 10},
+        "legs": legs, "seeds": seeds,
+        "parity": {"metric": "val_mse", "margin": margin, "baseline": "g5"}})
+    proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow", *extra)
+    path = tmp_path / "out" / "evaluation" / "evaluation.json"
+    assert path.exists(), proc.stderr[-3000:]
+    return proc, json.loads(path.read_text())
+
+
+def _parity(ev, leg):
+    return next(c for c in ev["checks"] if c["name"] == f"parity:{leg}~g5")
+
+
+def test_identical_numerics_pass(tmp_path):
+    proc, ev = _run(tmp_path, "none")
+    assert ev["verdict"] == "pass" and proc.returncode == 0, proc.stderr[-2000:]
+    check = _parity(ev, "m5")
+    assert check["identical"] and check["test"] == "paired" and check["n_pairs"] == 3
+    assert "identical" in check["why"] and check["p_value"] is None
+
+
+@pytest.mark.slow
+def test_a_backend_dependent_regression_fails(tmp_path):
+    legs = [{"name": "trn1", "instance_type": "ml.trn1.2xlarge", "backend": "neuron", "precision": "fp32"},
+            CPU_LEGS[1]]
+    proc, ev = _run(tmp_path, "lr_on_neuron", legs=legs, margin=0.02)
+    assert ev["verdict"] == "fail" and proc.returncode == 1, proc.stderr[-2000:]
+    check = _parity(ev, "trn1")
+    assert check["status"] == "failed" and check["test"] == "paired"
+    lo, hi = check["ci"]
+    assert lo > 0.02 or hi < -0.02  # shown beyond the margin, not merely undecided
+
+
+def test_unpaired_legs_with_a_tight_margin_are_inconclusive_with_a_recommendation(tmp_path):
+    proc, ev = _run(tmp_path, "reshuffle_leg=m5", margin=0.01)
+    assert ev["verdict"] == "inconclusive" and proc.returncode == 3, proc.stderr[-2000:]
+    rec = ev["recommendation"]
+    assert rec["seeds"] is None or rec["seeds"] > 3
+    assert "would decide it" in rec["why"] or "no affordable number" in rec["why"]
+    assert "to decide it:" in proc.stdout
+
+
+def test_a_job_killed_by_sigkill_is_inconclusive_not_fail(tmp_path):
+    proc, ev = _run(tmp_path, "sigkill=m5/1")
+    assert ev["verdict"] == "inconclusive" and proc.returncode == 3, proc.stderr[-2000:]
+    run = next(r for r in ev["legs"]["m5"]["runs"] if r["seed"] == 1)
+    assert run["status"] == "lost" and "SIGKILL" in run["reason"]
+    assert "re-run the seeds that gave no result (1)" in ev["recommendation"]["why"]
+
+
+def test_changing_the_rule_after_the_data_needs_a_reason_and_shows_both(tmp_path):
+    proc, ev = _run(tmp_path, "none")
+    assert ev["verdict"] == "pass"
+    spec = tmp_path / "bakeoff.yaml"
+    refused = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow", "--set", "parity.margin=0.5")
+    assert refused.returncode == 2 and "parity rule changed after its jobs ran" in refused.stderr
+    assert "margin 0.05 -> 0.5" in refused.stderr
+    allowed = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow", "--set", "parity.margin=0.5",
+                      "--rule-change", "the 0.05 margin was a unit mistake")
+    assert allowed.returncode == 0, allowed.stderr[-2000:]
+    ev = json.loads((tmp_path / "out" / "evaluation" / "evaluation.json").read_text())
+    assert ev["rule"]["changed"] and ev["rule"]["original"]["margin"] == 0.05 and ev["rule"]["current"]["margin"] == 0.5
+    assert "unit mistake" in (tmp_path / "out" / "evaluation" / "report.html").read_text()
