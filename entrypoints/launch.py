@@ -1,16 +1,29 @@
-"""Container entry: run a training script once per device.
-
-SageMaker starts one process per instance. A leg with several devices per
-instance (32 NeuronCores on trn1.32xlarge, 8 GPUs on p4d) or several instances
-needs one process per device: this re-executes the script under torchrun with
-the host list from the container contract. A single-device job runs in-process.
+"""Container entry: supervise a training script, once per device.
 
     python launch.py train.py [args...]
+
+SageMaker starts this once per instance (our own ContainerEntrypoint, so nothing of
+the SageMaker training toolkit runs). It:
+
+* reads the host list from /opt/ml/input/config/resourceconfig.json and meets the other
+  hosts on the first of them (sorted, as the SageMaker SDK's drivers do: algo-1, port
+  7777), through torchrun, one process per device;
+* installs the MLflow client when the job logs to MLflow and the image lacks it;
+* runs the script in a child process and watches it: a script that raises leaves its
+  summary and reason; a child killed by a signal is recorded as such (an
+  infrastructure loss, not a verdict on the leg); SIGTERM and SIGINT reach the child;
+* exits 0 after a script failure when BAKEOFF_CONTINUE_ON_FAILURE=1 (the compiled
+  pipeline sets it), so the pipeline goes on to its Evaluate step and a crashed leg
+  still gets a verdict. Errors outside the script (capacity, the platform stopping the
+  job) are SageMaker's and keep their retries.
 """
 from __future__ import annotations
 
+import json
 import os
 import runpy
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,6 +32,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bakeoff_runtime.contract import TrainingEnv  # noqa: E402
+
+WORKER = "BAKEOFF_WORKER"
 
 
 def devices_per_host(env: TrainingEnv) -> int:
@@ -33,29 +48,36 @@ def devices_per_host(env: TrainingEnv) -> int:
     return 1
 
 
-def main(argv: list[str]) -> int:
-    os.environ.setdefault("BAKEOFF_PROCESS_START", repr(time.time()))
-    if not argv:
-        print("usage: launch.py SCRIPT [ARGS...]", file=sys.stderr)
-        return 2
-    script = Path(argv[0])
-    if not script.is_absolute():
-        script = Path.cwd() / script
-    env = TrainingEnv.from_environ()
-    if not script.exists():
-        env.write_failure(f"training script {script} not found in the code bundle")
-        print(f"[bakeoff] ERROR: training script {script} not found", file=sys.stderr)
-        return 2
+def distributed_environment(env: TrainingEnv) -> dict[str, str]:
+    """Per-host settings only known inside the job (the static EFA settings are in the
+    job's Environment, from the instance catalog)."""
+    out: dict[str, str] = {}
+    if env.host_count > 1:
+        if env.network_interface:
+            # torchrun_driver.py of the SageMaker SDK sets NCCL's interface from resourceconfig too.
+            out.setdefault("NCCL_SOCKET_IFNAME", env.network_interface)
+            out.setdefault("GLOO_SOCKET_IFNAME", env.network_interface)
+        if os.environ.get("BAKEOFF_BACKEND") == "neuron":
+            # The Neuron runtime's root communicator (rank 0's address). torch-xla would
+            # default it to MASTER_ADDR:62182 (torch_xla/_internal/neuron.py); set it
+            # explicitly so the job's log shows what the hosts meet on.
+            out.setdefault("NEURON_RT_ROOT_COMM_ID", f"{env.master_addr}:62182")
+    return {k: v for k, v in out.items() if k not in os.environ}
+
+
+def worker_command(env: TrainingEnv, script: Path, args: list[str]) -> list[str]:
     nproc = devices_per_host(env)
-    if "RANK" not in os.environ and (nproc > 1 or env.host_count > 1):
-        cmd = [sys.executable, "-m", "torch.distributed.run",
-               f"--nproc_per_node={nproc}", f"--nnodes={env.host_count}",
-               f"--node_rank={env.host_rank}", f"--master_addr={env.master_addr}",
-               f"--master_port={env.master_port}", str(Path(__file__).resolve()), str(script), *argv[1:]]
-        print(f"[bakeoff] launching {nproc} process(es) per host on {env.host_count} host(s)", flush=True)
-        os.execv(sys.executable, cmd)
+    if nproc > 1 or env.host_count > 1:
+        return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+                f"--nnodes={env.host_count}", f"--node_rank={env.host_rank}", f"--master_addr={env.master_addr}",
+                f"--master_port={env.master_port}", str(Path(__file__).resolve()), str(script), *args]
+    return [sys.executable, str(Path(__file__).resolve()), str(script), *args]
+
+
+def run_worker(env: TrainingEnv, script: Path, args: list[str]) -> int:
+    """Inside a worker process: the script itself, with a crash recorded."""
     sys.path.insert(0, str(script.parent))
-    sys.argv = [str(script), *argv[1:]]
+    sys.argv = [str(script), *args]
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
@@ -66,23 +88,97 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def supervise(env: TrainingEnv, cmd: list[str]) -> int:
+    """Run the workers, pass SIGTERM/SIGINT on, and say how they ended."""
+    child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env)},
+                             start_new_session=True)
+    stopping: list[int] = []
+
+    def forward(signum, _frame):
+        stopping.append(signum)
+        try:
+            os.killpg(child.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, forward)
+    code = child.wait()
+    if stopping:
+        name = signal.Signals(stopping[0]).name
+        record_failure(env, f"stopped by {name} (the job was stopped from outside)", "interrupted")
+        return 128 + stopping[0]
+    # A worker under torchrun that dies by a signal comes back as torchrun's exit code 1
+    # (it logs "exitcode: -9"); only a direct child's death by a signal is seen as one here.
+    if code < 0:
+        signum = -code
+        name = signal.Signals(signum).name
+        hint = " (often the out-of-memory killer)" if signum == signal.SIGKILL else ""
+        record_failure(env, f"killed by {name}{hint}", "killed")
+        print(f"[bakeoff] the training process was killed by {name}{hint}", file=sys.stderr, flush=True)
+    elif code:
+        record_failure(env, f"the training process exited with code {code}", "script")
+    if code and os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1":
+        print("[bakeoff] the failure is recorded in summary.json; exiting 0 so the pipeline's Evaluate step "
+              "decides with it (BAKEOFF_CONTINUE_ON_FAILURE=1)", file=sys.stderr, flush=True)
+        return 0
+    return code if code >= 0 else 128 - code
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("BAKEOFF_PROCESS_START", repr(time.time()))
+    if not argv:
+        print("usage: launch.py SCRIPT [ARGS...]", file=sys.stderr)
+        return 2
+    script = Path(argv[0])
+    if not script.is_absolute():
+        script = Path.cwd() / script
+    env = TrainingEnv.from_environ()
+    if os.environ.get(WORKER) == "1" or "RANK" in os.environ:
+        return run_worker(env, script, argv[1:])
+    if not script.exists():
+        record_failure(env, f"training script {script.name} not found in the code bundle", "script")
+        print(f"[bakeoff] ERROR: training script {script} not found", file=sys.stderr)
+        return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 2
+    from bakeoff_runtime.mlflow_install import ensure_mlflow
+
+    ensure_mlflow(HERE)
+    cmd = worker_command(env, script, argv[1:])
+    if len(cmd) > 3:
+        print(f"[bakeoff] launching {devices_per_host(env)} process(es) per host on {env.host_count} host(s); "
+              f"host {env.current_host} is node {env.host_rank}, meeting on {env.master_addr}:{env.master_port}",
+              flush=True)
+    return supervise(env, cmd)
+
+
 def record_crash(env: TrainingEnv, exc: BaseException) -> None:
     """A script that dies before (or outside) the runtime still leaves its reason."""
-    import json
     import traceback
 
     if not env.failure_file.exists():
         env.write_failure(f"{type(exc).__name__}: {exc}\n\n" + "".join(traceback.format_exception(exc))[-3000:])
+    kind = "interrupted" if isinstance(exc, KeyboardInterrupt) else "script"
+    record_failure(env, f"{type(exc).__name__}: {exc}", kind)
+
+
+def record_failure(env: TrainingEnv, reason: str, kind: str) -> None:
+    """Write a failed summary.json unless the job already wrote one (rank 0 only), and keep
+    a copy of it and of the failure file where the evaluation step finds them."""
+    if int(os.environ.get("RANK", 0)) != 0:
+        return
     summary = env.model_dir / "summary.json"
-    if not summary.exists() and int(os.environ.get("RANK", 0)) == 0:
+    if not summary.exists():
         env.model_dir.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({
-            "schema": "bakeoff.summary/1", "status": "failed", "reason": f"{type(exc).__name__}: {exc}",
+            "schema": "bakeoff.summary/1", "status": "failed", "reason": reason[:500], "failure_kind": kind,
             "leg": env.hyperparameters.get("leg"), "seed": env.hyperparameters.get("seed"),
             "backend": os.environ.get("BAKEOFF_BACKEND"), "job_key": os.environ.get("BAKEOFF_JOB_KEY"),
         }, indent=2))
-        env.output_data_dir.mkdir(parents=True, exist_ok=True)
-        (env.output_data_dir / "summary.json").write_text(summary.read_text())
+    if not env.failure_file.exists():
+        env.write_failure(reason)
+    env.output_data_dir.mkdir(parents=True, exist_ok=True)
+    (env.output_data_dir / "summary.json").write_text(summary.read_text())
+    (env.output_data_dir / "failure").write_text(env.failure_file.read_text())
 
 
 if __name__ == "__main__":

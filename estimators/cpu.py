@@ -1,9 +1,8 @@
 """CPU-only instances (ml.m5, ml.c5): the cpu backend, for baselines and preflight."""
 from __future__ import annotations
 
-from .base import DLC_ACCOUNT, LegKind, LocalEmulation, instance
+from .base import LegKind, LocalEmulation, instance
 
-CPU_TRAINING_IMAGE = "pytorch-training:2.9.0-cpu-py312-ubuntu22.04-sagemaker"
 
 
 class Cpu(LegKind):
@@ -16,14 +15,12 @@ class Cpu(LegKind):
         i.name: i
         for i in (
             instance("ml.m5.xlarge", None, 0, 1, 4, 16),
+            instance("ml.m5.2xlarge", None, 0, 1, 8, 32),  # the preflight step's default
             instance("ml.m5.4xlarge", None, 0, 1, 16, 64),
             instance("ml.c5.xlarge", None, 0, 1, 4, 8),
             instance("ml.c5.4xlarge", None, 0, 1, 16, 32),
         )
     }
-
-    def default_image(self, backend: str, region: str = "us-east-1") -> str:
-        return f"{DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/{CPU_TRAINING_IMAGE}"
 
     def local_emulation(self, backend: str, gpu_available: bool) -> LocalEmulation:
         return LocalEmulation("cpu", "local cpu")

@@ -1,9 +1,8 @@
 """NVIDIA GPU instances (ml.p4d, ml.p4de, ml.p5, ml.g5, ml.g6): CUDA."""
 from __future__ import annotations
 
-from .base import DLC_ACCOUNT, LegKind, LocalEmulation, instance
+from .base import LegKind, LocalEmulation, instance
 
-GPU_TRAINING_IMAGE = "pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-sagemaker"
 
 
 class Gpu(LegKind):
@@ -15,17 +14,21 @@ class Gpu(LegKind):
     instances = {
         i.name: i
         for i in (
-            instance("ml.p4d.24xlarge", "A100 40GB", 8, 8, 96, 1152, 320),
-            instance("ml.p4de.24xlarge", "A100 80GB", 8, 8, 96, 1152, 640),
-            instance("ml.p5.48xlarge", "H100 80GB", 8, 8, 192, 2048, 640),
-            instance("ml.g5.xlarge", "A10G 24GB", 1, 1, 4, 16, 24),
-            instance("ml.g5.12xlarge", "A10G 24GB", 4, 4, 48, 192, 96),
-            instance("ml.g6.xlarge", "L4 24GB", 1, 1, 4, 16, 24),
+            instance("ml.p4d.24xlarge", "A100 40GB", 8, 8, 96, 1152, 320, efa=True, efa_rdma=True, local_storage=True),
+            instance("ml.p4de.24xlarge", "A100 80GB", 8, 8, 96, 1152, 640, efa=True, efa_rdma=True, local_storage=True),
+            instance("ml.p5.48xlarge", "H100 80GB", 8, 8, 192, 2048, 640, efa=True, efa_rdma=True, local_storage=True),
+            instance("ml.g5.xlarge", "A10G 24GB", 1, 1, 4, 16, 24, local_storage=True),
+            # EC2 lists EFA on g5.12xlarge, but SageMaker's own drivers enable it only on g5.48xlarge.
+            instance("ml.g5.12xlarge", "A10G 24GB", 4, 4, 48, 192, 96, local_storage=True),
+            instance("ml.g6.xlarge", "L4 24GB", 1, 1, 4, 16, 24, local_storage=True),
         )
     }
 
-    def default_image(self, backend: str, region: str = "us-east-1") -> str:
-        return f"{DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/{GPU_TRAINING_IMAGE}"
+    def network_environment(self, inst, instance_count: int) -> dict[str, str]:
+        env = super().network_environment(inst, instance_count)
+        if env:
+            env["NCCL_PROTO"] = "simple"  # what the SageMaker SDK's torchrun driver sets with EFA
+        return env
 
     def local_emulation(self, backend: str, gpu_available: bool) -> LocalEmulation:
         if gpu_available:

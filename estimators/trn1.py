@@ -6,10 +6,8 @@ PyTorch/XLA's CPU device.
 """
 from __future__ import annotations
 
-from .base import DLC_ACCOUNT, LegKind, LocalEmulation, instance
+from .base import LegKind, LocalEmulation, instance
 
-# AWS stopped publishing this image from Neuron SDK 2.31.0: pin explicit tags.
-NEURON_TRAINING_IMAGE = "pytorch-training-neuronx:2.9.0-neuronx-py310-sdk2.27.0-ubuntu24.04"
 
 
 class Trn1(LegKind):
@@ -22,14 +20,12 @@ class Trn1(LegKind):
     instances = {
         i.name: i
         for i in (
-            instance("ml.trn1.2xlarge", "Trainium", 1, 2, 8, 32, 32),
-            instance("ml.trn1.32xlarge", "Trainium", 16, 32, 128, 512, 512),
-            instance("ml.trn1n.32xlarge", "Trainium", 16, 32, 128, 512, 512),
+            instance("ml.trn1.2xlarge", "Trainium", 1, 2, 8, 32, 32, local_storage=True),
+            instance("ml.trn1.32xlarge", "Trainium", 16, 32, 128, 512, 512, efa=True, efa_rdma=True, local_storage=True),
+            # trn1n: 16 EFA devices; Neuron's multi-node setup sets FI_EFA_USE_DEVICE_RDMA=1 on trn1 and trn1n.
+            instance("ml.trn1n.32xlarge", "Trainium", 16, 32, 128, 512, 512, efa=True, efa_rdma=True, local_storage=True),
         )
     }
-
-    def default_image(self, backend: str, region: str = "us-east-1") -> str:
-        return f"{DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/{NEURON_TRAINING_IMAGE}"
 
     def environment(self, backend: str, precision: str) -> dict[str, str]:
         # Neuron 2.27 changed the --auto-cast default; state precision explicitly so
@@ -37,6 +33,15 @@ class Trn1(LegKind):
         cast = "--auto-cast=none" if precision == "fp32" else "--auto-cast=none --enable-mixed-precision-accumulation"
         return {"NEURON_CC_FLAGS": f"--model-type=transformer -O1 {cast}",
                 "NEURON_RT_STOCHASTIC_ROUNDING_EN": "0" if precision == "fp32" else "1"}
+
+    def multi_node_refusal(self, inst) -> str | None:
+        if inst.efa:
+            return None
+        # aws-neuron-sdk setup-trn1-multi-node-execution.rst: "EFA is currently not available on
+        # the smaller instances sizes and they cannot be used for running multi-node jobs."
+        return (f"{inst.name} has no EFA, and Neuron runs multi-node jobs only over EFA (the Neuron docs: "
+                "smaller trn1 sizes \"cannot be used for running multi-node jobs\"); use ml.trn1.32xlarge "
+                "or ml.trn1n.32xlarge for several instances")
 
     def local_emulation(self, backend: str, gpu_available: bool) -> LocalEmulation:
         return LocalEmulation("neuron", "local xla:cpu", {"PJRT_DEVICE": "CPU"})

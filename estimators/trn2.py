@@ -13,11 +13,9 @@ class Trn2(LegKind):
     distribution = "xla"
     compiled_backends = ("neuron", "torchneuron")
     instances = {
-        i.name: i for i in (instance("ml.trn2.48xlarge", "Trainium2", 16, 64, 192, 2048, 1536),)
+        i.name: i for i in (instance("ml.trn2.48xlarge", "Trainium2", 16, 64, 192, 2048, 1536, efa=True,
+                                    local_storage=True),)
     }
-
-    def default_image(self, backend: str, region: str = "us-east-1") -> str:
-        return Trn1().default_image(backend, region)
 
     def environment(self, backend: str, precision: str) -> dict[str, str]:
         return Trn1().environment(backend, precision) if backend == "neuron" else {}

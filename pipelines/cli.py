@@ -106,6 +106,24 @@ def cmd_instances(args) -> int:
     return EXIT_OK
 
 
+def cmd_images(args) -> int:
+    from estimators.images import CATALOG, LOOKED_UP, SOURCES, registry_account
+
+    rows = [{"backend": i.backend, "default": i.default, "uri": i.uri(args.region), "framework": i.framework,
+             "python": i.python, "detail": i.detail, "source": SOURCES[i.source], "note": i.note} for i in CATALOG]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    print(f"Training images in {args.region} (registry account {registry_account(args.region)}), "
+          f"looked up {LOOKED_UP}; * marks each backend's default, a leg's `image:` overrides it")
+    for r in rows:
+        print(f"{'*' if r['default'] else ' '} {r['backend']:7} {r['uri']}")
+        print(f"          {r['framework']}, {r['python']}, {r['detail']}" + (f"; {r['note']}" if r["note"] else ""))
+    print("backend torchneuron: no published image (TorchNeuron is a closed beta on Trn2/Trn3); give `image:`")
+    print("sources: " + "; ".join(f"{k}: {v}" for k, v in SOURCES.items()))
+    return EXIT_OK
+
+
 def cmd_preflight(args) -> int:
     from .preflight import render, run_preflight
 
@@ -181,6 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("instances", help="list known instance types, backends and bundled prices")
     p.set_defaults(func=cmd_instances)
+
+    p = sub.add_parser("images", help="the default training image of each backend, per region, with its source")
+    p.add_argument("--region", default="us-east-1", help="region whose registry to show (default us-east-1)")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.set_defaults(func=cmd_images)
 
     p = sub.add_parser("ui", help="serve the MLflow UI of a local run on 127.0.0.1")
     p.add_argument("dir", help="run directory given to `bakeoff run --out`")

@@ -76,20 +76,23 @@ def _params(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _pipeline_name(value: str) -> str:
+def _pipeline_name(value: str) -> tuple[str, str | None]:
+    """The pipeline's name and region: from a spec file, or the name as given (no region)."""
     if Path(value).is_file():
         from .loader import load_spec
         from .sagemaker.compiler import pipeline_name
 
-        return pipeline_name(load_spec(value))
-    return value
+        spec = load_spec(value)
+        return pipeline_name(spec), spec.storage.region
+    return value, None
 
 
 def cmd_start(args) -> int:
     from .sagemaker.ops import SageMakerOps
 
-    ops = SageMakerOps(region=args.region)
-    arn = ops.start(_pipeline_name(args.pipeline), _params(args.param))
+    name, spec_region = _pipeline_name(args.pipeline)
+    ops = SageMakerOps(region=args.region or spec_region)
+    arn = ops.start(name, _params(args.param))
     print(arn)
     if args.wait:
         return _wait(ops, arn, args.poll, args.timeout)
@@ -108,7 +111,7 @@ def _print_status(status: dict) -> None:
 def cmd_status(args) -> int:
     from .sagemaker.ops import SageMakerOps
 
-    status = SageMakerOps(region=args.region).status(args.execution_arn)
+    status = SageMakerOps(region=args.region, arn=args.execution_arn).status(args.execution_arn)
     if args.json:
         print(json.dumps(status, indent=2, default=str))
     else:
@@ -133,7 +136,7 @@ def _wait(ops, arn: str, poll: float, timeout: float) -> int:
 def cmd_wait(args) -> int:
     from .sagemaker.ops import SageMakerOps
 
-    return _wait(SageMakerOps(region=args.region), args.execution_arn, args.poll, args.timeout)
+    return _wait(SageMakerOps(region=args.region, arn=args.execution_arn), args.execution_arn, args.poll, args.timeout)
 
 
 def render_reports(evaluation_path: Path, out_dir: Path) -> Path:
@@ -167,7 +170,7 @@ def cmd_report(args) -> int:
     elif args.target.startswith("arn:"):
         from .sagemaker.ops import SageMakerOps
 
-        evaluation, billable = SageMakerOps(region=args.region).fetch_evaluation(args.target)
+        evaluation, billable = SageMakerOps(region=args.region, arn=args.target).fetch_evaluation(args.target)
         evaluation = apply_billable_time(evaluation, billable)
         out_dir = Path(args.out or f"bakeoff-report-{args.target.rsplit('/', 1)[-1]}")
         out_dir.mkdir(parents=True, exist_ok=True)

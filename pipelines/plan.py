@@ -83,6 +83,7 @@ def leg_environment(spec: BakeoffSpec, leg: Leg) -> dict[str, str]:
     """Container environment for a leg. SageMaker's step cache keys on it, so it holds
     nothing per-execution and nothing about other legs (the spec hash goes in tags)."""
     env = dict(leg.kind.environment(leg.backend, leg.precision))
+    env.update(leg.kind.network_environment(leg.instance, leg.instance_count))
     env.update({
         "BAKEOFF_NAME": spec.name,
         "BAKEOFF_LEG": leg.name,

@@ -4,7 +4,9 @@ Validators only check and normalise; they never touch the file system or network
 """
 from __future__ import annotations
 
+import difflib
 import re
+from functools import lru_cache
 from typing import Any, Literal
 
 from pathlib import Path
@@ -25,6 +27,22 @@ ROLE_ARN_RE = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/[\w+=,.@\-/]{1,512}
 
 Backend = Literal["neuron", "torchneuron", "cuda", "cpu"]
 Precision = Literal["fp32", "bf16"]
+
+
+@lru_cache(maxsize=1)
+def sagemaker_regions() -> frozenset[str]:
+    """Regions with a SageMaker API endpoint, from the endpoint data botocore ships
+    (data/endpoints.json, service `api.sagemaker`): read offline, no AWS call."""
+    from botocore.loaders import create_loader
+
+    out = set()
+    for partition in create_loader().load_data("endpoints")["partitions"]:
+        if partition["partition"] not in ("aws", "aws-cn", "aws-us-gov"):
+            continue
+        for name, ep in partition["services"].get("api.sagemaker", {}).get("endpoints", {}).items():
+            if "fips" not in name and not ep.get("deprecated"):
+                out.add(name)
+    return frozenset(out)
 
 
 class SpecFieldError(ValueError):
@@ -198,6 +216,17 @@ class Leg(_Model):
             extra = " (TorchNeuron is trn2/trn3 only)" if self.backend == "torchneuron" else ""
             raise SpecFieldError("backend", f"backend {self.backend!r} cannot run on {self.instance_type} "
                                  f"({kind.name}: {', '.join(kind.backends)}){extra}; it runs on: {where}")
+        if self.instance_count > 1:
+            refusal = kind.multi_node_refusal(self.instance)
+            if refusal:
+                raise SpecFieldError("instance_count", refusal)
+        if self.image is None:
+            from estimators.images import NoDefaultImage, default_image
+
+            try:
+                default_image(self.backend)
+            except NoDefaultImage as exc:
+                raise SpecFieldError("image", str(exc)) from None
         if self.max_wait_s is not None and self.max_wait_s < self.max_runtime_s:
             raise SpecFieldError("max_wait_s", f"max_wait_s={self.max_wait_s} must be >= max_runtime_s="
                                  f"{self.max_runtime_s}")
@@ -269,7 +298,19 @@ class Storage(_Model):
     bucket: str | None = Field(None, description="S3 bucket for code, outputs and compile caches. "
                                "Default: a pipeline parameter.")
     prefix: str = Field("bakeoff", description="Key prefix under the bucket.")
-    region: str = Field("us-east-1", description="AWS region (image URIs and prices).")
+    region: str = Field("us-east-1", description="AWS region the pipeline runs in: it picks the image registry "
+                        "(AWS publishes its Deep Learning Containers from a different account in some regions), "
+                        "and SageMaker pulls images only from its own region.")
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str) -> str:
+        known = sagemaker_regions()
+        if v not in known:
+            near = difflib.get_close_matches(v, sorted(known), n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ValueError(f"{v!r} is not an AWS region where SageMaker runs{hint}")
+        return v
 
     @field_validator("bucket")
     @classmethod
@@ -285,6 +326,72 @@ class Storage(_Model):
         if not re.match(r"^[A-Za-z0-9!_.*'()\-/]{1,200}$", v):
             raise ValueError(f"prefix {v!r} has characters that are unsafe in S3 keys")
         return v
+
+
+SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+SECURITY_GROUP_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
+# botocore sagemaker KmsKeyId: up to 2048 of [a-zA-Z0-9:/_-]: a key id, key ARN, alias or alias ARN.
+KMS_KEY_RE = re.compile(r"^(arn:aws[a-z\-]*:kms:[a-z0-9\-]+:\d{12}:(key|alias)/[a-zA-Z0-9/_\-]+|alias/[a-zA-Z0-9/_\-]+|"
+                        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$")
+
+
+class Security(_Model):
+    """Network placement and encryption of the SageMaker jobs (CreateTrainingJob's VpcConfig,
+    EnableNetworkIsolation, EnableInterContainerTrafficEncryption and KMS keys; the Evaluate
+    step gets the same VPC, encryption and keys)."""
+
+    subnets: list[str] = Field(default_factory=list, max_length=16, description="VPC subnet ids the jobs run in "
+                               "(1-16, with security_group_ids). Private subnets need an S3 endpoint, and a NAT or "
+                               "a `wheels/` directory in the code bundle for MLflow.")
+    security_group_ids: list[str] = Field(default_factory=list, max_length=5, description="VPC security groups "
+                                          "of the jobs (1-5, with subnets). Multi-node legs need one that lets the "
+                                          "group's members reach each other on all ports.")
+    network_isolation: bool = Field(False, description="Training jobs get no network access at all "
+                                    "(EnableNetworkIsolation): they cannot log to MLflow, so the Evaluate step "
+                                    "back-fills their runs from their metrics. The Evaluate step itself is not "
+                                    "isolated: it reads the jobs' outputs from S3.")
+    encrypt_inter_container_traffic: bool = Field(False, description="Encrypt traffic between the instances "
+                                                  "of a multi-node job (slower collectives; EnableInterContainer"
+                                                  "TrafficEncryption).")
+    volume_kms_key: str | None = Field(None, description="KMS key for the jobs' EBS volumes. Instance types with "
+                                       "local NVMe storage cannot take one (SageMaker refuses it); their volumes "
+                                       "are encrypted by the instance's hardware, and the key is left off them.")
+    output_kms_key: str | None = Field(None, description="KMS key for what the jobs write to S3.")
+
+    @field_validator("subnets")
+    @classmethod
+    def _subnets(cls, v: list[str]) -> list[str]:
+        for item in v:
+            if not SUBNET_RE.match(item):
+                raise ValueError(f"{item!r} is not a subnet id (subnet-0123456789abcdef0)")
+        return v
+
+    @field_validator("security_group_ids")
+    @classmethod
+    def _groups(cls, v: list[str]) -> list[str]:
+        for item in v:
+            if not SECURITY_GROUP_RE.match(item):
+                raise ValueError(f"{item!r} is not a security group id (sg-0123456789abcdef0)")
+        return v
+
+    @field_validator("volume_kms_key", "output_kms_key")
+    @classmethod
+    def _kms(cls, v: str | None) -> str | None:
+        if v is not None and (len(v) > 2048 or not KMS_KEY_RE.match(v)):
+            raise ValueError(f"{v!r} is not a KMS key id, key ARN, alias or alias ARN")
+        return v
+
+    @model_validator(mode="after")
+    def _vpc_pair(self):
+        if bool(self.subnets) != bool(self.security_group_ids):
+            missing = "security_group_ids" if self.subnets else "subnets"
+            raise SpecFieldError(missing, "a VPC needs both subnets and security_group_ids")
+        return self
+
+    def vpc_config(self) -> dict[str, list[str]] | None:
+        if not self.subnets:
+            return None
+        return {"SecurityGroupIds": list(self.security_group_ids), "Subnets": list(self.subnets)}
 
 
 class Data(_Model):
@@ -338,6 +445,8 @@ class BakeoffSpec(_Model):
     parity: Parity = Field(default_factory=Parity, description="The parity rule.")
     mlflow: Mlflow = Field(default_factory=Mlflow, description="MLflow tracking.")
     storage: Storage = Field(default_factory=Storage, description="S3 locations.")
+    security: Security = Field(default_factory=Security, description="VPC, network isolation and KMS keys of "
+                               "the SageMaker jobs.")
     preflight: PreflightStep = Field(default_factory=PreflightStep, description="Optional preflight pipeline step.")
     _source_path: Path | None = PrivateAttr(None)
 
@@ -384,6 +493,22 @@ class BakeoffSpec(_Model):
                                      f"global_batch_size={self.training.global_batch_size} is not divisible by "
                                      f"the {devices} devices of leg {leg.name!r} ({leg.instance_count} x "
                                      f"{leg.instance_type}); use a multiple of {devices}")
+        region = self.storage.region
+        for i, leg in enumerate(self.legs):
+            if leg.image:
+                from estimators.images import image_region
+
+                where = image_region(leg.image)
+                if where and where != region:
+                    raise SpecFieldError(("legs", i, "image"), f"image is in {where} but the pipeline runs in "
+                                         f"{region} (storage.region); SageMaker pulls images only from its own "
+                                         "region: push the image to that region's registry")
+            elif leg.backend != "torchneuron":
+                from estimators.images import REGISTRY_ACCOUNTS
+
+                if region not in REGISTRY_ACCOUNTS:
+                    raise SpecFieldError(("legs", i, "image"), f"AWS publishes no Deep Learning Containers in "
+                                         f"{region}; give this leg an `image:` from a registry in that region")
         if self.parity.baseline is not None and self.parity.baseline not in seen:
             raise SpecFieldError(("parity", "baseline"), f"baseline {self.parity.baseline!r} is not a leg "
                                  f"({', '.join(seen)})")

@@ -311,3 +311,35 @@ def test_evaluate_fetches_job_outputs_from_s3(aws_env, tmp_path):
     assert proc.returncode == 0, proc.stderr
     ev = json.loads((tmp_path / "out" / "evaluation.json").read_text())
     assert ev["legs"]["a"]["completed"] == 2 and ev["verdict"] == "pass"
+
+
+def _bare_env(tmp_path, **extra):
+    """An environment with no AWS configuration at all (no credentials, no region, no profile)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+                "AWS_EC2_METADATA_DISABLED": "true", **extra})
+    return env
+
+
+def test_no_region_and_no_credentials_are_one_line_not_a_traceback(tmp_path):
+    def run(*args):
+        return subprocess.run([str(ROOT / ".venv" / "bin" / "bakeoff"), *args], capture_output=True, text=True,
+                              env=_bare_env(tmp_path), timeout=120)
+
+    no_region = run("start", "bakeoff-quickstart")
+    assert no_region.returncode == 4 and "Traceback" not in no_region.stderr
+    assert len(no_region.stderr.strip().splitlines()) == 1 and "no AWS region set" in no_region.stderr
+    no_creds = run("deploy", str(QUICKSTART), "--role", ROLE, "--bucket", BUCKET)
+    assert no_creds.returncode == 4 and "Traceback" not in no_creds.stderr
+    assert len(no_creds.stderr.strip().splitlines()) == 1 and "no AWS credentials found" in no_creds.stderr
+
+
+def test_status_and_report_take_the_region_from_the_execution_arn():
+    from pipelines.sagemaker.ops import region_of
+
+    arn = "arn:aws:sagemaker:eu-west-1:123456789012:pipeline/bakeoff-q/execution/abc123"
+    assert region_of(arn) == "eu-west-1" and region_of("bakeoff-q") is None
+    assert SageMakerOps(arn=arn).sm.meta.region_name == "eu-west-1"
+    assert SageMakerOps(region="us-west-2", arn=arn).sm.meta.region_name == "us-west-2"  # --region wins

@@ -136,3 +136,35 @@ def test_stdout_lines_match_the_metric_definitions(tmp_path):
     assert len(found["train:loss"]) == 11  # steps 0, 2, ..., 18 and the last step
     assert found["validation:loss"] and found["time_to_first_step"]
     assert abs(float(found["train:loss"][-1]) - summary["final_train_loss"]) < 1e-4
+
+
+def test_on_sagemaker_a_script_failure_exits_0_so_the_pipeline_reaches_evaluate(tmp_path):
+    body = TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", "if step == 3: raise ValueError('bad port (planted)')")
+    proc, layout, summary = _run_script(tmp_path, body, extra_env={"BAKEOFF_CONTINUE_ON_FAILURE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert summary["status"] == "failed" and summary["failure_kind"] == "script" and "planted" in summary["reason"]
+    assert "exiting 0 so the pipeline's Evaluate step decides with it" in proc.stderr
+    # The evaluation step reads output/data (SageMaker's output.tar.gz): the failure is there too.
+    assert json.loads((layout.output / "data" / "summary.json").read_text())["status"] == "failed"
+
+
+def test_a_training_process_killed_by_a_signal_is_recorded_as_such(tmp_path):
+    body = TRAIN_LOOP.replace("{LOSS}", "").replace(
+        "{HOOK}", "if step == 3:\n            import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    proc, layout, summary = _run_script(tmp_path, body)
+    assert proc.returncode != 0
+    assert summary["status"] == "failed" and summary["failure_kind"] == "killed"
+    assert summary["reason"].startswith("killed by SIGKILL")
+
+
+def test_nan_on_a_lazy_device_is_dated_to_the_step_it_appeared(tmp_path):
+    """On XLA the loss is not fetched every step (that would stall it); the step a NaN
+    appeared at is still known at the next logged step, and nothing recompiles for it."""
+    body = TRAIN_LOOP.replace("{LOSS}", "* (float('nan') if step >= 5 else 1.0)").replace("{HOOK}", "").replace(
+        "model(x)", "model(x.to(rt.device))")
+    proc, layout, summary = _run_script(tmp_path, body, hps={"log_interval": 4},
+                                        extra_env={"BAKEOFF_BACKEND": "neuron", "PJRT_DEVICE": "CPU"})
+    assert proc.returncode == 0, proc.stderr
+    assert summary["status"] == "diverged"
+    assert summary["reason"] == "loss became non-finite at step 5 (noticed at step 8, the next device synchronisation)"
+    assert summary["compile"]["compiled_graphs"] <= 6  # step 0, step 1, the checks, the NaN fetch: no per-step graphs

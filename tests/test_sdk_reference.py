@@ -65,7 +65,7 @@ def test_create_training_job_arguments_agree_with_the_sdk(both, step):
     common = set(ours["Environment"]) & set(sdk["Environment"])
     assert common == set(sdk["Environment"])  # bakeoff sets everything the SDK sets, and more
     assert {k: ours["Environment"][k] for k in common} == sdk["Environment"]
-    assert set(ours["Environment"]) - common == {"BAKEOFF_COMPILE_CACHE"} | (
+    assert set(ours["Environment"]) - common == {"BAKEOFF_COMPILE_CACHE", "BAKEOFF_CONTINUE_ON_FAILURE"} | (
         {"NEURON_COMPILE_CACHE_URL"} if "trn1" in step else set())
     ours_ch = {c["ChannelName"]: c for c in ours["InputDataConfig"]}
     sdk_ch = {c["ChannelName"]: c for c in sdk["InputDataConfig"]}

@@ -57,11 +57,19 @@ def test_backend_that_cannot_run_on_instance(tmp_path, instance, backend, expect
     assert err.field == "legs[0].backend"
 
 
-def test_torchneuron_is_accepted_on_trn2(tmp_path):
-    data = _leg(tiny_spec(), 0, instance_type="ml.trn2.48xlarge", backend="torchneuron")
+def test_torchneuron_is_accepted_on_trn2_with_an_explicit_image(tmp_path):
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/torchneuron-training:beta"
+    data = _leg(tiny_spec(), 0, instance_type="ml.trn2.48xlarge", backend="torchneuron", image=image)
     data["training"]["global_batch_size"] = 64  # trn2.48xlarge: 64 NeuronCores
     spec = load_spec(write_spec(tmp_path / "s.yaml", data))
-    assert spec.legs[0].backend == "torchneuron"
+    assert spec.legs[0].backend == "torchneuron" and spec.legs[0].image == image
+
+
+def test_torchneuron_without_an_image_is_refused(tmp_path):
+    data = _leg(tiny_spec(), 0, instance_type="ml.trn2.48xlarge", backend="torchneuron")
+    data["training"]["global_batch_size"] = 64
+    err = _error(tmp_path, data)
+    assert err.field == "legs[0].image" and "no published training image" in err.message
 
 
 def test_fewer_than_two_legs(tmp_path):

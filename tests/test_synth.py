@@ -10,6 +10,7 @@ import pytest
 from conftest import ROOT, bakeoff
 from pipelines.loader import load_spec
 from pipelines.sagemaker import compile_pipeline
+from pipelines.sagemaker.compiler import metric_definitions
 from pipelines.sagemaker.published_schema import KNOWN_GAPS, known_gap, schema_errors, unexplained
 from pipelines.sagemaker.validate import definition_problems
 
@@ -220,3 +221,46 @@ def test_synth_needs_no_aws(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "d.json").read_text())["Version"] == "2020-12-01"
+
+
+def test_platform_options_reach_every_job_and_pass_botocores_model(tmp_path):
+    from conftest import tiny_spec, write_spec
+    from pipelines.sagemaker.validate import check_definition
+
+    data = tiny_spec(security={"subnets": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
+                               "security_group_ids": ["sg-0123456789abcdef0"], "network_isolation": True,
+                               "encrypt_inter_container_traffic": True,
+                               "volume_kms_key": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+                               "output_kms_key": "alias/bakeoff-outputs"},
+                     mlflow={"tracking_uri": "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/t"},
+                     preflight={"enabled": True})
+    compiled = compile_pipeline(load_spec(write_spec(tmp_path / "s.yaml", data)))
+    check_definition(compiled.definition)
+    steps = _steps(compiled.definition)
+    trn = steps["Train-trn1-s0"]["Arguments"]
+    assert trn["VpcConfig"] == {"SecurityGroupIds": ["sg-0123456789abcdef0"],
+                                "Subnets": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]}
+    assert trn["EnableNetworkIsolation"] is True and trn["EnableInterContainerTrafficEncryption"] is True
+    assert trn["OutputDataConfig"]["KmsKeyId"] == "alias/bakeoff-outputs"
+    # trn1 and p4d have local NVMe storage: SageMaker refuses a volume key there (hardware-encrypted).
+    assert "VolumeKmsKeyId" not in trn["ResourceConfig"]
+    assert "VolumeKmsKeyId" in steps["Preflight"]["Arguments"]["ResourceConfig"]  # ml.m5: EBS
+    # An isolated job cannot reach MLflow: it neither tries nor installs a client.
+    assert "MLFLOW_TRACKING_URI" not in trn["Environment"] and trn["Environment"]["BAKEOFF_CONTINUE_ON_FAILURE"] == "1"
+    ev = steps["Evaluate"]["Arguments"]
+    assert ev["NetworkConfig"]["VpcConfig"] == trn["VpcConfig"] and "EnableNetworkIsolation" not in ev["NetworkConfig"]
+    assert ev["ProcessingOutputConfig"]["KmsKeyId"] == "alias/bakeoff-outputs"
+    assert ev["ProcessingResources"]["ClusterConfig"]["VolumeKmsKeyId"].startswith("arn:aws:kms:")
+    assert ev["Environment"]["BAKEOFF_MLFLOW_INSTALL"] == "1"
+
+
+def test_metric_definitions_capture_finite_numbers_only():
+    import re
+
+    for d in metric_definitions(load_spec(QUICKSTART)):
+        regex = re.compile(d["Regex"])
+        for bad in ("nan", "inf", "-inf"):
+            line = f"[bakeoff] step=5 train_loss={bad} val_loss={bad} tokens_per_sec={bad} samples_per_sec={bad}"
+            assert regex.search(line) is None, (d["Name"], bad)
+    loss = next(d for d in metric_definitions(load_spec(QUICKSTART)) if d["Name"] == "train:loss")
+    assert re.search(loss["Regex"], "[bakeoff] step=5 train_loss=2.5e-01 lr=0.1").group(1) == "2.5e-01"

@@ -51,6 +51,7 @@ class TrainingEnv:
     num_neurons: int = 0
     master_addr: str = "127.0.0.1"
     master_port: int = 29500
+    network_interface: str | None = None
 
     @property
     def failure_file(self) -> Path:
@@ -79,7 +80,15 @@ class TrainingEnv:
 
         resource = _read_json(config_dir / "resourceconfig.json") or {}
         hosts = json.loads(env["SM_HOSTS"]) if "SM_HOSTS" in env else resource.get("hosts", ["algo-1"])
+        # Sorted, as SageMaker writes them and as its SDK's drivers rank them: every host
+        # computes the same order, and the first is where they meet.
+        hosts = sorted(hosts)
         current = env.get("SM_CURRENT_HOST", resource.get("current_host", hosts[0]))
+        master = env.get("SM_MASTER_ADDR") or env.get("MASTER_ADDR") or (hosts[0] if len(hosts) > 1 else "127.0.0.1")
+        # Locally the hosts algo-1..N are processes on this machine: BAKEOFF_HOST_MAP maps
+        # their names to addresses (one of the local executor's printed substitutions).
+        host_map = json.loads(env.get("BAKEOFF_HOST_MAP", "{}") or "{}")
+        master = host_map.get(master, master)
 
         channels: dict[str, Path] = {}
         data_dir = input_dir / "data"
@@ -105,8 +114,11 @@ class TrainingEnv:
             instance_type=env.get("SM_CURRENT_INSTANCE_TYPE", resource.get("current_instance_type")),
             num_gpus=int(env.get("SM_NUM_GPUS", 0) or 0),
             num_neurons=int(env.get("SM_NUM_NEURONS", 0) or 0),
-            master_addr=env.get("SM_MASTER_ADDR", env.get("MASTER_ADDR", "127.0.0.1")),
-            master_port=int(env.get("SM_MASTER_PORT", env.get("MASTER_PORT", 29500))),
+            master_addr=master,
+            # 7777: the port the SageMaker SDK's drivers and the training toolkit meet on.
+            master_port=int(env.get("SM_MASTER_PORT") or env.get("BAKEOFF_MASTER_PORT") or env.get("MASTER_PORT")
+                            or 7777),
+            network_interface=resource.get("network_interface_name"),
         )
 
     def write_failure(self, reason: str) -> None:

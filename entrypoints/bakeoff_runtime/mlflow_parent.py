@@ -11,12 +11,63 @@ from pathlib import Path
 from typing import Any
 
 
+def _run_exists(client, run_id: str | None) -> bool:
+    if not run_id:
+        return False
+    try:
+        client.get_run(run_id)
+        return True
+    except Exception:
+        return False
+
+
+def backfill_child(client, exp_id: str, leg: str, figures: dict, run: dict, jobs_dir: Path | None) -> str:
+    """Create the MLflow run a job could not log itself (no MLflow in its image, no network,
+    the server down), from what the job left: metrics.jsonl and summary.json."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    from .job_outputs import iter_records
+
+    tags = {"mlflow.runName": f"{leg}-s{run['seed']}", "bakeoff.leg": leg, "bakeoff.seed": str(run["seed"]),
+            "bakeoff.backend": str(figures.get("backend")), "bakeoff.instance_type": str(figures.get("instance_type")),
+            "bakeoff.status": str(run["status"]), "bakeoff.backfilled": "true"}
+    run_id = client.create_run(exp_id, run_name=tags["mlflow.runName"], tags=tags).info.run_id
+    client.log_batch(run_id, params=[Param(k, str(v)) for k, v in (
+        ("leg", leg), ("seed", run["seed"]), ("backend", figures.get("backend")),
+        ("instance_type", figures.get("instance_type")), ("precision", figures.get("precision")))])
+    batch: list = []
+    job_dir = (jobs_dir / run["job"]) if (jobs_dir and run.get("job")) else None
+    if job_dir is not None and job_dir.exists():
+        for record in iter_records(job_dir):
+            step, ts = int(record.get("step", 0)), int(1000 * float(record.get("time_s") or 0))
+            for key, value in record.items():
+                if key in ("kind", "step", "time_s") or isinstance(value, bool) or not isinstance(value, (int, float)):
+                    continue
+                if value == value and abs(value) != float("inf"):
+                    batch.append(Metric(key, float(value), ts, step))
+            if len(batch) >= 900:
+                client.log_batch(run_id, metrics=batch)
+                batch = []
+        summaries = sorted(job_dir.rglob("summary.json"))
+        if summaries:
+            client.log_artifact(run_id, str(summaries[0]))
+    if batch:
+        client.log_batch(run_id, metrics=batch)
+    status = {"completed": "FINISHED", "lost": "KILLED"}.get(run["status"], "FAILED")
+    client.log_batch(run_id, tags=[RunTag("bakeoff.backfilled_from", str(run.get("job")))])
+    client.set_terminated(run_id, status)
+    return run_id
+
+
 def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path: Path,
-               extra_artifacts: list[Path] = ()) -> dict[str, Any]:
+               extra_artifacts: list[Path] = (), jobs_dir: Path | None = None) -> dict[str, Any]:
     tracking_uri, experiment = cfg.get("tracking_uri"), cfg.get("experiment")
     if not tracking_uri or not experiment:
         return {"enabled": False}
     try:
+        from .mlflow_install import use_installed_mlflow
+
+        use_installed_mlflow()
         from mlflow.entities import Metric, Param, RunTag
         from mlflow.tracking import MlflowClient
 
@@ -28,14 +79,24 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
         found = client.search_runs([exp_id], filter_string=f"tags.`bakeoff.parent_key` = '{key}'", max_results=1)
         tags = {"bakeoff.parent_key": key, "bakeoff.name": str(evaluation.get("bakeoff")),
                 "bakeoff.spec_hash": str(evaluation.get("spec_hash")), "bakeoff.role": "parent",
-                "bakeoff.verdict": evaluation["verdict"], "mlflow.runName": f"{evaluation.get('bakeoff')}"}
+                "bakeoff.verdict": evaluation["verdict"], "mlflow.runName": f"{evaluation.get('bakeoff')}",
+                # Throughput and cost metrics below are emulated on a local run: say so where they are read.
+                "bakeoff.speed_and_cost": str((evaluation.get("speed") or {}).get("label", ""))}
         if found:
             run_id = found[0].info.run_id
         else:
             run_id = client.create_run(exp_id, run_name=str(evaluation.get("bakeoff")), tags=tags).info.run_id
-        children = []
+        children, backfilled = [], []
         for leg, fig in evaluation["legs"].items():
             for run in fig["runs"]:
+                if run.get("job") and not _run_exists(client, run.get("mlflow_run_id")):
+                    try:
+                        run["mlflow_run_id"] = backfill_child(client, exp_id, leg, fig, run, jobs_dir)
+                        run["mlflow_backfilled"] = True
+                        backfilled.append(run["mlflow_run_id"])
+                    except Exception as exc:
+                        print(f"[bakeoff] WARNING: cannot back-fill the MLflow run of {leg} seed {run['seed']}: "
+                              f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
                 if run.get("mlflow_run_id"):
                     children.append(run["mlflow_run_id"])
                     try:
@@ -69,7 +130,7 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
             if Path(path).exists():
                 client.log_artifact(run_id, str(path))
         client.set_terminated(run_id, "FINISHED")
-        return {"enabled": True, "parent_run_id": run_id, "children": children}
+        return {"enabled": True, "parent_run_id": run_id, "children": children, "backfilled": backfilled}
     except Exception as exc:  # the verdict never depends on MLflow
         print(f"[bakeoff] WARNING: MLflow parent run not logged: {exc.__class__.__name__}: {exc}", file=sys.stderr)
         return {"enabled": True, "error": f"{exc.__class__.__name__}: {exc}"}

@@ -81,6 +81,9 @@ class MlflowSink:
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
         try:
+            from .mlflow_install import use_installed_mlflow
+
+            use_installed_mlflow()
             import mlflow
             from mlflow.entities import Metric, RunTag
             from mlflow.tracking import MlflowClient

@@ -48,6 +48,7 @@ EVAL_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/processing/input/code
                 " -C /opt/ml/code && exec python3 /opt/ml/code/evaluate.py \"$@\"")
 EVAL_OUT = "/opt/ml/processing/evaluation"
 EVAL_CONFIG = "/opt/ml/processing/input/config/config.json"
+FINITE_NUMBER = r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
 MAX_EVAL_JOBS = 90  # one ContainerArgument per job; the API allows 100
 
 
@@ -123,8 +124,9 @@ def metric_definitions(spec: BakeoffSpec) -> list[dict[str, str]]:
     defs = json.loads((entrypoints_dir() / "bakeoff_runtime" / "metric_definitions.json").read_text())
     metric = spec.parity.metric
     if metric != "val_loss":
+        # Finite numbers only: a NaN or inf is the job's finding (summary.json), not a datapoint.
         defs.append({"Name": f"validation:{metric}",
-                     "Regex": rf"\[bakeoff\] step=\d+ .*?{re.escape(metric)}=([-+0-9.eE]+|nan|inf)"})
+                     "Regex": rf"\[bakeoff\] step=\d+ .*?{re.escape(metric)}=" + FINITE_NUMBER})
     return defs
 
 
@@ -140,9 +142,14 @@ def _training_step(spec: BakeoffSpec, job: JobPlan, *, bucket: str, prefix: str,
     env["BAKEOFF_COMPILE_CACHE"] = cache
     if leg.backend == "neuron":
         env["NEURON_COMPILE_CACHE_URL"] = cache
-    if spec.mlflow.enabled and spec.mlflow.tracking_uri:
+    if spec.mlflow.enabled and spec.mlflow.tracking_uri and not spec.security.network_isolation:
+        # An isolated job cannot reach the server: the Evaluate step back-fills its run.
         env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
         env["BAKEOFF_MLFLOW_EXPERIMENT"] = spec.experiment
+        env["BAKEOFF_MLFLOW_INSTALL"] = "1"  # AWS's PyTorch 2.9 images ship without mlflow
+    # A script that raises still exits 0 (its failure is in summary.json), so the pipeline
+    # reaches Evaluate and a crashed leg gets a verdict; the platform's own failures do not.
+    env["BAKEOFF_CONTINUE_ON_FAILURE"] = "1"
     step_name = f"Train-{leg.name}-s{job.seed}"
     output = _s3(bucket, prefix, spec.name, "jobs", job.name)
     channels = [{
@@ -183,6 +190,7 @@ def _training_step(spec: BakeoffSpec, job: JobPlan, *, bucket: str, prefix: str,
             {"Key": "bakeoff:compile-cache", "Value": cache},
         ],
     }
+    _apply_security(args, spec, [leg.instance_type])
     if leg.managed_spot or spec.training.checkpoint_interval:
         # Static per job content: a restarted or spot-interrupted job resumes; the
         # runtime refuses a checkpoint written by other inputs or by a finished run.
@@ -201,6 +209,38 @@ def _training_step(spec: BakeoffSpec, job: JobPlan, *, bucket: str, prefix: str,
     return step, output
 
 
+def _apply_security(args: dict[str, Any], spec: BakeoffSpec, instance_types: list[str]) -> None:
+    """The spec's VPC, isolation, encryption and KMS settings on a CreateTrainingJob request."""
+    sec = spec.security
+    if sec.vpc_config():
+        args["VpcConfig"] = sec.vpc_config()
+    if sec.network_isolation:
+        args["EnableNetworkIsolation"] = True
+    if sec.encrypt_inter_container_traffic:
+        args["EnableInterContainerTrafficEncryption"] = True
+    if sec.output_kms_key:
+        args["OutputDataConfig"]["KmsKeyId"] = sec.output_kms_key
+    if sec.volume_kms_key and not any(lookup_instance(t)[1].local_storage for t in instance_types):
+        args["ResourceConfig"]["VolumeKmsKeyId"] = sec.volume_kms_key
+
+
+def _apply_processing_security(args: dict[str, Any], spec: BakeoffSpec) -> None:
+    """The same VPC, encryption and keys on the Evaluate step (never network isolation: it
+    reads the jobs' outputs from S3 itself and logs to MLflow)."""
+    sec = spec.security
+    network: dict[str, Any] = {}
+    if sec.vpc_config():
+        network["VpcConfig"] = sec.vpc_config()
+    if sec.encrypt_inter_container_traffic:
+        network["EnableInterContainerTrafficEncryption"] = True
+    if network:
+        args["NetworkConfig"] = network
+    if sec.output_kms_key:
+        args["ProcessingOutputConfig"]["KmsKeyId"] = sec.output_kms_key
+    if sec.volume_kms_key and not lookup_instance(EVAL_INSTANCE)[1].local_storage:
+        args["ProcessingResources"]["ClusterConfig"]["VolumeKmsKeyId"] = sec.volume_kms_key
+
+
 def _preflight_step(spec: BakeoffSpec, jobs: list[JobPlan], **kw) -> dict[str, Any]:
     """The first trn leg's job, a few steps long, on a CPU instance with the preflight
     probes on: it fails (stopping the pipeline) when it finds a blocker."""
@@ -217,6 +257,8 @@ def _preflight_step(spec: BakeoffSpec, jobs: list[JobPlan], **kw) -> dict[str, A
     args["ResourceConfig"] = {"InstanceType": spec.preflight.instance_type, "InstanceCount": 1, "VolumeSizeInGB": 50}
     args["StoppingCondition"] = {"MaxRuntimeInSeconds": 3600}
     args["OutputDataConfig"] = {"S3OutputPath": _s3(kw["bucket"], kw["prefix"], spec.name, "preflight")}
+    args.pop("VpcConfig", None)
+    _apply_security(args, spec, [spec.preflight.instance_type])
     args.pop("CheckpointConfig", None)
     args.pop("EnableManagedSpotTraining", None)
     args["Tags"] = [t for t in args["Tags"] if t["Key"] not in ("bakeoff:leg", "bakeoff:seed", "bakeoff:compile-cache")]
@@ -239,7 +281,8 @@ def _precompile_step(spec: BakeoffSpec, job: JobPlan, **kw) -> dict[str, Any]:
         "exec python3 launch.py", "exec neuron_parallel_compile python3 launch.py")
     args["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/sh", "-c", command]
     args["Environment"] = dict(sorted({**args["Environment"], "BAKEOFF_PRECOMPILE": "1"}.items()))
-    args["OutputDataConfig"] = {"S3OutputPath": _s3(kw["bucket"], kw["prefix"], spec.name, "precompile", job.leg.name)}
+    args["OutputDataConfig"] = {**args["OutputDataConfig"],
+                                "S3OutputPath": _s3(kw["bucket"], kw["prefix"], spec.name, "precompile", job.leg.name)}
     args["Tags"] = [t for t in args["Tags"] if t["Key"] != "bakeoff:seed"] + [{"Key": "bakeoff:step",
                                                                                  "Value": "precompile"}]
     args.pop("CheckpointConfig", None)
@@ -258,6 +301,22 @@ def _eval_config(spec: BakeoffSpec, jobs: list[JobPlan]) -> dict[str, Any]:
         mlflow=mlflow)
 
 
+def _with_region(spec: BakeoffSpec, region: str) -> BakeoffSpec:
+    """The spec in another region, validated again (its images must be in that region)."""
+    from pydantic import ValidationError
+
+    from ..loader import format_validation_error
+
+    data = spec.model_dump(mode="json")
+    data["storage"]["region"] = region
+    try:
+        moved = BakeoffSpec.model_validate(data)
+    except ValidationError as exc:
+        raise format_validation_error(exc, "--region", {}) from None
+    moved._source_path = spec._source_path
+    return moved
+
+
 def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket: str | None = None,
                      role_arn: str | None = None, region: str | None = None) -> CompiledPipeline:
     base_dir = base_dir or spec_base_dir(spec)
@@ -267,7 +326,7 @@ def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket:
         raise SpecError(f"role {role!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)",
                         field="--role")
     if region and region != spec.storage.region:
-        spec = spec.model_copy(update={"storage": spec.storage.model_copy(update={"region": region})})
+        spec = _with_region(spec, region)
     prefix = spec.storage.prefix
     shash = spec_hash(spec)
 
@@ -314,7 +373,8 @@ def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket:
     eval_env = {"BAKEOFF_NAME": spec.name, "BAKEOFF_SPEC_HASH": shash}
     if spec.mlflow.enabled and spec.mlflow.tracking_uri:
         eval_env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
-    evaluate = {
+        eval_env["BAKEOFF_MLFLOW_INSTALL"] = "1"
+    evaluate: dict[str, Any] = {
         "Name": EVALUATE_STEP,
         "Type": "Processing",
         "Arguments": {
@@ -347,6 +407,7 @@ def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket:
                            "FilePath": "evaluation.json"}],
         "DependsOn": [s["Name"] for s in train_steps],
     }
+    _apply_processing_security(evaluate["Arguments"], spec)
     verdict = json_get(EVALUATE_STEP, PROPERTY_FILE, "verdict")
     fail = {
         "Name": FAIL_STEP,

@@ -61,28 +61,37 @@ def aws(action: str):
         raise AwsError(f"cannot {action}: request refused before sending: {exc}") from None
 
 
+def region_of(arn: str | None) -> str | None:
+    """The region an ARN names (arn:PARTITION:SERVICE:REGION:ACCOUNT:...), or None."""
+    parts = (arn or "").split(":")
+    return parts[3] if len(parts) > 5 and parts[0] == "arn" and parts[3] else None
+
+
 class SageMakerOps:
-    def __init__(self, region: str | None = None, session=None):
+    def __init__(self, region: str | None = None, session=None, arn: str | None = None):
+        """`region` wins; else the region of `arn` (an execution is where its ARN says);
+        else the session's (AWS_DEFAULT_REGION, the profile)."""
         import boto3
         from botocore.config import Config
 
-        self.session = session or boto3.session.Session(region_name=region)
-        cfg = Config(retries=dict(RETRIES), user_agent_extra="bakeoff")  # botocore mutates it
-        self.sm = self.session.client("sagemaker", config=cfg)
-        self.s3 = self.session.client("s3", config=cfg)
+        with aws("connect to AWS"):
+            self.session = session or boto3.session.Session(region_name=region or region_of(arn))
+            cfg = Config(retries=dict(RETRIES), user_agent_extra="bakeoff")  # botocore mutates it
+            self.sm = self.session.client("sagemaker", config=cfg)
+            self.s3 = self.session.client("s3", config=cfg)
 
     # --- deploy ---------------------------------------------------------------------
     def upload_assets(self, compiled: CompiledPipeline, progress: Callable[[str], None] = lambda m: None) -> dict:
         from botocore.exceptions import ClientError
 
         uploaded, present = [], []
-        try:
-            self.s3.head_bucket(Bucket=compiled.bucket)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
-                raise AwsError(f"S3 bucket {compiled.bucket!r} does not exist; create it (or deploy the CDK "
-                               "stack) or pass --bucket with one that does") from None
-            with aws(f"reach bucket {compiled.bucket}"):
+        with aws(f"reach bucket {compiled.bucket}"):
+            try:
+                self.s3.head_bucket(Bucket=compiled.bucket)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
+                    raise AwsError(f"S3 bucket {compiled.bucket!r} does not exist; create it (or deploy the CDK "
+                                   "stack) or pass --bucket with one that does") from None
                 raise
         for asset in compiled.assets:
             try:

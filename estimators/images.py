@@ -1,0 +1,149 @@
+"""The image catalog: which AWS Deep Learning Container a backend runs, in which region.
+
+Every row names where it was looked up. A user's explicit `image:` on a leg is taken
+as given; these are only the defaults. `bakeoff images` prints this table and
+`tests/test_images.py` checks it against the snapshot of AWS's published list kept
+in `tests/assets/dlc_published_tags.json`.
+
+Sources, looked up 2026-12-02:
+- NEURON_DLC: aws-neuron/deep-learning-containers README.md, section pytorch-training-neuronx
+  (HEAD 2be9ed1d, 2026-08-17), and aws/deep-learning-containers
+  docs/src/data/pytorch-training-neuronx/2.9-neuronx-sdk*.yml, from which available_images.md
+  is generated (HEAD e0ecedea, 2026-08-21). PyTorch 2.9.0 is published only for py312.
+- NEURON_EOL: aws-neuron/aws-neuron-sdk about-neuron/announcements/neuron2.x/
+  announce-no-longer-publish-pytorch-training-dlc.rst (2026-06-28): "Starting with Neuron SDK
+  2.31.0, the PyTorch/XLA training Deep Learning Container (pytorch-training-neuronx) is no
+  longer published"; sdk2.30.0 is the last.
+- NEURON_2_30_DRIVER: aws-neuron/aws-neuron-sdk release-notes/components/containers.rst, 2.30.0
+  known issues: its runtime library 2.32 "is not backward-compatible with Neuron Driver 2.26 or
+  earlier on the host". SageMaker's host driver is not documented, hence sdk2.29.1 by default.
+- PYTORCH_DLC: aws/deep-learning-containers docs/src/data/pytorch-training/2.9-{gpu,cpu}-sagemaker.yml
+  (last changed a913958f, 2026-05-20): GA 2025-10-15, end of patch 2026-10-15.
+- REGISTRIES: the SageMaker Python SDK's image_uri_config/pytorch.json (sagemaker-core 2.27.0 on
+  PyPI), training.versions["2.9.0"].registries; every region it shares with aws/deep-learning-
+  containers docs/reference/region_availability.md (19c7d1f1, 2026-08-10) has the same account.
+  The SDK has no 2.9 Neuron training config; its only pytorch-training-neuronx entry
+  (hyperpod-recipes-neuron.json) uses the same account in every region, so Neuron images take it too.
+- DNS suffix and partition: botocore data/endpoints.json (amazonaws.com, amazonaws.com.cn for aws-cn).
+- TORCHNEURON: aws-neuron/aws-neuron-sdk frameworks/torch/pytorch-native-overview.rst (2026-05-29):
+  TorchNeuron is a closed beta on Trn2/Trn3; no container image for it is published (none in
+  NEURON_DLC nor in aws/deep-learning-containers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LOOKED_UP = "2026-12-02"
+
+
+@dataclass(frozen=True)
+class Image:
+    """One published training image (a repository and tag in AWS's DLC registries)."""
+
+    backend: str
+    repository: str
+    tag: str
+    framework: str
+    python: str
+    detail: str
+    source: str
+    default: bool = False
+    note: str = ""
+
+    def uri(self, region: str) -> str:
+        return f"{registry_account(region)}.dkr.ecr.{region}.{dns_suffix(region)}/{self.repository}:{self.tag}"
+
+
+def _neuron(sdk: str, default: bool = False, note: str = "") -> Image:
+    return Image("neuron", "pytorch-training-neuronx", f"2.9.0-neuronx-py312-sdk{sdk}-ubuntu24.04", "PyTorch 2.9.0",
+                 "py312", f"Neuron SDK {sdk}, Ubuntu 24.04", "NEURON_DLC", default, note)
+
+
+CATALOG: tuple[Image, ...] = (
+    _neuron("2.27.1"),
+    _neuron("2.28.0"),
+    _neuron("2.29.0"),
+    _neuron("2.29.1", default=True, note="default: the newest without 2.30.0's host-driver requirement"),
+    _neuron("2.30.0", note="last pytorch-training-neuronx ever published (NEURON_EOL); needs a host Neuron driver "
+                           "newer than 2.26 (NEURON_2_30_DRIVER)"),
+    Image("cuda", "pytorch-training", "2.9.0-gpu-py312-cu130-ubuntu22.04-sagemaker", "PyTorch 2.9.0", "py312",
+          "CUDA 13.0, Ubuntu 22.04", "PYTORCH_DLC", default=True,
+          note="PyTorch 2.9 to match the last Neuron training image; AWS's end of patch was 2026-10-15"),
+    Image("cpu", "pytorch-training", "2.9.0-cpu-py312-ubuntu22.04-sagemaker", "PyTorch 2.9.0", "py312",
+          "Ubuntu 22.04; python3 and boto3 (also runs the Evaluate step)", "PYTORCH_DLC", default=True,
+          note="end of patch 2026-10-15"),
+)
+
+# region -> DLC registry account (REGISTRIES). Regions not listed have no DLC registry.
+REGISTRY_ACCOUNTS: dict[str, str] = {
+    "af-south-1": "626614931356", "ap-east-1": "871362719292", "ap-east-2": "975050140332",
+    "ap-northeast-1": "763104351884", "ap-northeast-2": "763104351884", "ap-northeast-3": "364406365360",
+    "ap-south-1": "763104351884", "ap-south-2": "772153158452", "ap-southeast-1": "763104351884",
+    "ap-southeast-2": "763104351884", "ap-southeast-3": "907027046896", "ap-southeast-4": "457447274322",
+    "ap-southeast-5": "550225433462", "ap-southeast-6": "633930458069", "ap-southeast-7": "590183813437",
+    "ca-central-1": "763104351884", "ca-west-1": "204538143572", "cn-north-1": "727897471807",
+    "cn-northwest-1": "727897471807", "eu-central-1": "763104351884", "eu-central-2": "380420809688",
+    "eu-north-1": "763104351884", "eu-south-1": "692866216735", "eu-south-2": "503227376785",
+    "eu-west-1": "763104351884", "eu-west-2": "763104351884", "eu-west-3": "763104351884",
+    "il-central-1": "780543022126", "me-central-1": "914824155844", "me-south-1": "217643126080",
+    "mx-central-1": "637423239942", "sa-east-1": "763104351884", "us-east-1": "763104351884",
+    "us-east-2": "763104351884", "us-gov-east-1": "446045086412", "us-gov-west-1": "442386744353",
+    "us-west-1": "763104351884", "us-west-2": "763104351884",
+}
+
+SOURCES = {
+    "NEURON_DLC": "aws-neuron/deep-learning-containers README (2be9ed1d, 2026-08-17); aws/deep-learning-containers "
+                  "docs/src/data/pytorch-training-neuronx/2.9-neuronx-sdk*.yml (e0ecedea, 2026-08-21)",
+    "PYTORCH_DLC": "aws/deep-learning-containers docs/src/data/pytorch-training/2.9-{gpu,cpu}-sagemaker.yml "
+                   "(a913958f, 2026-05-20)",
+    "REGISTRIES": "SageMaker Python SDK image_uri_config/pytorch.json (sagemaker-core 2.27.0), training 2.9.0",
+    "NEURON_EOL": "aws-neuron/aws-neuron-sdk announce-no-longer-publish-pytorch-training-dlc.rst (2026-06-28)",
+    "NEURON_2_30_DRIVER": "aws-neuron/aws-neuron-sdk release-notes/components/containers.rst, 2.30.0 known issues",
+}
+
+
+class NoDefaultImage(ValueError):
+    """The backend has no published image; the leg must name one."""
+
+
+def partition(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def dns_suffix(region: str) -> str:
+    return "amazonaws.com.cn" if partition(region) == "aws-cn" else "amazonaws.com"
+
+
+def registry_account(region: str) -> str:
+    try:
+        return REGISTRY_ACCOUNTS[region]
+    except KeyError:
+        raise NoDefaultImage(f"AWS publishes no Deep Learning Containers in region {region!r}; give the leg an "
+                             "`image:` from a registry in that region") from None
+
+
+def default_image(backend: str) -> Image:
+    if backend == "torchneuron":
+        raise NoDefaultImage("backend 'torchneuron' (TorchNeuron, the native `neuron` device) has no published "
+                             "training image (a closed beta on Trn2/Trn3); give the leg an explicit `image:`")
+    for image in CATALOG:
+        if image.backend == backend and image.default:
+            return image
+    raise NoDefaultImage(f"no default image for backend {backend!r}; give the leg an explicit `image:`")
+
+
+def default_image_uri(backend: str, region: str) -> str:
+    return default_image(backend).uri(region)
+
+
+def image_region(uri: str) -> str | None:
+    """The region of an ECR image URI (ACCOUNT.dkr.ecr.REGION.amazonaws.com/...), or None."""
+    host = uri.split("/", 1)[0]
+    parts = host.split(".")
+    if len(parts) >= 6 and parts[1:3] == ["dkr", "ecr"]:
+        return parts[3]
+    return None

@@ -1,0 +1,103 @@
+"""Multi-node jobs as SageMaker runs them: the host list from resourceconfig.json, the
+rendezvous on the first host, EFA settings where the instance has EFA, and refusals where
+it has none."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from bakeoff_runtime.contract import TrainingEnv
+from conftest import ENTRYPOINTS, ROOT, tiny_spec, write_spec
+from pipelines.errors import SpecError
+from pipelines.loader import load_spec
+from pipelines.sagemaker.compiler import compile_pipeline
+from pipelines.sagemaker.validate import check_definition
+
+
+def _resourceconfig(tmp_path, current, hosts):
+    config = tmp_path / current / "input" / "config"
+    config.mkdir(parents=True)
+    (config / "resourceconfig.json").write_text(json.dumps(
+        {"current_host": current, "hosts": hosts, "network_interface_name": "eth0"}))
+    return {"SM_INPUT_DIR": str(tmp_path / current / "input")}
+
+
+def test_every_host_meets_on_the_first_sorted_host(tmp_path):
+    hosts = ["algo-2", "algo-1", "algo-3"]  # ranked by name, whatever order they are listed in
+    for current, rank in (("algo-1", 0), ("algo-2", 1), ("algo-3", 2)):
+        env = TrainingEnv.from_environ(_resourceconfig(tmp_path, current, hosts))
+        assert (env.master_addr, env.master_port, env.host_rank, env.host_count) == ("algo-1", 7777, rank, 3)
+        assert env.network_interface == "eth0"
+
+
+def _two_node_spec(tmp_path, leg):
+    data = tiny_spec()
+    data["legs"] = [leg, {"name": "p4d", "instance_type": "ml.p4d.24xlarge", "instance_count": 2}]
+    data["training"]["global_batch_size"] = 64
+    return load_spec(write_spec(tmp_path / "two.yaml", data))
+
+
+def test_a_two_node_trn1_leg_carries_efa_settings(tmp_path):
+    spec = _two_node_spec(tmp_path, {"name": "trn1", "instance_type": "ml.trn1.32xlarge", "instance_count": 2})
+    compiled = compile_pipeline(spec)
+    check_definition(compiled.definition)
+    steps = {s["Name"]: s for s in compiled.definition["Steps"]}
+    trn = steps["Train-trn1-s0"]["Arguments"]
+    assert trn["ResourceConfig"]["InstanceCount"] == 2
+    env = trn["Environment"]
+    assert (env["FI_PROVIDER"], env["FI_EFA_USE_DEVICE_RDMA"], env["RDMAV_FORK_SAFE"]) == ("efa", "1", "1")
+    assert env["BAKEOFF_NPROC_PER_NODE"] == "32"
+    gpu = steps["Train-p4d-s0"]["Arguments"]["Environment"]
+    assert gpu["FI_PROVIDER"] == "efa" and gpu["NCCL_PROTO"] == "simple"
+    one = compile_pipeline(load_spec(ROOT / "examples" / "quickstart.yaml"))
+    single = next(s for s in one.definition["Steps"] if s["Name"] == "Train-trn1-s0")["Arguments"]["Environment"]
+    assert "FI_PROVIDER" not in single  # one instance: no inter-node fabric to configure
+
+
+@pytest.mark.parametrize("instance", ["ml.trn1.2xlarge", "ml.g5.xlarge", "ml.m5.xlarge"])
+def test_instances_without_efa_refuse_several_instances(tmp_path, instance):
+    data = tiny_spec()
+    data["legs"][0] = {"name": "x", "instance_type": instance, "instance_count": 2}
+    data["training"]["global_batch_size"] = 64
+    with pytest.raises(SpecError) as err:
+        load_spec(write_spec(tmp_path / "s.yaml", data))
+    assert err.value.field == "legs[0].instance_count" and "EFA" in err.value.message
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_launch_path_meets_as_two_hosts(tmp_path):
+    """launch.py twice, as algo-1 and algo-2 of one job, each reading only resourceconfig.json;
+    the host map resolves both names to this machine."""
+    procs, port = [], _free_port()
+    for host in ("algo-1", "algo-2"):
+        root = tmp_path / host / "opt" / "ml"
+        config = root / "input" / "config"
+        config.mkdir(parents=True)
+        (config / "resourceconfig.json").write_text(json.dumps(
+            {"current_host": host, "hosts": ["algo-1", "algo-2"], "network_interface_name": "lo"}))
+        (config / "hyperparameters.json").write_text(json.dumps({"seed": "0", "leg": "cpu", "max_steps": "1"}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "BAKEOFF_", "MASTER_", "RANK"))}
+        env.update({"SM_INPUT_DIR": str(root / "input"), "SM_MODEL_DIR": str(root / "model"),
+                    "SM_OUTPUT_DIR": str(root / "output"), "SM_OUTPUT_DATA_DIR": str(root / "output" / "data"),
+                    "BAKEOFF_BACKEND": "cpu", "BAKEOFF_NPROC_PER_NODE": "1", "BAKEOFF_MASTER_PORT": str(port),
+                    "BAKEOFF_HOST_MAP": json.dumps({"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}),
+                    "PYTHONUNBUFFERED": "1"})
+        procs.append(subprocess.Popen([sys.executable, str(ENTRYPOINTS / "launch.py"),
+                                       str(ROOT / "tests" / "assets" / "multinode" / "meet.py")],
+                                      cwd=ENTRYPOINTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    outs = [p.communicate(timeout=180)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert "host algo-2 is node 1, meeting on 127.0.0.1" in outs[1]
+    seen = json.loads((tmp_path / "algo-1" / "opt" / "ml" / "output" / "data" / "meet-rank0.json").read_text())
+    assert seen == {"rank": 0, "world_size": 2, "sum": 3.0, "master": "127.0.0.1", "node_rank": "0"}
+    summary = json.loads((tmp_path / "algo-1" / "opt" / "ml" / "model" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["world_size"] == 2
