@@ -545,5 +545,7 @@ class BakeoffSpec(_Model):
         raise KeyError(name)
 
     def canonical(self) -> dict[str, Any]:
-        """The spec as plain data with defaults filled in (what hashes are computed over)."""
-        return self.model_dump(mode="json", exclude={"description"})
+        """The spec as plain data with defaults filled in (what hashes are computed over). Where
+        runs are logged is not what is measured: the MLflow tracking URI is left out, so a CDK
+        stack that learns its tracking server's ARN at deploy time hashes the same spec."""
+        return self.model_dump(mode="json", exclude={"description": True, "mlflow": {"tracking_uri"}})
