@@ -93,7 +93,9 @@ def grid(reps: int, rng) -> None:
 
 
 def at_recommended(reps: int, rng) -> bool:
-    print("2. At the seeds the tool recommends (sigma = 1; 'pilot' = sigma estimated from 3 seeds)")
+    se95, se05 = math.sqrt(0.95 * 0.05 / reps), math.sqrt(0.05 * 0.95 / reps)
+    print("2. At the seeds the tool recommends (sigma known = 1). A goal counts as met within two Monte Carlo")
+    print(f"   standard errors of it ({2 * se95:.4f} at {reps} simulated bake-offs per cell)")
     print(f"{'power':>5} {'design':8} {'m/sigma':>7} {'seeds':>9} {'pass|d=0':>9} {'fail|d=2m':>10} {'pass|d=m':>9}")
     ok = True
     for power in (0.8, 0.95):
@@ -104,18 +106,24 @@ def at_recommended(reps: int, rng) -> bool:
                 worse = simulate(n, 1.0, ratio, 2.0 * ratio, paired, reps, rng)["fail"]
                 edge = simulate(n, 1.0, ratio, float(ratio), paired, reps, rng)["pass"]
                 goal = "" if power < 0.95 else (
-                    "  goals met" if same >= 0.95 and worse >= 0.95 and edge <= ALPHA + 0.01 else "  GOAL MISSED")
+                    "  goals met" if same >= 0.95 - 2 * se95 and worse >= 0.95 - 2 * se95
+                    and edge <= ALPHA + 2 * se05 else "  GOAL MISSED")
                 ok &= power < 0.95 or goal == "  goals met"
                 print(f"{power:>5} {'paired' if paired else 'unpaired':8} {ratio:>7} {n:>9} {same:>9.3f} "
                       f"{worse:>10.3f} {edge:>9.3f}{goal}")
     print()
-    print("   two-stage: a 3-seed pilot, then the recommended seeds (fresh runs), paired, power 0.8")
+    print("   two-stage: a 3-seed pilot, then the seeds the evaluation recommends from its spread (fresh runs),")
+    print("   paired, power 0.8: as the evaluation plans (expected power over the pilot's uncertainty) and, for")
+    print("   comparison, planning on the pilot's SD as if it were exact")
     for ratio in (1, 2, 3, 4, 5):
-        pilots = rng.normal(0, 1.0, (reps // 4, 3))
+        pilots = rng.normal(0, 1.0, (reps // 8, 3))
         sds = pilots.std(1, ddof=1)
-        ns = [stats.seeds_for_power(float(s), float(ratio), ALPHA, 0.8) or stats.MAX_RECOMMENDED_SEEDS for s in sds]
-        passes = [simulate(k, 1.0, ratio, 0.0, True, 1, rng)["pass"] for k in ns]
-        print(f"   m/sigma {ratio}: median seeds {int(np.median(ns))}, identical legs pass {np.mean(passes):.3f}")
+        for label, df in (("expected", 2), ("plug-in", None)):
+            ns = [stats.seeds_for_power(float(s), float(ratio), ALPHA, 0.8, sigma_df=df)
+                  or stats.MAX_RECOMMENDED_SEEDS for s in sds]
+            passes = [simulate(k, 1.0, ratio, 0.0, True, 1, rng)["pass"] for k in ns]
+            print(f"   m/sigma {ratio} {label:8}: median seeds {int(np.median(ns)):3}, mean {np.mean(ns):5.1f}; "
+                  f"identical legs pass {np.mean(passes):.3f}")
     print()
     return ok
 

@@ -54,7 +54,10 @@ def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:
             margin *= abs(base_mean)
         chance = stats.outcome_probabilities(seeds, sigma, margin, 0.0, parity.alpha, paired, parity.test)["pass"]
         if chance < parity.power:
-            need = stats.seeds_for_power(sigma, margin, parity.alpha, parity.power, paired, parity.test)
+            df = (check.get("n_pairs") or 2) - 1 if paired else max(1, (check.get("n_leg") or 2) +
+                                                                 (check.get("n_baseline") or 2) - 2)
+            need = stats.seeds_for_power(sigma, margin, parity.alpha, parity.power, paired, parity.test,
+                                         sigma_df=df)
             advice = (f"{need} seeds would reach {parity.power:.0%}" if need
                       else f"no number of seeds up to {stats.MAX_RECOMMENDED_SEEDS} reaches {parity.power:.0%}: "
                            "widen the margin or reduce run-to-run noise")

@@ -327,13 +327,17 @@ def _recommend(r: dict, margin: float, alpha: float, power: float, test: str, n_
     paired = r["test"] == "paired"
     sigma = r["sd"] if paired else r["se"] / math.sqrt(1 / max(n_leg, 1) + 1 / max(n_base, 1))
     have = r["n_pairs"] if paired else min(n_leg, n_base)
+    sigma_df = (have - 1) if paired else max(1, n_leg + n_base - 2)
     what = "SD of the per-seed differences" if paired else "SD of one leg's values"
-    n = stats.seeds_for_power(sigma, margin, alpha, power, paired=paired, test=test)
+    # Expected power over what the true spread could be given this estimate (a spread from a
+    # few seeds is often an underestimate; planning on it alone would under-deliver).
+    n = stats.seeds_for_power(sigma, margin, alpha, power, paired=paired, test=test, sigma_df=sigma_df)
     pct = f"{power:.0%}"
     if n is not None and n > have:
-        return {"seeds": n, "power": power, "sigma": sigma, "why": (
-            f"{n} seeds per leg would decide it: at the observed {what} ({sigma:.3g}) they give {pct} "
-            f"probability that legs that truly agree pass and that a leg worse by twice the margin fails")}
+        return {"seeds": n, "power": power, "sigma": sigma, "sigma_df": sigma_df, "why": (
+            f"{n} seeds per leg would decide it: at the observed {what} ({sigma:.3g}, allowing for its uncertainty "
+            f"from {sigma_df + 1 if paired else n_leg + n_base} values) they give {pct} probability that legs that "
+            "truly agree pass and that a leg worse by twice the margin fails")}
     observed = abs(r["diff"])
     for m in range(max(have + 1, 2), stats.MAX_RECOMMENDED_SEEDS + 1):
         probs = stats.outcome_probabilities(m, sigma, margin, observed, alpha, paired, test)

@@ -182,21 +182,39 @@ def _sd_factors(df: int) -> np.ndarray:
     return np.sqrt(_st.chi2.ppf(q, df) / df)
 
 
+_WELCH_GRID = 48
+
+
+@lru_cache(maxsize=512)
+def _welch_half_widths(n: int, alpha: float) -> np.ndarray:
+    """CI half-width / sigma of Welch's interval with n seeds per leg of equal spread, on a grid
+    of both legs' sample variances (equal-probability chi-square quantiles): Welch's df
+    varies with them, and at 2-4 seeds it is far below the pooled 2n-2."""
+    q = (np.arange(_WELCH_GRID) + 0.5) / _WELCH_GRID
+    v = _st.chi2.ppf(q, n - 1) / (n - 1)  # sample variance / sigma^2
+    va, vb = np.meshgrid(v, v)
+    se = np.sqrt((va + vb) / n)
+    df = (va + vb) ** 2 * (n - 1) / (va ** 2 + vb ** 2)
+    return (_st.t.ppf(1 - alpha, df) * se).ravel()
+
+
 def outcome_probabilities(n: int, sigma: float, margin: float, delta: float, alpha: float,
                           paired: bool = True, test: str = EQUIVALENCE) -> dict[str, float]:
-    """P(pass), P(fail), P(inconclusive) with `n` seeds per leg when the true difference is
-    `delta` (positive = worse) and `sigma` is the SD of a per-seed difference (paired) or of
-    one leg's values (unpaired, equal spread on both legs; pooled-t approximation)."""
+    """P(pass), P(fail), P(inconclusive) of the shipped rule with `n` seeds per leg when the true
+    difference is `delta` (positive = worse) and `sigma` is the SD of a per-seed difference
+    (paired) or of one leg's values (unpaired, both legs equally spread; Welch's interval).
+    Exact up to the quadrature over the sample SDs (checked against a simulation in the tests)."""
     if n < 2:
         return {PASS: 0.0, FAIL: 0.0, INCONCLUSIVE: 1.0}
     if sigma <= 0:
         out = decide(delta, delta, margin, test)
         return {k: float(out == k) for k in (PASS, FAIL, INCONCLUSIVE)}
     if paired:
-        df, se = n - 1, sigma / math.sqrt(n)
+        se = sigma / math.sqrt(n)
+        half = t_quantile(1 - alpha, n - 1) * se * _sd_factors(n - 1)   # CI half-width per SD quantile
     else:
-        df, se = 2 * n - 2, sigma * math.sqrt(2.0 / n)
-    half = t_quantile(1 - alpha, df) * se * _sd_factors(df)   # CI half-width per SD quantile
+        se = sigma * math.sqrt(2.0 / n)  # the SD of the difference of means
+        half = sigma * _welch_half_widths(n, alpha)
     norm = _st.norm.cdf
     if test == EQUIVALENCE:
         p_pass = np.clip(norm((margin - half - delta) / se) - norm((-margin + half - delta) / se), 0, None)
@@ -208,13 +226,31 @@ def outcome_probabilities(n: int, sigma: float, margin: float, delta: float, alp
     return {PASS: p_pass, FAIL: p_fail, INCONCLUSIVE: max(0.0, 1 - p_pass - p_fail)}
 
 
+def _sigma_draws(sigma: float, df: int | None, k: int = 16) -> list[float]:
+    """sigma itself when it is known; else values it could have, given an estimate on `df`
+    degrees of freedom (sigma_hat * sqrt(df / chi2_df) at equal-probability quantiles)."""
+    if not df:
+        return [sigma]
+    q = (np.arange(k) + 0.5) / k
+    return [float(x) for x in sigma * np.sqrt(df / _st.chi2.ppf(q, df))]
+
+
 def seeds_for_power(sigma: float, margin: float, alpha: float, power: float = 0.8, paired: bool = True,
-                    test: str = EQUIVALENCE, limit: int = MAX_RECOMMENDED_SEEDS) -> int | None:
+                    test: str = EQUIVALENCE, limit: int = MAX_RECOMMENDED_SEEDS, sigma_df: int | None = None,
+                    start: int = 2) -> int | None:
     """Fewest seeds per leg with which legs that truly agree pass, and a leg worse by twice
-    the margin fails, each with probability >= `power`. None when `limit` seeds do not."""
-    for n in range(2, limit + 1):
-        same = outcome_probabilities(n, sigma, margin, 0.0, alpha, paired, test)
-        worse = outcome_probabilities(n, sigma, margin, 2 * margin, alpha, paired, test)
-        if same[PASS] >= power and worse[FAIL] >= power:
+    the margin fails, each with probability >= `power`. None when `limit` seeds do not.
+
+    `sigma_df`: sigma is an estimate on that many degrees of freedom (a pilot's spread); the
+    probabilities are then averaged over what the true spread could be, so that a noisy
+    small pilot does not promise a power it will not deliver (expected power)."""
+    draws = _sigma_draws(sigma, sigma_df)
+    for n in range(max(2, start), limit + 1):
+        same = np.mean([outcome_probabilities(n, s, margin, 0.0, alpha, paired, test)[PASS] for s in draws])
+        if same < power:
+            continue
+        worse = np.mean([outcome_probabilities(n, s, margin, 2 * margin, alpha, paired, test)[FAIL]
+                         for s in draws])
+        if worse >= power:
             return n
     return None
