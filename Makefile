@@ -6,7 +6,7 @@ UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 VENV := .venv
 STAMP := $(VENV)/.bakeoff-synced
 
-.PHONY: setup browser quickstart test bench clean
+.PHONY: setup browser quickstart test test-fast lint bench clean
 
 $(STAMP): pyproject.toml uv.lock cdk/package-lock.json
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -28,6 +28,14 @@ browser:
 test: setup browser
 	$(VENV)/bin/python -m pytest
 
+# Everything but the tests that run real training jobs, PyTorch/XLA, MLflow servers or the CDK CLI.
+test-fast: setup
+	$(VENV)/bin/python -m pytest -m "not slow" -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
 bench: setup
 	$(VENV)/bin/python benchmarks/cli_startup.py
 	$(VENV)/bin/python benchmarks/telemetry_overhead.py
@@ -36,6 +44,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/compile_cache_warm.py
 	$(VENV)/bin/python benchmarks/preflight_wall.py
 	$(VENV)/bin/python benchmarks/verdict_oc.py
+	$(VENV)/bin/python benchmarks/evaluation_scale.py
 
 clean:
 	rm -rf runs .pytest_cache

@@ -28,9 +28,11 @@ def main() -> None:
                        check=False, capture_output=True, text=True)
         runs = {}
         for seed in (0, 1):
-            s = json.loads((Path(tmp) / "jobs" / f"compiled-s{seed}" / "opt" / "ml" / "model" / "summary.json").read_text())
+            model = Path(tmp) / "jobs" / f"compiled-s{seed}" / "opt" / "ml" / "model"
+            s = json.loads((model / "summary.json").read_text())
             cache = s["compile"]["cache"]
-            runs[cache["state"]] = {"time_to_first_step_s": s["time_to_first_step_s"], "first_step_s": s["first_step_s"],
+            runs[cache["state"]] = {"time_to_first_step_s": s["time_to_first_step_s"],
+                                    "first_step_s": s["first_step_s"],
                                     "fx_graph_cache_hits": cache["hits"], "fx_graph_cache_misses": cache["misses"],
                                     "vec_isa_probe_replayed": cache.get("vec_isa_probe_replayed")}
     cold, warm = runs["cold"], runs["warm"]

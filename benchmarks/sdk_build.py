@@ -24,7 +24,7 @@ def sdk_definition(spec, role: str, bucket: str) -> dict:
     from moto import mock_aws
 
     from pipelines.bundle import entrypoints_dir
-    from pipelines.plan import plan_jobs
+    from pipelines.plan import build_plan
 
     with mock_aws():
         import boto3
@@ -38,14 +38,15 @@ def sdk_definition(spec, role: str, bucket: str) -> dict:
         boto3.client("s3").create_bucket(Bucket=bucket)
         session = PipelineSession(default_bucket=bucket)
         steps = []
-        for job in plan_jobs(spec):
-            leg = job.leg
+        plan = build_plan(spec)
+        for job in plan.jobs:
+            leg = spec.leg(job.leg)
             trainer = ModelTrainer(
-                sagemaker_session=session, role=role, training_image=job.image,
+                sagemaker_session=session, role=role, training_image=plan.leg(job.leg).image,
                 source_code=SourceCode(source_dir=str(entrypoints_dir()), entry_script="launch.py"),
                 compute=Compute(instance_type=leg.instance_type, instance_count=leg.instance_count,
                                 volume_size_in_gb=leg.volume_size_gb),
-                hyperparameters=job.hyperparameters, environment=job.environment,
+                hyperparameters=dict(job.hyperparameters), environment=dict(job.environment),
                 stopping_condition=StoppingCondition(max_runtime_in_seconds=leg.max_runtime_s),
                 output_data_config=OutputDataConfig(
                     s3_output_path=f"s3://{bucket}/{spec.storage.prefix}/{spec.name}/jobs/{job.name}"),

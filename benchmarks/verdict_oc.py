@@ -69,9 +69,9 @@ def simulate(n: int, sigma: float, margin: float, delta: float, paired: bool, re
 def check_against_shipped(base, leg, outcomes, margin, paired: bool) -> None:
     """The vectorised rule must give what `stats.compare` (the evaluation's call) gives:
     shared seed keys make it pair, disjoint ones make it use Welch."""
-    for b, l, o in zip(base, leg, outcomes):
+    for b, lg, o in zip(base, leg, outcomes, strict=True):
         offset = 0 if paired else 1000
-        r = stats.compare(dict(enumerate(b)), {i + offset: v for i, v in enumerate(l)}, margin=margin, alpha=ALPHA)
+        r = stats.compare(dict(enumerate(b)), {i + offset: v for i, v in enumerate(lg)}, margin=margin, alpha=ALPHA)
         assert r["test"] == ("paired" if paired else "welch")
         if r["outcome"] != o:
             raise AssertionError(f"vectorised rule disagrees with stats.compare: {o} vs {r['outcome']}")
@@ -135,12 +135,12 @@ def coverage(reps: int, rng) -> None:
         d = rng.normal(0, 1, (reps, n))
         mean, se = d.mean(1), d.std(1, ddof=1) / math.sqrt(n)
         half = stats.t_quantile(0.95, n - 1) * se
-        t_cov = float(((mean - half < 0) & (0 < mean + half)).mean())
+        t_cov = float(((mean - half < 0) & (mean + half > 0)).mean())
         k = 400
         idx = rng.integers(0, n, (min(reps, 1000), k, n))
         boot = np.take_along_axis(np.repeat(d[: idx.shape[0], None, :], k, 1), idx, 2).mean(2)
         lo, hi = np.percentile(boot, [2.5, 97.5], axis=1)
-        b_cov = float(((lo < 0) & (0 < hi)).mean())
+        b_cov = float(((lo < 0) & (hi > 0)).mean())
         print(f"{n:>5} {t_cov:>13.3f} {b_cov:>36.3f}")
     print()
 

@@ -12,31 +12,78 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bakeoff_runtime.contract import LOCAL_S3_ROOT_ENV, job_name, parse_training_step_name  # noqa: E402
 from bakeoff_runtime.evaluation import evaluate, write_evaluation  # noqa: E402
 from bakeoff_runtime.job_outputs import load_jobs  # noqa: E402
 from bakeoff_runtime.mlflow_parent import log_parent  # noqa: E402
 from bakeoff_runtime.report import write_reports  # noqa: E402
 
 
-def fetch_jobs(specs: list[str], jobs_dir: Path) -> None:
-    """Download each job's small output archive (boto3 ships in SageMaker's images)."""
+def _s3_reader():
+    """Downloads from S3 (boto3 ships in SageMaker's images), or from the local store when the
+    local executor runs this step (BAKEOFF_LOCAL_S3_ROOT, one of its substitutions)."""
+    root = os.environ.get(LOCAL_S3_ROOT_ENV)
+    if root:
+        def local(uri: str, target: Path) -> None:
+            bucket, _, key = uri[len("s3://"):].partition("/")
+            shutil.copyfile(Path(root) / bucket / key, target)
+        return local
     import boto3
 
     s3 = boto3.client("s3")
+
+    def remote(uri: str, target: Path) -> None:
+        bucket, _, key = uri[len("s3://"):].partition("/")
+        s3.download_file(bucket, key, str(target))
+    return remote
+
+
+def fetch_jobs(specs: list[str], jobs_dir: Path) -> None:
+    """Download each job's small output archive (NAME=S3_URI)."""
+    read = _s3_reader()
     for spec in specs:
         name, _, uri = spec.partition("=")
-        bucket, _, key = uri[len("s3://"):].partition("/")
         target = jobs_dir / name
         target.mkdir(parents=True, exist_ok=True)
         try:
-            s3.download_file(bucket, key, str(target / "output.tar.gz"))
-        except Exception as exc:  # a missing output is reported by the evaluation as a failed job
+            read(uri, target / "output.tar.gz")
+        except Exception as exc:  # a missing output is reported by the evaluation as a lost job
             print(f"[bakeoff] WARNING: cannot fetch {uri}: {exc}", file=sys.stderr)
+
+
+def execution_jobs(execution_arn: str, job_prefix: str) -> list[str]:
+    """NAME=S3_URI of every training step of the execution, from ListPipelineExecutionSteps
+    (a bake-off with more jobs than the step's arguments can name). A cached step names the
+    earlier job whose output it reuses, as SageMaker records it."""
+    local = os.environ.get("BAKEOFF_LOCAL_STEPS")
+    if local:
+        steps = json.loads(Path(local).read_text())["PipelineExecutionSteps"]
+    else:
+        import boto3
+
+        sm = boto3.client("sagemaker")
+        steps, token = [], None
+        while True:
+            page = sm.list_pipeline_execution_steps(PipelineExecutionArn=execution_arn,
+                                                    **({"NextToken": token} if token else {}))
+            steps += page.get("PipelineExecutionSteps", [])
+            token = page.get("NextToken")
+            if not token:
+                break
+    out = []
+    for step in steps:
+        parsed = parse_training_step_name(step.get("StepName", ""))
+        arn = ((step.get("Metadata") or {}).get("TrainingJob") or {}).get("Arn")
+        if parsed and arn:
+            name = job_name(*parsed)
+            out.append(f"{name}={job_prefix.rstrip('/')}/{name}/{arn.rsplit('/', 1)[-1]}/output/output.tar.gz")
+    return out
 
 
 def main(argv=None) -> int:
@@ -48,6 +95,8 @@ def main(argv=None) -> int:
     ap.add_argument("--parent-key", default=None, help="groups MLflow runs under one parent (the execution id)")
     ap.add_argument("--job", action="append", default=[], metavar="NAME=S3_URI",
                     help="a training job's output.tar.gz to fetch into --jobs/NAME (SageMaker)")
+    ap.add_argument("--execution-arn", help="find the jobs through ListPipelineExecutionSteps (large bake-offs)")
+    ap.add_argument("--job-prefix", help="with --execution-arn: the S3 prefix the jobs write under")
     args = ap.parse_args(argv)
     raw = args.config
     cfg = json.loads(raw) if raw.lstrip().startswith("{") else json.loads(Path(raw).read_text())
@@ -59,6 +108,8 @@ def main(argv=None) -> int:
         cfg["parity"]["margin"] = args.margin
     if args.parent_key and cfg.get("mlflow"):
         cfg["mlflow"]["parent_key"] = args.parent_key
+    if args.execution_arn:
+        args.job += execution_jobs(args.execution_arn, args.job_prefix or "")
     if args.job:
         fetch_jobs(args.job, args.jobs)
     jobs = load_jobs(args.jobs) if args.jobs.exists() else []

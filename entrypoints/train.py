@@ -34,7 +34,7 @@ def lr_at(step: int, base: float, warmup: int, total: int, schedule: str, min_ra
 def build_optimizer(model: torch.nn.Module, hp) -> torch.optim.Optimizer:
     name = hp("optimizer", "adamw")
     decay, no_decay = [], []
-    for n, p in model.named_parameters():
+    for _n, p in model.named_parameters():
         (decay if p.dim() >= 2 else no_decay).append(p)
     groups = [{"params": decay, "weight_decay": float(hp("weight_decay", 0.1))},
               {"params": no_decay, "weight_decay": 0.0}]

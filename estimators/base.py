@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+
 @dataclass(frozen=True)
 class Price:
     """An on-demand price with where it came from; every bundled row carries both."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 from .base import LegKind, LocalEmulation, instance
 
 
-
 class Cpu(LegKind):
     name = "cpu"
     description = "CPU only"

@@ -4,7 +4,6 @@ from __future__ import annotations
 from .base import LegKind, LocalEmulation, instance
 
 
-
 class Gpu(LegKind):
     name = "gpu"
     description = "NVIDIA GPUs, CUDA"

@@ -47,6 +47,11 @@ def lookup_instance(name: str) -> tuple[LegKind, InstanceType] | None:
     return _by_instance().get(name)
 
 
+def instance_of(name: str) -> tuple[LegKind, InstanceType]:
+    """The kind and catalog row of a known instance type (KeyError otherwise)."""
+    return _by_instance()[name]
+
+
 def suggest_instance(name: str) -> str | None:
     close = difflib.get_close_matches(name, all_instance_types(), n=1, cutoff=0.5)
     if not close and not name.startswith("ml."):

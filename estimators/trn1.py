@@ -9,7 +9,6 @@ from __future__ import annotations
 from .base import LegKind, LocalEmulation, instance
 
 
-
 class Trn1(LegKind):
     name = "trn1"
     description = "AWS Trainium (trn1/trn1n), PyTorch/XLA via torch-neuronx"
@@ -21,9 +20,11 @@ class Trn1(LegKind):
         i.name: i
         for i in (
             instance("ml.trn1.2xlarge", "Trainium", 1, 2, 8, 32, 32, local_storage=True),
-            instance("ml.trn1.32xlarge", "Trainium", 16, 32, 128, 512, 512, efa=True, efa_rdma=True, local_storage=True),
+            instance("ml.trn1.32xlarge", "Trainium", 16, 32, 128, 512, 512, efa=True, efa_rdma=True,
+                     local_storage=True),
             # trn1n: 16 EFA devices; Neuron's multi-node setup sets FI_EFA_USE_DEVICE_RDMA=1 on trn1 and trn1n.
-            instance("ml.trn1n.32xlarge", "Trainium", 16, 32, 128, 512, 512, efa=True, efa_rdma=True, local_storage=True),
+            instance("ml.trn1n.32xlarge", "Trainium", 16, 32, 128, 512, 512, efa=True, efa_rdma=True,
+                     local_storage=True),
         )
     }
 

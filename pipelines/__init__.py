@@ -10,7 +10,18 @@ Build a spec in Python the same way YAML does:
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    # One place for the version: pyproject.toml, read back from the installed metadata.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bakeoff")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 _EXPORTS = {
     "BakeoffSpec": "pipelines.spec", "Leg": "pipelines.spec", "Entrypoint": "pipelines.spec",
@@ -19,7 +30,7 @@ _EXPORTS = {
     "load_spec": "pipelines.loader", "spec_from_dict": "pipelines.loader",
     "SpecError": "pipelines.errors", "BakeoffError": "pipelines.errors",
     "LocalExecutor": "pipelines.local", "RunResult": "pipelines.local",
-    "plan_jobs": "pipelines.plan", "prepare_corpus": "pipelines.data",
+    "build_plan": "pipelines.plan", "prepare_corpus": "pipelines.data",
 }
 
 __all__ = sorted(_EXPORTS) + ["run_local", "__version__"]

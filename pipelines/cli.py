@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from . import __version__
-
-from .errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL, EXIT_PASS as EXIT_OK  # noqa: F401
+from .errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL  # noqa: F401
+from .errors import EXIT_PASS as EXIT_OK
 
 EXIT_CODES_HELP = ("exit codes: 0 parity holds (pass), 1 parity fails (fail), 2 bad input, "
                    "3 inconclusive (the verdict says what would decide it), 4 could not run")
@@ -40,8 +40,10 @@ def cmd_run(args) -> int:
 
     spec = _load(args)
     console = _console()
+    from .cli_aws import _params
+
     result = LocalExecutor(spec, Path(args.out), force=args.force, mlflow=False if args.no_mlflow else None,
-                           rule_change=args.rule_change).run()
+                           rule_change=args.rule_change, parameters=_params(args.param)).run()
     render_summary(result.evaluation, console)
     console.print(f"evaluation: {result.evaluation_path}", highlight=False)
     report = result.evaluation_path.with_name("report.html")
@@ -54,15 +56,15 @@ def cmd_run(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .plan import plan_jobs, spec_hash
+    from .plan import build_plan
     from .validation_advice import seed_warnings
 
     spec = _load(args)
-    jobs = plan_jobs(spec)
-    print(f"{args.spec}: ok: {spec.name}, {len(spec.legs)} legs x {len(spec.seed_list)} seeds = {len(jobs)} "
-          f"training jobs, spec hash {spec_hash(spec)}")
-    for leg in spec.legs:
-        b = next(j.batching for j in jobs if j.leg.name == leg.name)
+    plan = build_plan(spec)
+    print(f"{args.spec}: ok: {spec.name}, {len(spec.legs)} legs x {len(spec.seed_list)} seeds = {len(plan.jobs)} "
+          f"training jobs, spec hash {plan.spec_hash}")
+    for leg in plan.legs:
+        b = leg.batching
         print(f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} devices), "
               f"backend {leg.backend}, {leg.precision}; per-device batch {b.per_device_batch_size} x "
               f"accumulation {b.gradient_accumulation_steps} = global {b.global_batch_size}")
@@ -132,7 +134,7 @@ def cmd_preflight(args) -> int:
     results = run_preflight(spec, args.leg or None, steps=args.steps,
                             out_dir=Path(args.out) if args.out else None)  # progress on stderr
     if args.json:
-        print(json.dumps({name: report for name, report in results}, indent=2))
+        print(json.dumps(dict(results), indent=2))
     else:
         render(results, spec, console)
     return EXIT_FAIL if any(r["blockers"] for _, r in results) else EXIT_OK
@@ -169,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run directory (jobs, evaluation, MLflow store)")
     p.add_argument("--force", action="store_true", help="re-run jobs whose inputs did not change")
     p.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a pipeline parameter for this run, as `bakeoff start --param` takes it (e.g. MaxSteps=50)")
     p.add_argument("--rule-change", metavar="WHY", help="re-decide finished jobs under a parity rule (metric, "
                    "margin, alpha, test, baseline) that differs from the one they ran under; the report shows "
                    "both rules and this reason")

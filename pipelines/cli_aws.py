@@ -120,7 +120,7 @@ def cmd_status(args) -> int:
 
 
 def _wait(ops, arn: str, poll: float, timeout: float) -> int:
-    last = {}
+    last: dict[str, str] = {}
 
     def progress(ex):
         state = ex.get("PipelineExecutionStatus")
@@ -221,7 +221,8 @@ def cmd_prices(args) -> int:
         bundled = f"${r['bundled_usd_per_hour']:.4g}/h ({r['bundled_basis']}; {r['bundled_source']})" \
             if r["bundled_usd_per_hour"] else "no bundled price"
         live_txt = (f"  price list {r['price_list_as_of']}: ${r['price_list_usd_per_hour']:.4g}/h"
-                    + (f", spot ${r['price_list_spot_usd_per_hour']:.4g}/h" if r["price_list_spot_usd_per_hour"] else "")
+                    + (f", spot ${r['price_list_spot_usd_per_hour']:.4g}/h"
+                       if r["price_list_spot_usd_per_hour"] else "")
                     ) if r["price_list_usd_per_hour"] else ""
         print(f"{r['instance']:22} {bundled}{live_txt}")
     if not live:

@@ -1,7 +1,6 @@
 """Errors meant for people: one line, where, what, and what to do."""
 from __future__ import annotations
 
-
 # The CLI's exit codes: one meaning each, the same in README, `--help` and the pipeline gate.
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3, 4
 VERDICT_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "inconclusive": EXIT_INCONCLUSIVE}

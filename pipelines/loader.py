@@ -69,7 +69,7 @@ _HINTS = {
 }
 
 
-def _message(err: dict) -> tuple[tuple, str]:
+def _message(err: Any) -> tuple[tuple, str]:
     loc = tuple(err["loc"])
     ctx = err.get("ctx") or {}
     cause = ctx.get("error")

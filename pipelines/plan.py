@@ -1,18 +1,28 @@
-"""From a spec to the jobs of a bake-off: one per leg x seed, with everything that
-is held equal across legs in one place. Pure: used by the local executor and by
-the SageMaker compiler alike.
+"""From a spec to the plan of a bake-off: a frozen value built once and used by
+`validate`, the SageMaker compiler and the local executor alike.
+
+The plan holds what is held equal across legs (the fairness contract), one job per leg
+x seed with its step name, script, processes per host, hyperparameters and environment,
+the batching on the target hardware and on this machine, and the code bundle's hash.
+`plan.json` in a run directory is its serialisation.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from .bundle import Bundle, bundle_for
 from .hashing import digest
+from .names import job_name, step_name
+from .runtime_modules import runtime_module
 from .spec import BakeoffSpec, Leg
 
 
-def encode_hyperparameters(hps: dict[str, Any]) -> dict[str, str]:
+def encode_hyperparameters(hps: Mapping[str, Any]) -> dict[str, str]:
     """CreateTrainingJob carries strings. Like the SageMaker SDK: strings as they are,
     everything else JSON-encoded (the container side decodes both)."""
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(hps.items())}
@@ -43,16 +53,72 @@ def derive_batching(global_batch: int, world_size: int, max_per_device: int | No
     return Batching(global_batch, world_size, per_rank // accumulation, accumulation)
 
 
-@dataclass
-class JobPlan:
-    leg: Leg
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(sorted(mapping.items())))
+
+
+@dataclass(frozen=True)
+class PlannedLeg:
+    name: str
+    instance_type: str
+    instance_count: int
+    backend: str
+    precision: str
+    devices: int
+    processes_per_host: int
+    image: str | None  # None: no published image (the spec refuses that unless `image:` is given)
+    batching: Batching  # on the target hardware
+    local_batching: Batching  # on this machine, one process
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "instance_type": self.instance_type, "instance_count": self.instance_count,
+                "backend": self.backend, "precision": self.precision, "devices": self.devices,
+                "processes_per_host": self.processes_per_host, "image": self.image,
+                "batching": {"target": self.batching.as_dict(), "local": self.local_batching.as_dict()}}
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    leg: str
     seed: int
-    hyperparameters: dict[str, Any]
-    environment: dict[str, str]
-    batching: Batching
-    image: str
-    name: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    name: str  # the job's directory locally, its MLflow run name: "trn1-s0"
+    step_name: str  # its pipeline step: "Train-trn1-s0"
+    script: str
+    hyperparameters: Mapping[str, Any]
+    environment: Mapping[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"leg": self.leg, "seed": self.seed, "name": self.name, "step_name": self.step_name,
+                "script": self.script, "hyperparameters": dict(self.hyperparameters),
+                "environment": dict(self.environment)}
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: BakeoffSpec
+    spec_hash: str
+    bundle: Bundle
+    legs: tuple[PlannedLeg, ...]
+    jobs: tuple[PlannedJob, ...]
+
+    def leg(self, name: str) -> PlannedLeg:
+        return next(leg for leg in self.legs if leg.name == name)
+
+    def jobs_of(self, leg: str) -> list[PlannedJob]:
+        return [j for j in self.jobs if j.leg == leg]
+
+    @property
+    def seed_major(self) -> list[PlannedJob]:
+        """Seed by seed, every leg: an interrupted run still has every leg represented."""
+        legs = [leg.name for leg in self.legs]
+        seeds = self.spec.seed_list
+        return sorted(self.jobs, key=lambda j: (seeds.index(j.seed), legs.index(j.leg)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": runtime_module("contract").PLAN_SCHEMA, "bakeoff": self.spec.name,
+                "spec_hash": self.spec_hash, "code_sha256": self.bundle.sha256, "script": self.bundle.script,
+                "parity_rule": self.spec.parity_rule(), "legs": {leg.name: leg.to_json() for leg in self.legs},
+                "jobs": [job.to_json() for job in self.jobs]}
 
 
 def spec_hash(spec: BakeoffSpec) -> str:
@@ -82,39 +148,47 @@ def training_hyperparameters(spec: BakeoffSpec) -> dict[str, Any]:
 def leg_environment(spec: BakeoffSpec, leg: Leg) -> dict[str, str]:
     """Container environment for a leg. SageMaker's step cache keys on it, so it holds
     nothing per-execution and nothing about other legs (the spec hash goes in tags)."""
-    env = dict(leg.kind.environment(leg.backend, leg.precision))
+    JobEnvironment = runtime_module("contract").JobEnvironment
+    env = dict(leg.kind.environment(leg.backend_name, leg.precision))
     env.update(leg.kind.network_environment(leg.instance, leg.instance_count))
-    env.update({
-        "BAKEOFF_NAME": spec.name,
-        "BAKEOFF_LEG": leg.name,
-        "BAKEOFF_BACKEND": leg.backend,
-        "BAKEOFF_PRECISION": leg.precision,
-        "BAKEOFF_INSTANCE_TYPE": leg.instance_type,
-    })
-    if leg.compile == "torch_compile":
-        env["BAKEOFF_TORCH_COMPILE"] = "1"
+    env.update(JobEnvironment(name=spec.name, leg=leg.name, backend=leg.backend_name, precision=leg.precision,
+                              instance_type=leg.instance_type, nproc_per_node=leg.instance.devices,
+                              torch_compile=leg.compile == "torch_compile").to_environ())
     env.update(leg.environment)
     return env
 
 
-def plan_jobs(spec: BakeoffSpec, world_size_of=None) -> list[JobPlan]:
-    """All leg x seed jobs. `world_size_of(leg)` overrides the device count
-    (the local executor runs every leg as one process)."""
+def _image(spec: BakeoffSpec, leg: Leg) -> str | None:
+    if leg.image:
+        return leg.image
+    from estimators.images import NoDefaultImage
+
+    try:
+        return leg.kind.default_image(leg.backend_name, spec.storage.region)
+    except NoDefaultImage:
+        return None
+
+
+def build_plan(spec: BakeoffSpec, base_dir: Path | None = None) -> Plan:
+    """The plan of `spec`, its code bundle read from `base_dir` (default: the spec file's folder)."""
+    from .loader import spec_base_dir
+
+    bundle = bundle_for(spec, base_dir or spec_base_dir(spec))
     base = training_hyperparameters(spec)
-    jobs = []
+    t = spec.training
+    legs, jobs = [], []
     for leg in spec.legs:
-        world = world_size_of(leg) if world_size_of else leg.devices
-        batching = derive_batching(spec.training.global_batch_size, world,
-                                   spec.training.max_per_device_batch_size)
-        image = leg.image or leg.kind.default_image(leg.backend, spec.storage.region)
+        target = derive_batching(t.global_batch_size, leg.devices, t.max_per_device_batch_size)
+        local = derive_batching(t.global_batch_size, 1, t.max_per_device_batch_size)
+        legs.append(PlannedLeg(leg.name, leg.instance_type, leg.instance_count, leg.backend_name, leg.precision,
+                               leg.devices, leg.instance.devices, _image(spec, leg), target, local))
+        env = _frozen(leg_environment(spec, leg))
         for seed in spec.seed_list:
-            hps = {**base, "seed": seed, "leg": leg.name,
-                   "per_device_batch_size": batching.per_device_batch_size,
-                   "gradient_accumulation_steps": batching.gradient_accumulation_steps}
-            env = leg_environment(spec, leg)
-            env["BAKEOFF_NPROC_PER_NODE"] = str(leg.instance.devices if world_size_of is None else 1)
-            jobs.append(JobPlan(leg, seed, hps, env, batching, image, name=f"{leg.name}-s{seed}"))
-    return jobs
+            hps = {**base, "seed": seed, "leg": leg.name, "per_device_batch_size": target.per_device_batch_size,
+                   "gradient_accumulation_steps": target.gradient_accumulation_steps}
+            jobs.append(PlannedJob(leg.name, seed, job_name(leg.name, seed), step_name(leg.name, seed),
+                                   bundle.script, _frozen(hps), env))
+    return Plan(spec, spec_hash(spec), bundle, tuple(legs), tuple(jobs))
 
 
 def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict[str, str | None],

@@ -30,8 +30,20 @@ def run_preflight(spec: BakeoffSpec, legs: list[str] | None = None, steps: int =
     results = []
     for name in legs_to_check(spec, legs):
         executor = LocalExecutor(spec, out, force=True, console=console, mlflow=False)
-        results.append((name, executor.run_preflight(name, steps)))
+        results.append((name, executor.preflight(name, steps)))
     return results
+
+
+def _describe(p: dict[str, Any]) -> str:
+    kind = p["kind"]
+    if kind == "recompilation":
+        return f"recompiled {p['graphs']} graph(s) at step {p['step']}: {p['cause']}"
+    if kind == "cpu-fallback":
+        return f"{p['op']} fell back to the CPU at {p.get('where') or 'an unknown line'}"
+    if kind == "fp64":
+        return (f"float64 parameter {p['parameter']}" if "parameter" in p else
+                f"{p['dtype']} from {p['op']} at {p['where']}")
+    return f"{p['count']} host transfer(s) ({p['op']}) inside the step at {p['where']}"
 
 
 def render(results: list[tuple[str, dict[str, Any]]], spec: BakeoffSpec, console) -> None:
@@ -44,11 +56,5 @@ def render(results: list[tuple[str, dict[str, Any]]], spec: BakeoffSpec, console
                       f"warm-up); fallback ops: {', '.join(report['fallback_ops']) or 'none'}", highlight=False)
         for p in report["problems"]:
             mark = "[red]BLOCKER[/red]" if p["blocker"] else "[yellow]warning[/yellow]"
-            what = {"recompilation": lambda: f"recompiled {p['graphs']} graph(s) at step {p['step']}: {p['cause']}",
-                    "cpu-fallback": lambda: f"{p['op']} fell back to the CPU at {p.get('where') or 'an unknown line'}",
-                    "fp64": lambda: (f"float64 parameter {p['parameter']}" if "parameter" in p else
-                                     f"{p['dtype']} from {p['op']} at {p['where']}"),
-                    "host-transfer": lambda: f"{p['count']} host transfer(s) ({p['op']}) inside the step at "
-                                             f"{p['where']}"}[p["kind"]]()
-            console.print(f"  {mark} {what}", highlight=False)
+            console.print(f"  {mark} {_describe(p)}", highlight=False)
             console.print(f"          fix: {p['fix']}", highlight=False)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SOURCE = "AWS Price List API (pricing:GetProducts, AmazonSageMaker)"
 KINDS = {"Training": "on_demand", "SpotTraining": "spot"}

@@ -87,7 +87,8 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
         console.print(f"  speed and cost: {speed.get('label')}; no cheapest leg is named from an emulation",
                       highlight=False)
     for leg in speed.get("unstable_legs") or []:
-        console.print(f"  [yellow]note[/yellow] throughput of {leg} varies by more than 20% across seeds", highlight=False)
+        console.print(f"  [yellow]note[/yellow] throughput of {leg} varies by more than 20% across seeds",
+                      highlight=False)
     basis = evaluation.get("cost_basis")
     if basis:
         console.print(f"  cost: {basis}", highlight=False)
@@ -102,23 +103,9 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
 
 
 def apply_billable_time(evaluation: dict[str, Any], billable: dict[tuple[str, int], float]) -> dict[str, Any]:
-    """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job."""
-    import copy
+    """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job: every cost field,
+    through the evaluation step's own cost function."""
+    from .runtime_modules import runtime_module
 
-    ev = copy.deepcopy(evaluation)
-    for name, leg in ev["legs"].items():
-        per_hour = (leg.get("price") or {}).get("usd_per_hour")
-        count = int(leg.get("instance_count") or 1)
-        for run in leg["runs"]:
-            seconds = billable.get((name, int(run["seed"])))
-            if seconds is None:
-                continue
-            run["billable_s"] = seconds
-            run["cost_usd"] = seconds * count * per_hour / 3600 if per_hour else None
-        costs = [r["cost_usd"] for r in leg["runs"] if r.get("cost_usd") is not None]
-        secs = [r["billable_s"] for r in leg["runs"] if r.get("billable_s") is not None]
-        leg["cost_per_run_usd_mean"] = sum(costs) / len(costs) if costs else None
-        leg["billable_s_mean"] = sum(secs) / len(secs) if secs else None
-    if billable:
-        ev["cost_basis"] = "SageMaker BillableTimeInSeconds x instance count x on-demand price per hour"
-    return ev
+    return runtime_module("evaluation").recost(
+        evaluation, billable, "SageMaker BillableTimeInSeconds x instance count x on-demand price per hour")

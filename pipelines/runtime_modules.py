@@ -24,6 +24,8 @@ def runtime_module(name: str) -> ModuleType:
         root = entrypoints_dir() / PACKAGE
         spec = importlib.util.spec_from_file_location(PACKAGE, root / "__init__.py",
                                                       submodule_search_locations=[str(root)])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {root}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[PACKAGE] = module
         try:

@@ -7,16 +7,16 @@ from __future__ import annotations
 import difflib
 import re
 from functools import lru_cache
-from typing import Any, Literal
-
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from estimators import lookup_instance, suggest_instance
+from estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
 from estimators.registry import kind_for_backend
 
-STEP_NAME_RE = re.compile(r"^[A-Za-z0-9\-_]{1,64}$")
+from .names import STEP_NAME_RE, precompile_step, step_name
+
 NAME_RE = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
 S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<key>/[^\s]*)?$")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
@@ -55,11 +55,6 @@ class SpecFieldError(ValueError):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=False)
-
-
-def step_names(bakeoff: str, leg: str, seed: int) -> dict[str, str]:
-    """Names the pipeline gives to a leg x seed; validated here, used by the compiler."""
-    return {"train": f"Train-{leg}-s{seed}"}
 
 
 class Entrypoint(_Model):
@@ -152,6 +147,7 @@ class Training(_Model):
         if self.max_steps is not None:
             return self.max_steps
         per_step = self.global_batch_size * self.sequence_length
+        assert self.total_tokens is not None  # the validator requires one of the two
         return -(-self.total_tokens // per_step)
 
 
@@ -208,7 +204,7 @@ class Leg(_Model):
 
     @model_validator(mode="after")
     def _backend_fits(self):
-        kind, _ = lookup_instance(self.instance_type)
+        kind, _ = instance_of(self.instance_type)
         if self.backend is None:
             object.__setattr__(self, "backend", kind.default_backend)
         elif not kind.supports(self.backend):
@@ -224,7 +220,7 @@ class Leg(_Model):
             from estimators.images import NoDefaultImage, default_image
 
             try:
-                default_image(self.backend)
+                default_image(self.backend_name)
             except NoDefaultImage as exc:
                 raise SpecFieldError("image", str(exc)) from None
         if self.max_wait_s is not None and self.max_wait_s < self.max_runtime_s:
@@ -238,12 +234,17 @@ class Leg(_Model):
         return self
 
     @property
-    def kind(self):
-        return lookup_instance(self.instance_type)[0]
+    def kind(self) -> LegKind:
+        return instance_of(self.instance_type)[0]
 
     @property
-    def instance(self):
-        return lookup_instance(self.instance_type)[1]
+    def instance(self) -> InstanceType:
+        return instance_of(self.instance_type)[1]
+
+    @property
+    def backend_name(self) -> str:
+        """The backend, filled in from the instance kind when the spec left it out."""
+        return self.backend or self.kind.default_backend
 
     @property
     def devices(self) -> int:
@@ -483,7 +484,7 @@ class BakeoffSpec(_Model):
                                      f"(also legs[{seen[leg.name]}]); leg names must be unique")
             seen[leg.name] = i
             for seed in self.seed_list:
-                for step in step_names(self.name, leg.name, seed).values():
+                for step in (step_name(leg.name, seed), precompile_step(leg.name)):
                     if not STEP_NAME_RE.match(step):
                         raise SpecFieldError(("legs", i, "name"), f"step name {step!r} does not match "
                                              "^[A-Za-z0-9-_]{1,64}$; shorten the leg name")

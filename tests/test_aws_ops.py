@@ -58,6 +58,7 @@ def _client(name, env):
                         aws_access_key_id="testing", aws_secret_access_key="testing")
 
 
+@pytest.mark.slow
 def test_deploy_start_over_http(moto_env, tmp_path):
     proc = bakeoff("deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=moto_env)
     assert proc.returncode == 4  # could not run: neither bad input nor a verdict
@@ -80,7 +81,8 @@ def test_deploy_start_over_http(moto_env, tmp_path):
         assert s3.get_object(Bucket=BUCKET, Key=asset.key)["Body"].read() == asset.body
 
     again = bakeoff("deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=moto_env)
-    assert again.returncode == 0 and "updated" in again.stdout and "0 assets uploaded, 4 already present" in again.stdout
+    assert again.returncode == 0 and "updated" in again.stdout
+    assert "0 assets uploaded, 4 already present" in again.stdout
 
     start = bakeoff("start", "bakeoff-quickstart", "--param", "MaxSteps=10", env=moto_env)
     assert start.returncode == 0, start.stderr
@@ -141,8 +143,9 @@ def _make_jobs(sm, s3):
 
 
 def _evaluation():
-    runs = lambda: [{"seed": s, "status": "completed", "reason": None, "val_loss": 2.4, "billable_s": 60.0,
-                     "cost_usd": None} for s in range(3)]
+    def runs():
+        return [{"seed": s, "status": "completed", "reason": None, "val_loss": 2.4, "billable_s": 60.0,
+                         "cost_usd": None} for s in range(3)]
     return {"verdict": "pass", "summary": "parity holds", "bakeoff": "quickstart", "failed_checks": "none",
             "parity": {"metric": "val_loss", "direction": "minimize", "baseline": "p4d", "margin": 0.1, "alpha": 0.05},
             "checks": [{"name": "parity:trn1~p4d", "status": "passed", "passed": True, "why": "equivalent"}],
@@ -177,7 +180,7 @@ def test_status_and_report_against_moto_with_recorded_steps(aws_env, monkeypatch
     evaluation, billable = ops.fetch_evaluation(execution)  # describe_* and S3 over HTTP to moto
     assert evaluation["verdict"] == "pass"
     # moto reports no BillableTimeInSeconds and equal start/end times: the fallback gives 0 s.
-    assert billable == {key: 0.0 for key in arns}
+    assert billable == dict.fromkeys(arns, 0.0)
 
 
 def test_report_costs_jobs_by_billable_time():
@@ -244,6 +247,7 @@ def test_aws_errors_are_one_clear_line(code, message, expect):
     assert expect in text and "\n" not in text
 
 
+@pytest.mark.slow
 def test_throttling_is_retried_with_backoff(monkeypatch):
     """A real HTTP endpoint on 127.0.0.1 that throttles twice, then answers."""
     import threading

@@ -30,6 +30,8 @@ from pipelines.errors import SpecError  # noqa: E402
 from pipelines.loader import load_spec  # noqa: E402
 from pipelines.sagemaker import compile_pipeline  # noqa: E402
 
+pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
+
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 BUCKET, ROLE = "resolved-bucket", "arn:aws:iam::123456789012:role/resolved-role"
 ACCOUNT = "123456789012"

@@ -5,19 +5,27 @@ statement, reads for data URIs declared as overrides, VPC/KMS permissions only w
 spec sets them, and a schedule role with a confused-deputy condition."""
 import json
 
-import pytest
-
-from test_cdk import (QUICKSTART, assert_acknowledgments_exact, make_stack, nag_report, of_type, policies,
-                      secured_spec, statements_by_sid)
-
 import aws_cdk as cdk  # noqa: E402
+import pytest
 from aws_cdk import aws_iam as iam  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
+from test_cdk import (
+    QUICKSTART,
+    assert_acknowledgments_exact,
+    make_stack,
+    nag_report,
+    of_type,
+    policies,
+    secured_spec,
+    statements_by_sid,
+)
 
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
 from bakeoff_cdk.policies import START_ACTIONS, VPC_ACTIONS, execution_grants  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
 from pipelines.loader import load_spec  # noqa: E402
+
+pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 
 REGION = "us-west-2"
 
@@ -81,7 +89,7 @@ def test_grant_start_execution_has_what_starting_watching_and_reporting_need(qui
 
 def test_data_uris_declared_as_overrides_are_readable(quick):
     _, _, t = quick
-    reads = [s for s in statements_by_sid(t, "BakeoffExecutionRoleReadAllowedData").values()]
+    reads = list(statements_by_sid(t, "BakeoffExecutionRoleReadAllowedData").values())
     objects = sorted(_text(s["Resource"]) for s in reads if s["Action"] == "s3:GetObject")
     assert len(objects) == 2
     assert ":s3:::nightly-data/train/*" in objects[0] and ":s3:::team-data/ablation/*" in objects[1]

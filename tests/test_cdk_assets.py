@@ -5,19 +5,30 @@ threshold is measured on the rendered definition, and the deployment Lambda's st
 import json
 import re
 
-import pytest
-
-from test_cdk import (BUCKET, QUICKSTART, ROLE, deploy_time, deployed_sources, make_stack, mapping, mlflow_arn,
-                      of_type, placeholder_hits, substitute)
-
 import aws_cdk as cdk  # noqa: E402
+import pytest
 from aws_cdk import aws_s3 as s3  # noqa: E402
 from aws_cdk.assertions import Annotations, Match, Template  # noqa: E402
+from test_cdk import (
+    BUCKET,
+    QUICKSTART,
+    ROLE,
+    deploy_time,
+    deployed_sources,
+    make_stack,
+    mapping,
+    mlflow_arn,
+    of_type,
+    placeholder_hits,
+    substitute,
+)
 
 from bakeoff_cdk.definition import MARKER, tokenized_definition  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
 from pipelines.loader import load_spec  # noqa: E402
 from pipelines.sagemaker import compile_pipeline  # noqa: E402
+
+pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 
 REGION = "us-west-2"
 

@@ -4,16 +4,16 @@ RETAIN keeps the buckets' TLS-only policies; DESTROY empties the versioned bucke
 import json
 import re
 
-import pytest
-
-from test_cdk import QUICKSTART, assert_acknowledgments_exact, make_stack, nag_report, of_type
-
 import aws_cdk as cdk  # noqa: E402
+import pytest
 from aws_cdk.assertions import Template  # noqa: E402
+from test_cdk import QUICKSTART, assert_acknowledgments_exact, make_stack, nag_report, of_type
 
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
 from pipelines.loader import load_spec  # noqa: E402
+
+pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 
 REGION = "us-west-2"
 NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")  # PipelineName / TrackingServerName

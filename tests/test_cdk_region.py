@@ -5,12 +5,10 @@ section 3). Synthesized in us-west-2 (registry 763104351884) and eu-south-1 (692
 import json
 import re
 
-import pytest
-
-from test_cdk import QUICKSTART, ROLE, BUCKET, make_stack, mapping, of_type, substitute  # noqa: F401 (sets sys.path)
-
 import aws_cdk as cdk  # noqa: E402
+import pytest
 from aws_cdk.assertions import Template  # noqa: E402
+from test_cdk import BUCKET, QUICKSTART, ROLE, make_stack, mapping, of_type, substitute  # noqa: F401 (sets sys.path)
 
 from bakeoff_cdk.definition import image_uris  # noqa: E402
 from conftest import write_spec  # noqa: E402
@@ -18,6 +16,8 @@ from estimators.images import dns_suffix, registry_account  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
 from pipelines.loader import load_spec  # noqa: E402
 from pipelines.sagemaker import compile_pipeline  # noqa: E402
+
+pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 
 REGION_RE = re.compile(r"\b(?:us|eu|ap|sa|ca|me|af|il|mx|cn)(?:-gov)?-[a-z]+-\d\b")
 

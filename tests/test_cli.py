@@ -74,8 +74,9 @@ def test_every_example_validates():
 def test_validate_warns_when_the_seeds_cannot_decide(tmp_path):
     import json
 
-    from bakeoff_runtime.evaluation import evaluate
     from test_evaluation import CONFIG, _jobs
+
+    from bakeoff_runtime.evaluation import evaluate
 
     one = bakeoff("validate", ROOT / "examples" / "quickstart.yaml", "--set", "seeds=1")
     assert one.returncode == 0 and "warning: seeds: 1 cannot decide anything" in one.stdout

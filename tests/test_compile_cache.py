@@ -10,10 +10,10 @@ from pipelines.loader import load_spec
 from pipelines.sagemaker import compile_pipeline
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
-BASE = dict(backend="neuron", image="123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronx:2.9.0-sdk2.27.0",
-            precision="bf16", environment={"NEURON_CC_FLAGS": "--model-type=transformer -O1", "BAKEOFF_LEG": "a"},
-            hyperparameters={"d_model": 64, "sequence_length": 128, "per_device_batch_size": 4, "seed": 0,
-                             "max_steps": 100, "lr": 0.003}, world_size=32)
+BASE = {"backend": "neuron", "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronx:2.9.0-sdk2.27.0",
+            "precision": "bf16", "environment": {"NEURON_CC_FLAGS": "--model-type=transformer -O1", "BAKEOFF_LEG": "a"},
+            "hyperparameters": {"d_model": 64, "sequence_length": 128, "per_device_batch_size": 4, "seed": 0,
+                             "max_steps": 100, "lr": 0.003}, "world_size": 32}
 
 
 def test_same_inputs_same_key():
@@ -70,7 +70,8 @@ def test_env_and_tags_per_leg_in_the_definition():
 def test_same_spec_same_locations_across_bakeoffs():
     a = compile_pipeline(load_spec(QUICKSTART)).definition
     b = compile_pipeline(load_spec(QUICKSTART, ["name=another-bakeoff", "seeds=5"])).definition
-    env = lambda d: {s["Arguments"]["Environment"]["BAKEOFF_COMPILE_CACHE"] for s in d["Steps"] if s["Type"] == "Training"}
+    def env(d):
+        return {s["Arguments"]["Environment"]["BAKEOFF_COMPILE_CACHE"] for s in d["Steps"] if s["Type"] == "Training"}
     assert env(a) == env(b)
     c = compile_pipeline(load_spec(QUICKSTART, ["training.sequence_length=128"])).definition
     assert env(a).isdisjoint(env(c))
@@ -93,7 +94,8 @@ def test_precompile_and_preflight_steps():
     assert "Precompile-trn1.TrainingJobName" not in evaluate and "Preflight.TrainingJobName" not in evaluate
     flight = steps["Preflight"]["Arguments"]
     assert flight["ResourceConfig"]["InstanceType"] == "ml.m5.2xlarge"
-    assert flight["Environment"]["PJRT_DEVICE"] == "CPU" and flight["Environment"]["BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER"] == "1"
+    assert flight["Environment"]["PJRT_DEVICE"] == "CPU"
+    assert flight["Environment"]["BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER"] == "1"
     assert flight["AlgorithmSpecification"]["TrainingImage"] == train["AlgorithmSpecification"]["TrainingImage"]
 
 
@@ -104,6 +106,7 @@ def test_precompile_only_on_neuron_legs(tmp_path):
         load_spec(QUICKSTART, ["legs.1.precompile=true"])
 
 
+@pytest.mark.slow
 def test_torch_compile_leg_starts_warm_from_the_local_cache(tmp_path):
     data = tiny_spec(name="warm")
     data["training"]["max_steps"] = 12
@@ -114,7 +117,8 @@ def test_torch_compile_leg_starts_warm_from_the_local_cache(tmp_path):
     spec = write_spec(tmp_path / "warm.yaml", data)
     proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow")
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
-    summary = lambda job: json.loads((tmp_path / "out" / "jobs" / job / "opt" / "ml" / "model" / "summary.json").read_text())
+    def summary(job):
+        return json.loads((tmp_path / "out" / "jobs" / job / "opt" / "ml" / "model" / "summary.json").read_text())
     cold, warm = summary("compiled-s0")["compile"]["cache"], summary("compiled-s1")["compile"]["cache"]
     assert cold["state"] == "cold" and cold["misses"] > 0 and cold["hits"] == 0
     assert warm["state"] == "warm" and warm["hits"] > 0 and warm["misses"] == 0

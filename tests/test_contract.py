@@ -5,9 +5,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+from jobtree import JobLayout
+
 from bakeoff_runtime.contract import TrainingEnv
 from conftest import ENTRYPOINTS
-from pipelines.local.layout import JobLayout
 
 
 def test_training_env_from_sagemaker_files(tmp_path):
@@ -79,6 +81,7 @@ with Runtime.from_environment() as rt:
 """
 
 
+@pytest.mark.slow
 def test_a_job_that_dies_keeps_its_metrics_and_reason(tmp_path):
     body = TRAIN_LOOP.replace("{LOSS}", "").replace(
         "{HOOK}", "if step == 7: raise RuntimeError('out of device memory (planted)')")
@@ -91,6 +94,7 @@ def test_a_job_that_dies_keeps_its_metrics_and_reason(tmp_path):
     assert steps == [0, 2, 4, 6]  # everything logged before the crash is still there
 
 
+@pytest.mark.slow
 def test_a_script_that_dies_before_the_runtime_still_leaves_a_reason(tmp_path):
     proc, layout, summary = _run_script(tmp_path, "import no_such_module_here\n")
     assert proc.returncode != 0
@@ -98,6 +102,7 @@ def test_a_script_that_dies_before_the_runtime_still_leaves_a_reason(tmp_path):
     assert summary["status"] == "failed" and "no_such_module_here" in summary["reason"]
 
 
+@pytest.mark.slow
 def test_nan_stops_early_with_a_clear_reason(tmp_path):
     body = TRAIN_LOOP.replace("{LOSS}", "* (float('nan') if step >= 5 else 1.0)").replace("{HOOK}", "")
     proc, layout, summary = _run_script(tmp_path, body)
@@ -107,6 +112,7 @@ def test_nan_stops_early_with_a_clear_reason(tmp_path):
     assert summary["steps_completed"] == 6
 
 
+@pytest.mark.slow
 def test_mlflow_being_down_never_stops_training(tmp_path):
     body = TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", "")
     proc, layout, summary = _run_script(tmp_path, body, extra_env={
@@ -118,6 +124,7 @@ def test_mlflow_being_down_never_stops_training(tmp_path):
     assert "MLflow logging disabled" in proc.stderr
 
 
+@pytest.mark.slow
 def test_multi_device_job_launches_through_torchrun(tmp_path):
     body = TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", "")
     proc, layout, summary = _run_script(tmp_path, body, extra_env={"BAKEOFF_NPROC_PER_NODE": "2"})
@@ -126,18 +133,20 @@ def test_multi_device_job_launches_through_torchrun(tmp_path):
     assert summary["world_size"] == 2 and summary["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_stdout_lines_match_the_metric_definitions(tmp_path):
     import re
 
-    from bakeoff_runtime.telemetry import METRIC_DEFINITIONS
+    from bakeoff_runtime.contract import metric_definitions
 
     proc, layout, summary = _run_script(tmp_path, TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", ""))
-    found = {d["Name"]: re.findall(d["Regex"], proc.stdout) for d in METRIC_DEFINITIONS}
+    found = {d["Name"]: re.findall(d["Regex"], proc.stdout) for d in metric_definitions()}
     assert len(found["train:loss"]) == 11  # steps 0, 2, ..., 18 and the last step
     assert found["validation:loss"] and found["time_to_first_step"]
     assert abs(float(found["train:loss"][-1]) - summary["final_train_loss"]) < 1e-4
 
 
+@pytest.mark.slow
 def test_on_sagemaker_a_script_failure_exits_0_so_the_pipeline_reaches_evaluate(tmp_path):
     body = TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", "if step == 3: raise ValueError('bad port (planted)')")
     proc, layout, summary = _run_script(tmp_path, body, extra_env={"BAKEOFF_CONTINUE_ON_FAILURE": "1"})
@@ -148,6 +157,7 @@ def test_on_sagemaker_a_script_failure_exits_0_so_the_pipeline_reaches_evaluate(
     assert json.loads((layout.output / "data" / "summary.json").read_text())["status"] == "failed"
 
 
+@pytest.mark.slow
 def test_a_training_process_killed_by_a_signal_is_recorded_as_such(tmp_path):
     body = TRAIN_LOOP.replace("{LOSS}", "").replace(
         "{HOOK}", "if step == 3:\n            import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
@@ -157,6 +167,7 @@ def test_a_training_process_killed_by_a_signal_is_recorded_as_such(tmp_path):
     assert summary["reason"].startswith("killed by SIGKILL")
 
 
+@pytest.mark.slow
 def test_nan_on_a_lazy_device_is_dated_to_the_step_it_appeared(tmp_path):
     """On XLA the loss is not fetched every step (that would stall it); the step a NaN
     appeared at is still known at the next logged step, and nothing recompiles for it."""
@@ -168,3 +179,20 @@ def test_nan_on_a_lazy_device_is_dated_to_the_step_it_appeared(tmp_path):
     assert summary["status"] == "diverged"
     assert summary["reason"] == "loss became non-finite at step 5 (noticed at step 8, the next device synchronisation)"
     assert summary["compile"]["compiled_graphs"] <= 6  # step 0, step 1, the checks, the NaN fetch: no per-step graphs
+
+
+def test_the_job_environment_is_one_value_with_one_name_per_variable():
+    from bakeoff_runtime.contract import ENV, JobEnvironment, metric_definitions, parse_step_line, step_line
+
+    env = JobEnvironment(name="q", leg="trn1", backend="neuron", nproc_per_node=32, continue_on_failure=True)
+    assert env.to_environ() == {"BAKEOFF_NAME": "q", "BAKEOFF_LEG": "trn1", "BAKEOFF_BACKEND": "neuron",
+                                "BAKEOFF_NPROC_PER_NODE": "32", "BAKEOFF_CONTINUE_ON_FAILURE": "1"}
+    assert JobEnvironment.from_environ(env.to_environ()) == env
+    assert len(set(ENV.values())) == len(ENV) and all(v.startswith("BAKEOFF_") for v in ENV.values())
+    line = step_line(7, {"train_loss": 2.5, "val_acc": 0.5, "lr": 1e-3})
+    assert parse_step_line(line) == (7, {"train_loss": "2.5", "val_acc": "0.5", "lr": "0.001"})
+    import re
+
+    acc = next(d for d in metric_definitions({"validation:acc": "acc"}) if d["Name"] == "validation:acc")
+    assert re.search(acc["Regex"], line) is None  # `acc` is not read out of `val_acc`
+    assert re.search(acc["Regex"], step_line(7, {"acc": 0.75})).group(1) == "0.75"

@@ -2,22 +2,27 @@
 import json
 import shutil
 
+import pytest
 
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
+
+pytestmark = pytest.mark.slow  # real bake-offs through the local executor
 
 
 def test_tiny_bakeoff_runs_both_backends(tiny_run):
     proc, out = tiny_run["proc"], tiny_run["out"]
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "leg trn1: ml.trn1.2xlarge/neuron -> local xla:cpu" in proc.stderr
-    assert "leg p4d: ml.p4d.24xlarge/cuda -> local cpu" in proc.stderr
+    assert "leg trn1: 1 x ml.trn1.2xlarge (neuron, 2 processes per host) -> 1 host x 1 process on local " \
+           "xla:cpu (PJRT_DEVICE=CPU)" in proc.stderr
+    assert "leg p4d: 1 x ml.p4d.24xlarge (cuda, 8 processes per host) -> 1 host x 1 process on local cpu, " \
+           "BAKEOFF_BACKEND=cpu" in proc.stderr
     ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
     # fp32 on xla:cpu and eager CPU, paired by seed: the same numerics to ~1e-4, well inside 0.2.
     assert ev["verdict"] == "pass", ev["summary"]
     check = next(c for c in ev["checks"] if c["name"] == "parity:trn1~p4d")
     assert check["test"] == "paired" and check["n_pairs"] == 2
     assert set(ev["legs"]) == {"trn1", "p4d"}
-    for name, leg in ev["legs"].items():
+    for _name, leg in ev["legs"].items():
         assert leg["completed"] == 2, leg["runs"]
         assert leg["metric"]["mean"] < 5.0  # learned something: ln(256) = 5.55 at init
         assert leg["throughput_mean"] > 0 and leg["cost_per_run_usd_mean"] > 0
@@ -71,8 +76,10 @@ def test_mlflow_parent_with_nested_children(tiny_run):
     assert "evaluation.json" in artifacts
 
 
-def test_rerun_skips_finished_jobs_and_force_reruns(tiny_run):
-    spec, out = tiny_run["spec"], tiny_run["out"]
+def test_rerun_skips_finished_jobs_and_force_reruns(tiny_run, tmp_path):
+    # A copy: the cache key is the request as run, not where the run directory lives.
+    spec, out = tiny_run["spec"], tmp_path / "copy"
+    shutil.copytree(tiny_run["out"], out, symlinks=True)
     same = bakeoff("run", spec, "--out", out)
     assert same.stderr.count("unchanged, not re-run") == 4, same.stderr[-2000:]
     assert "running" not in same.stderr

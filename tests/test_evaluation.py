@@ -183,8 +183,9 @@ def test_cost_to_target_counts_seeds_that_never_got_there(tmp_path):
     trn = ev["legs"]["trn"]
     assert trn["reached_target"] == 2 and trn["reached_target_fraction"] == pytest.approx(2 / 3)
     assert trn["cost_to_target_usd_mean"] is None  # not every seed reached it: no mean pretends they did
-    assert trn["cost_to_target_usd_mean_of_reached"] == pytest.approx(360 * 36 / 3600)
-    assert ev["legs"]["gpu"]["cost_to_target_usd_mean"] == pytest.approx(360 * 2 * 18 / 3600)
+    # 100 billed seconds, 99 of them training: 1 s of overhead plus the 360 s to the target
+    assert trn["cost_to_target_usd_mean_of_reached"] == pytest.approx((1 + 360) * 36 / 3600)
+    assert ev["legs"]["gpu"]["cost_to_target_usd_mean"] == pytest.approx((1 + 360) * 2 * 18 / 3600)
 
 
 def test_throughput_spread_is_flagged(tmp_path):
@@ -238,3 +239,29 @@ def test_evaluate_script_reads_output_tarballs_and_records_a_margin_parameter(tm
     assert ev["rule"]["changed"] and ev["rule"]["original"]["margin"] == 0.05
     assert "ParityMargin" in ev["rule"]["reason"]
     assert f"verdict={ev['verdict']}" in proc.stdout
+
+
+def test_every_cost_field_moves_with_the_billed_time(tmp_path):
+    """One cost function: `bakeoff report ARN` re-costs with SageMaker's billed seconds through
+    the evaluation's own job_costs, so no cost figure is left at the local estimate."""
+    from bakeoff_runtime.evaluation import recost
+
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["parity"]["target"] = 2.45
+    for leg in ("trn", "gpu"):
+        for i in range(3):
+            _job(tmp_path, f"{leg}-s{i}", leg, i, 2.41 + i / 100, billable=100.0, evals=[(50, 40.0, 2.44)])
+    ev = evaluate(cfg, load_jobs(tmp_path))
+    doubled = recost(ev, {(leg, s): 200.0 for leg in ("trn", "gpu") for s in range(3)}, "billed")
+    price = {"trn": 36.0 * 1, "gpu": 18.0 * 2}  # per hour x instances
+    for leg in ("trn", "gpu"):
+        for before, after in zip(ev["legs"][leg]["runs"], doubled["legs"][leg]["runs"], strict=True):
+            assert after["cost_usd"] == pytest.approx(2 * before["cost_usd"]) == pytest.approx(200 * price[leg] / 3600)
+            assert after["cost_per_million_units_usd"] == pytest.approx(2 * before["cost_per_million_units_usd"])
+            # to target: billed time outside the 99 s of training (101 s) plus the 40 s to the target
+            assert before["cost_to_target_usd"] == pytest.approx((1 + 40) * price[leg] / 3600)
+            assert after["cost_to_target_usd"] == pytest.approx((101 + 40) * price[leg] / 3600)
+        for f in ("cost_per_run_usd_mean", "cost_per_million_units_usd_mean", "cost_to_target_usd_mean",
+                  "billable_s_mean"):
+            assert doubled["legs"][leg][f] > ev["legs"][leg][f], (leg, f)
+    assert doubled["cost_basis"] == "billed"

@@ -4,7 +4,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.slow  # installs the wheel and runs the quickstart
 
 
 def test_wheel_install_runs_the_quickstart(tmp_path):

@@ -9,10 +9,10 @@ import sys
 import zipfile
 
 import pytest
+from test_evaluation import CONFIG, _jobs
 
 from bakeoff_runtime import mlflow_install
 from conftest import ENTRYPOINTS
-from test_evaluation import CONFIG, _jobs
 
 
 def _wheel(directory, name, version, module):
@@ -97,7 +97,8 @@ def test_the_evaluate_step_backfills_runs_the_jobs_could_not_log(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     ev = json.loads((tmp_path / "eval" / "evaluation.json").read_text())
-    assert len(ev["mlflow"]["backfilled"]) == 6 and sorted(ev["mlflow"]["children"]) == sorted(ev["mlflow"]["backfilled"])
+    assert len(ev["mlflow"]["backfilled"]) == 6
+    assert sorted(ev["mlflow"]["children"]) == sorted(ev["mlflow"]["backfilled"])
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("bakeoff-backfill")
     runs = client.search_runs([exp.experiment_id])

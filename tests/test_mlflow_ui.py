@@ -16,7 +16,8 @@ from conftest import ROOT, bakeoff, tiny_spec, write_spec
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (`make test` installs it)")
+pytestmark = [pytest.mark.slow,  # an MLflow server and a browser
+              pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (`make test` installs it)")]
 
 
 def _port() -> int:
@@ -30,7 +31,7 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("mlflow-server")
     port = _port()
     exe = str(Path(sys.executable).with_name("mlflow"))
-    log = open(root / "server.log", "w")
+    log = open(root / "server.log", "w")  # noqa: SIM115  (the server's log for the module's lifetime)
     proc = subprocess.Popen([exe, "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
                              "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1",
                              "--port", str(port), "--workers", "1"], stdout=log, stderr=subprocess.STDOUT)

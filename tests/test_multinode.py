@@ -73,6 +73,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_the_launch_path_meets_as_two_hosts(tmp_path):
     """launch.py twice, as algo-1 and algo-2 of one job, each reading only resourceconfig.json;
     the host map resolves both names to this machine."""

@@ -21,6 +21,8 @@ from bakeoff_runtime.backends import Backend
 from bakeoff_runtime.backends.cpu import CpuBackend
 from bakeoff_runtime.backends.neuron import NeuronBackend
 
+pytestmark = pytest.mark.slow  # spawns two torch processes
+
 CLIP = 0.05
 
 
@@ -84,12 +86,12 @@ def test_clipped_update_is_the_same_on_both_code_paths(tmp_path):
     mp.start_processes(_worker, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2, start_method="spawn")
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     for rank in ranks:
-        for ddp, neuron in zip(rank["ddp"], rank["neuron"]):
+        for ddp, neuron in zip(rank["ddp"], rank["neuron"], strict=False):
             assert torch.allclose(torch.tensor(ddp), torch.tensor(neuron), atol=1e-6)
     # Both ranks hold the same parameters after the step (one algorithm across ranks too).
-    for a, b in zip(ranks[0]["neuron"], ranks[1]["neuron"]):
+    for a, b in zip(ranks[0]["neuron"], ranks[1]["neuron"], strict=False):
         assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-6)
     # The test can tell the orders apart: clipping before the reduce is another update.
     differs = [not torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-4)
-               for a, b in zip(ranks[0]["ddp"], ranks[0]["clip-before-reduce"])]
+               for a, b in zip(ranks[0]["ddp"], ranks[0]["clip-before-reduce"], strict=False)]
     assert any(differs)

@@ -1,8 +1,11 @@
 """Preflight on planted models: each problem found and named, with the right verdict and exit code."""
 import json
 
+import pytest
 
 from conftest import ROOT, bakeoff, write_spec
+
+pytestmark = pytest.mark.slow  # PyTorch/XLA jobs
 
 PLANTED = ROOT / "tests" / "assets" / "preflight"
 

@@ -10,6 +10,8 @@ from pipelines.loader import load_spec
 from pipelines.sagemaker import compile_pipeline
 from pipelines.sagemaker.validate import resolve
 
+pytestmark = pytest.mark.slow  # imports the SageMaker SDK
+
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 ROLE = "arn:aws:iam::123456789012:role/bakeoff-reference"
@@ -28,7 +30,8 @@ INTENTIONAL_DIFFERENCES = {
     "InputDataConfig[sm_drivers]": "the SDK's driver scripts; bakeoff needs none",
     "InputDataConfig[data].S3Uri": "bakeoff makes each data channel a pipeline parameter (overridable per "
         "execution) whose default is a content-addressed upload",
-    "HyperParameters.max_steps": "a pipeline parameter in bakeoff (Std:Join of MaxSteps); its default is the SDK's value",
+    "HyperParameters.max_steps": "a pipeline parameter in bakeoff (Std:Join of MaxSteps); its default is the SDK's "
+                                 "value",
     "Environment (extra keys)": "bakeoff adds the compile-cache location (and MLflow settings when configured)",
     "Tags": "bakeoff tags every job with name, leg, seed, spec hash, backend and compile-cache path",
     "RetryPolicies": "bakeoff retries SageMaker.CAPACITY_ERROR with backoff",
@@ -42,7 +45,8 @@ def both():
     spec = load_spec(ROOT / "examples" / "quickstart.yaml", ["seeds=1"])
     ours = compile_pipeline(spec, role_arn=ROLE, bucket=BUCKET).definition
     sdk = sdk_definition(spec, ROLE, BUCKET)
-    pick = lambda d: {s["Name"]: s for s in d["Steps"] if s["Type"] == "Training"}
+    def pick(d):
+        return {s["Name"]: s for s in d["Steps"] if s["Type"] == "Training"}
     return pick(ours), pick(sdk), {p["Name"]: p for p in ours["Parameters"]}
 
 

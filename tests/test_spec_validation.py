@@ -178,15 +178,20 @@ def test_cli_schema_is_json(tmp_path):
 
 
 def test_fairness_derivation_per_leg(tmp_path):
-    from pipelines.plan import derive_batching, plan_jobs
+    from pipelines.plan import build_plan, derive_batching
 
     spec = load_spec(write_spec(tmp_path / "s.yaml", tiny_spec(training={**tiny_spec()["training"],
                                                                         "max_per_device_batch_size": 1})))
-    jobs = {j.leg.name: j for j in plan_jobs(spec)}
+    plan = build_plan(spec)
     # trn1.2xlarge: 2 NeuronCores -> 8 per core -> 8 micro-steps of 1; p4d: 8 GPUs -> 2 each -> 2 x 1.
-    assert jobs["trn1"].batching.as_dict() == {"global_batch_size": 16, "world_size": 2,
-                                               "per_device_batch_size": 1, "gradient_accumulation_steps": 8}
-    assert jobs["p4d"].batching.gradient_accumulation_steps == 2
-    assert jobs["trn1"].hyperparameters["lr"] == jobs["p4d"].hyperparameters["lr"]
+    assert plan.leg("trn1").batching.as_dict() == {"global_batch_size": 16, "world_size": 2,
+                                                   "per_device_batch_size": 1, "gradient_accumulation_steps": 8}
+    assert plan.leg("p4d").batching.gradient_accumulation_steps == 2
+    # Locally each leg is one process: the whole global batch, in micro-batches of at most 1.
+    assert plan.leg("trn1").local_batching.as_dict() == {"global_batch_size": 16, "world_size": 1,
+                                                         "per_device_batch_size": 1, "gradient_accumulation_steps": 16}
+    trn, p4d = plan.jobs_of("trn1")[0], plan.jobs_of("p4d")[0]
+    assert trn.hyperparameters["lr"] == p4d.hyperparameters["lr"]
+    assert trn.hyperparameters["gradient_accumulation_steps"] == 8
     b = derive_batching(48, 8, 4)
     assert (b.per_device_batch_size, b.gradient_accumulation_steps) == (3, 2)

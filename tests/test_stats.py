@@ -75,9 +75,9 @@ def test_pairing_beats_welch_when_seeds_move_both_legs_together():
 
 def test_three_outcomes():
     base = {s: 2.0 + 0.05 * s for s in range(4)}
-    same = {s: v + d for (s, v), d in zip(base.items(), [0.001, -0.002, 0.0, 0.001])}
-    worse = {s: v + d for (s, v), d in zip(base.items(), [0.30, 0.31, 0.29, 0.30])}
-    noisy = {s: v + d for (s, v), d in zip(base.items(), [0.15, -0.12, 0.10, -0.09])}
+    same = {s: v + d for (s, v), d in zip(base.items(), [0.001, -0.002, 0.0, 0.001], strict=False)}
+    worse = {s: v + d for (s, v), d in zip(base.items(), [0.30, 0.31, 0.29, 0.30], strict=False)}
+    noisy = {s: v + d for (s, v), d in zip(base.items(), [0.15, -0.12, 0.10, -0.09], strict=False)}
     assert stats.compare(base, same, margin=0.05, alpha=0.05)["outcome"] == "pass"
     r = stats.compare(base, worse, margin=0.05, alpha=0.05)
     assert r["outcome"] == "fail" and r["worse"] and r["ci"][0] > 0.05

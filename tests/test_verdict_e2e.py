@@ -7,6 +7,8 @@ import pytest
 
 from conftest import ROOT, bakeoff, write_spec
 
+pytestmark = pytest.mark.slow  # real bake-offs through `bakeoff run`
+
 CPU_LEGS = [{"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32"},
             {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}]
 

@@ -8,8 +8,8 @@ import json
 import math
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import jsii
 from aws_cdk import Annotations, CfnOutput, DefaultStackSynthesizer, Duration, RemovalPolicy, Size, Stack, Token
@@ -25,9 +25,17 @@ from pipelines.errors import SpecError
 from pipelines.loader import load_spec
 from pipelines.spec import BakeoffSpec
 
-from .definition import (MAX_DEFINITION_CHARS, TokenizedDefinition, content_key, deployed_size_bound,
-                         marker_values, render_joined, render_markers, stack_region,
-                         tokenized_definition)
+from .definition import (
+    MAX_DEFINITION_CHARS,
+    TokenizedDefinition,
+    content_key,
+    deployed_size_bound,
+    marker_values,
+    render_joined,
+    render_markers,
+    stack_region,
+    tokenized_definition,
+)
 from .policies import Grant, check_data_uri, data_uris, execution_grants, s3_read, start_grants
 from .security import Acknowledger, nag_id, nag_text
 

@@ -174,7 +174,8 @@ def xla_cache_outcome(state: dict[str, Any] | None) -> dict[str, Any] | None:
     location = Path(state["location"])
     after = sorted(p.name for p in location.iterdir())
     names_before = set(state.pop("names_before"))
-    counter = lambda name: int(met.counter_value(name) or 0)
+    def counter(name):
+        return int(met.counter_value(name) or 0)
     return {
         **state,
         "entries_after": len(after),

@@ -1,17 +1,173 @@
-"""The SageMaker training container contract, read the way the container driver lays it out.
+"""The contract between the orchestration side and the containers, in one place.
 
-Everything has a default under /opt/ml so the same code runs in a real training
-container; the local executor points the SM_* variables into a per-job tree instead.
+* `TrainingEnv`: the SageMaker training container contract (/opt/ml, resourceconfig.json,
+  SM_* variables), read the way SageMaker lays it out. Everything has a default under
+  /opt/ml so the same code runs in a real training container; the local executor points
+  the SM_* variables into a per-job tree instead.
+* `JobEnvironment`: the BAKEOFF_* variables, each named once, as one frozen value.
+* The step line a job prints (`[bakeoff] step=N name=value ...`) and the SageMaker
+  metric definitions that parse it, generated from the same format.
+* The schema ids of the files the two sides exchange.
+
+Torch-free on purpose: the orchestration side imports this module (never the reverse).
 """
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import dataclass, field
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 OPT_ML = Path("/opt/ml")
+
+SUMMARY_SCHEMA = "bakeoff.summary/1"
+EVALUATION_SCHEMA = "bakeoff.evaluation/2"
+PLAN_SCHEMA = "bakeoff.plan/1"
+# What decides a verdict; fixed before the data (the evaluation records it).
+PARITY_RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline")
+
+
+# --- the BAKEOFF_* environment ----------------------------------------------------------------
+def _env_field(name: str, default: Any = None, *, doc: str):
+    return field(default=default, metadata={"env": name, "doc": doc})
+
+
+@dataclass(frozen=True)
+class JobEnvironment:
+    """Every BAKEOFF_* variable a job reads, with its one name. `to_environ()` writes the
+    ones that are set; `from_environ()` reads them back (unset ones keep their default)."""
+
+    name: str = _env_field("BAKEOFF_NAME", "", doc="bake-off name")
+    leg: str = _env_field("BAKEOFF_LEG", "", doc="leg name")
+    backend: str = _env_field("BAKEOFF_BACKEND", "", doc="backend adapter: neuron, torchneuron, cuda, cpu")
+    precision: str = _env_field("BAKEOFF_PRECISION", "", doc="fp32 or bf16")
+    instance_type: str = _env_field("BAKEOFF_INSTANCE_TYPE", "", doc="the instance the leg stands for")
+    nproc_per_node: int | None = _env_field("BAKEOFF_NPROC_PER_NODE", doc="processes per host (devices)")
+    torch_compile: bool = _env_field("BAKEOFF_TORCH_COMPILE", False, doc="torch.compile the model")
+    compile_cache: str = _env_field("BAKEOFF_COMPILE_CACHE", "", doc="compile-cache location (s3:// or a path)")
+    continue_on_failure: bool = _env_field("BAKEOFF_CONTINUE_ON_FAILURE", False,
+                                           doc="exit 0 after a script failure (recorded) so Evaluate runs")
+    mlflow_install: bool = _env_field("BAKEOFF_MLFLOW_INSTALL", False, doc="install the MLflow client at start")
+    mlflow_experiment: str = _env_field("BAKEOFF_MLFLOW_EXPERIMENT", "", doc="MLflow experiment")
+    mlflow_artifact_location: str = _env_field("BAKEOFF_MLFLOW_ARTIFACT_LOCATION", "",
+                                               doc="artifact location of a new experiment")
+    preflight: bool = _env_field("BAKEOFF_PREFLIGHT", False, doc="run with the preflight probes on")
+    preflight_fail_on_blocker: bool = _env_field("BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER", False,
+                                                 doc="fail the job when preflight finds a blocker")
+    precompile: bool = _env_field("BAKEOFF_PRECOMPILE", False, doc="neuron_parallel_compile's run: not a result")
+    # Set by the local platform (substitutions), never in a compiled request:
+    emulated_on: str = _env_field("BAKEOFF_EMULATED_ON", "", doc="where a local run really ran")
+    spec_hash: str = _env_field("BAKEOFF_SPEC_HASH", "", doc="the spec's hash (a tag on SageMaker)")
+    job_key: str = _env_field("BAKEOFF_JOB_KEY", "", doc="the local job cache key")
+    host_map: str = _env_field("BAKEOFF_HOST_MAP", "", doc="JSON: host name -> address, for local hosts")
+    master_port: int | None = _env_field("BAKEOFF_MASTER_PORT", doc="rendezvous port (default 7777)")
+    checkpoint_dir: str = _env_field("BAKEOFF_CHECKPOINT_DIR", "", doc="checkpoint dir (default /opt/ml/checkpoints)")
+
+    def to_environ(self) -> dict[str, str]:
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value in (None, "", False):
+                continue
+            out[f.metadata["env"]] = "1" if value is True else str(value)
+        return out
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> JobEnvironment:
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f.metadata["env"])
+            if raw is None or raw == "":
+                continue
+            if f.type in ("bool", bool):
+                values[f.name] = raw == "1"
+            elif "int" in str(f.type):
+                values[f.name] = int(raw)
+            else:
+                values[f.name] = raw
+        return cls(**values)
+
+    @classmethod
+    def variable(cls, field_name: str) -> str:
+        return next(f.metadata["env"] for f in fields(cls) if f.name == field_name)
+
+
+ENV = {f.name: f.metadata["env"] for f in fields(JobEnvironment)}
+# Variables one side sets for itself (not part of what a job is given).
+WORKER_ENV = "BAKEOFF_WORKER"                # launch.py: this process runs the script
+PROCESS_START_ENV = "BAKEOFF_PROCESS_START"  # launch.py: when the container process started
+LOCAL_S3_ROOT_ENV = "BAKEOFF_LOCAL_S3_ROOT"  # local platform: where s3:// URIs live on this machine
+
+
+# --- names of a leg x seed -----------------------------------------------------------------
+def training_step_name(leg: str, seed: int) -> str:
+    """The pipeline step of a leg x seed."""
+    return f"Train-{leg}-s{seed}"
+
+
+def job_name(leg: str, seed: int) -> str:
+    """A job's directory (locally and under the pipeline's S3 prefix) and its MLflow run name."""
+    return f"{leg}-s{seed}"
+
+
+def parse_training_step_name(name: str) -> tuple[str, int] | None:
+    """(leg, seed) of a training step's name, or None for any other step."""
+    m = re.fullmatch(r"Train-(?P<leg>.+)-s(?P<seed>\d+)", name)
+    return (m["leg"], int(m["seed"])) if m else None
+
+
+# --- the step line and the metric definitions that parse it -------------------------------
+STEP_PREFIX = "[bakeoff]"
+# Finite numbers only: a NaN or inf is the job's finding (summary.json), not a metric datapoint.
+FINITE_NUMBER = r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
+_STEP_LINE = re.compile(r"^\[bakeoff\] step=(\d+)((?: [A-Za-z0-9_.:/-]+=\S+)*)\s*$")
+
+# SageMaker metric name -> the name=value key on a step line (or a one-off line).
+STEP_METRICS = {"train:loss": "train_loss", "train:tokens_per_sec": "tokens_per_sec",
+                "train:samples_per_sec": "samples_per_sec", "validation:loss": "val_loss"}
+SAY_METRICS = {"time_to_first_step": "time_to_first_step_s"}
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else ("inf" if math.isinf(value) else f"{value:.6g}")
+    return str(value)
+
+
+def step_line(step: int, values: Mapping[str, Any]) -> str:
+    """`[bakeoff] step=N name=value ...` for the numeric values."""
+    printable = " ".join(f"{k}={format_value(v)}" for k, v in values.items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool))
+    return f"{STEP_PREFIX} step={step} {printable}".rstrip()
+
+
+def say_line(values: Mapping[str, Any]) -> str:
+    """A one-off `[bakeoff] name=value ...` line (e.g. time to first step)."""
+    return f"{STEP_PREFIX} " + " ".join(f"{k}={format_value(v)}" for k, v in values.items())
+
+
+def parse_step_line(line: str) -> tuple[int, dict[str, str]] | None:
+    m = _STEP_LINE.match(line.rstrip("\n"))
+    if not m:
+        return None
+    pairs = dict(item.split("=", 1) for item in m.group(2).split())
+    return int(m.group(1)), pairs
+
+
+def metric_definitions(extra: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """SageMaker MetricDefinitions (name <= 255, regex <= 500 characters) for the step lines:
+    the built-in metrics plus `extra` (SageMaker name -> step-line key)."""
+    # `(?:\S+ )*?` skips whole name=value tokens, so `acc` never matches inside `val_acc`.
+    out = [{"Name": name, "Regex": r"\[bakeoff\] step=\d+ (?:\S+ )*?" + re.escape(key) + "=" + FINITE_NUMBER}
+           for name, key in {**STEP_METRICS, **(extra or {})}.items()]
+    out += [{"Name": name, "Regex": r"\[bakeoff\] " + re.escape(key) + "=" + FINITE_NUMBER}
+            for name, key in SAY_METRICS.items()]
+    return out
 
 
 def _decode_hyperparameter(value: Any) -> Any:
@@ -66,7 +222,7 @@ class TrainingEnv:
         return self.hosts.index(self.current_host) if self.current_host in self.hosts else 0
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "TrainingEnv":
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> TrainingEnv:
         env = os.environ if environ is None else environ
         input_dir = Path(env.get("SM_INPUT_DIR", OPT_ML / "input"))
         config_dir = Path(env.get("SM_INPUT_CONFIG_DIR", input_dir / "config"))
@@ -87,7 +243,7 @@ class TrainingEnv:
         master = env.get("SM_MASTER_ADDR") or env.get("MASTER_ADDR") or (hosts[0] if len(hosts) > 1 else "127.0.0.1")
         # Locally the hosts algo-1..N are processes on this machine: BAKEOFF_HOST_MAP maps
         # their names to addresses (one of the local executor's printed substitutions).
-        host_map = json.loads(env.get("BAKEOFF_HOST_MAP", "{}") or "{}")
+        host_map = json.loads(env.get(ENV["host_map"], "{}") or "{}")
         master = host_map.get(master, master)
 
         channels: dict[str, Path] = {}
@@ -106,7 +262,7 @@ class TrainingEnv:
             output_data_dir=Path(env.get("SM_OUTPUT_DATA_DIR", output_dir / "data")),
             input_dir=input_dir,
             input_config_dir=config_dir,
-            checkpoint_dir=Path(env.get("BAKEOFF_CHECKPOINT_DIR", OPT_ML / "checkpoints")),
+            checkpoint_dir=Path(env.get(ENV["checkpoint_dir"]) or OPT_ML / "checkpoints"),
             channels=channels,
             hyperparameters=hps,
             hosts=list(hosts),
@@ -116,7 +272,7 @@ class TrainingEnv:
             num_neurons=int(env.get("SM_NUM_NEURONS", 0) or 0),
             master_addr=master,
             # 7777: the port the SageMaker SDK's drivers and the training toolkit meet on.
-            master_port=int(env.get("SM_MASTER_PORT") or env.get("BAKEOFF_MASTER_PORT") or env.get("MASTER_PORT")
+            master_port=int(env.get("SM_MASTER_PORT") or env.get(ENV["master_port"]) or env.get("MASTER_PORT")
                             or 7777),
             network_interface=resource.get("network_interface_name"),
         )

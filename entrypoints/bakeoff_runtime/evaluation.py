@@ -102,16 +102,32 @@ def _curve_points(evals: list[dict], key: str) -> list[list[float]]:
     return [[r["step"], r[key]] for r in evals if _finite(r.get(key)) and "step" in r]
 
 
+def job_costs(billable_s: float | None, instance_count: int, usd_per_hour: float | None,
+              units: float | None, time_to_target_s: float | None, wall_s: float | None) -> dict[str, float | None]:
+    """Every cost figure of one job, from its billed time: the one cost function (the evaluation
+    uses it, and so does `bakeoff report ARN` once SageMaker's BillableTimeInSeconds is known).
+    Cost to target: what the job would have cost had it stopped at the target, i.e. the billed
+    time outside the training process (start-up, image pull, upload) plus the time to the target."""
+    cost = billable_s * instance_count * usd_per_hour / 3600 if (billable_s is not None and usd_per_hour) else None
+    to_target = None
+    if cost is not None and time_to_target_s is not None:
+        overhead = max(0.0, billable_s - wall_s) if (billable_s is not None and wall_s is not None) else 0.0
+        to_target = (overhead + time_to_target_s) * instance_count * usd_per_hour / 3600
+    return {"cost_usd": cost,
+            "cost_per_million_units_usd": (cost / (units / 1e6)) if cost is not None and units else None,
+            "cost_to_target_usd": to_target}
+
+
 def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target, direction: str) -> dict:
     s = run["summary"] or {}
     tp = s.get("throughput") or {}
     unit = tp.get("unit", "tokens")
     billable = run["billable_s"]
-    cost = billable * count * per_hour / 3600 if (billable is not None and per_hour) else None
     units = tp.get("units_processed")
     evals = run["digest"]["evals"]
     steps_to_target, time_to_target = _reached(evals, metric, target, direction)
     value = (s.get("metrics") or {}).get(metric)
+    costs = job_costs(billable, count, per_hour, units, time_to_target, s.get("wall_time_s"))
     return {
         "seed": run["seed"], "status": run["status"], "failure_kind": run["kind"], "reason": run["reason"],
         "job": run["job"],
@@ -121,8 +137,6 @@ def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target,
         "throughput_timing": tp.get("timing"),
         "throughput_window_s": tp.get("window_s"),
         "steps_to_target": steps_to_target, "time_to_target_s": time_to_target,
-        "cost_to_target_usd": (time_to_target * count * per_hour / 3600
-                               if time_to_target is not None and per_hour else None),
         "training_time_s": s.get("training_time_s"),
         "validation_time_s": s.get("validation_time_s"),
         "curves": {"train_loss": run["digest"]["train_curve"], metric: _curve_points(evals, metric)},
@@ -133,8 +147,8 @@ def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target,
         "peak_device_memory_bytes": s.get("peak_device_memory_bytes"),
         "peak_host_memory_bytes": s.get("peak_host_memory_bytes"),
         "wall_time_s": s.get("wall_time_s"),
-        "billable_s": billable, "cost_usd": cost,
-        "cost_per_million_units_usd": (cost / (units / 1e6)) if cost is not None and units else None,
+        "units_processed": units,
+        "billable_s": billable, **costs,
         "steps_completed": s.get("steps_completed"),
         "mlflow_run_id": (s.get("mlflow") or {}).get("run_id"),
         "cache_state": ((s.get("compile") or {}).get("cache") or {}).get("state"),
@@ -200,19 +214,47 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict, targe
         "reached_target_fraction": (len(reached) / len(rows)) if rows else None,
         "steps_to_target_mean": _mean(x["steps_to_target"] for x in reached) if len(reached) == len(rows) else None,
         "steps_to_target_mean_of_reached": _mean(x["steps_to_target"] for x in reached),
-        "cost_to_target_usd_mean": (_mean(x["cost_to_target_usd"] for x in reached)
-                                    if len(reached) == len(rows) else None),
-        "cost_to_target_usd_mean_of_reached": _mean(x["cost_to_target_usd"] for x in reached),
+        **_cost_means(rows),
         "peak_device_memory_bytes_max": max((x["peak_device_memory_bytes"] or 0 for x in rows), default=None) or None,
         "peak_host_memory_bytes_max": max((x["peak_host_memory_bytes"] or 0 for x in rows), default=None) or None,
         "wall_time_s_mean": _mean(x["wall_time_s"] for x in rows),
-        "billable_s_mean": _mean(x["billable_s"] for x in rows),
-        "cost_per_run": _spread([x["cost_usd"] for x in rows if x["cost_usd"] is not None]),
-        "cost_per_run_usd_mean": _mean(x["cost_usd"] for x in rows),
-        "cost_per_million_units_usd_mean": _mean(x["cost_per_million_units_usd"] for x in rows),
         "price": price,
         "compile_cache": _cache_split(rows),
     }
+
+
+def _cost_means(rows: list[dict]) -> dict[str, Any]:
+    """A leg's cost figures from its runs' (the part `recost` redoes with billed time)."""
+    reached = [r for r in rows if r.get("steps_to_target") is not None]
+    return {
+        "billable_s_mean": _mean(x.get("billable_s") for x in rows),
+        "cost_per_run": _spread([x.get("cost_usd") for x in rows if x.get("cost_usd") is not None]),
+        "cost_per_run_usd_mean": _mean(x.get("cost_usd") for x in rows),
+        "cost_per_million_units_usd_mean": _mean(x.get("cost_per_million_units_usd") for x in rows),
+        "cost_to_target_usd_mean": (_mean(x.get("cost_to_target_usd") for x in reached)
+                                    if len(reached) == len(rows) else None),
+        "cost_to_target_usd_mean_of_reached": _mean(x.get("cost_to_target_usd") for x in reached),
+    }
+
+
+def recost(evaluation: dict[str, Any], billable: dict[tuple[str, int], float], basis: str) -> dict[str, Any]:
+    """The evaluation with each job's cost from its billed seconds ((leg, seed) -> seconds),
+    every cost field through the same job_costs as the evaluation step."""
+    ev = json.loads(json.dumps(evaluation))
+    for name, leg in ev["legs"].items():
+        per_hour = (leg.get("price") or {}).get("usd_per_hour")
+        count = int(leg.get("instance_count") or 1)
+        for run in leg["runs"]:
+            seconds = billable.get((name, int(run["seed"])))
+            if seconds is None:
+                continue
+            run["billable_s"] = seconds
+            run.update(job_costs(seconds, count, per_hour, run.get("units_processed"), run.get("time_to_target_s"),
+                                 run.get("wall_time_s")))
+        leg.update(_cost_means(leg["runs"]))
+    if billable:
+        ev["cost_basis"] = basis
+    return ev
 
 
 def _cache_split(rows: list[dict]) -> dict[str, Any] | None:
@@ -307,7 +349,8 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
     elif r["outcome"] == stats.FAIL:
         side = "worse" if r["worse"] else "better"
         bound = f"+{margin:.4g}" if lo > margin else f"-{margin:.4g}"
-        out["why"] = f"a difference beyond the margin: {diff}, {ci} lies wholly beyond {bound}: {leg} is {side} than {base}"
+        out["why"] = (f"a difference beyond the margin: {diff}, {ci} lies wholly beyond {bound}: "
+                      f"{leg} is {side} than {base}")
         if side == "better":
             out["why"] += " (under `test: non_inferiority` a better leg passes)"
     else:
@@ -411,7 +454,8 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
             f["parity"] = next(c for c in checks if c["name"] == f"parity:{name}~{base}")["status"]
     recommendation = _overall_recommendation(undecided, legs_cfg) if verdict == "inconclusive" else None
     headline = {
-        "pass": (f"parity holds: every leg is {'equivalent to' if parity['test'] == stats.EQUIVALENCE else 'no worse than'} "
+        "pass": (f"parity holds: every leg is "
+                 f"{'equivalent to' if parity['test'] == stats.EQUIVALENCE else 'no worse than'} "
                  f"{base} on {metric} within the margin"),
         "fail": "parity fails: " + "; ".join(f"{c['name']}: {c['why']}" for c in failed),
         "inconclusive": "inconclusive: " + "; ".join(f"{c['name']}: {c['why']}" for c in undecided),

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 CURVE_POINTS = 200       # points kept per training curve
 MAX_EVAL_RECORDS = 2000  # validation records kept per job (they are few: one per eval_interval)
@@ -38,63 +39,73 @@ def _parse(line: bytes) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def digest_metrics(lines: Iterable[bytes], total_lines: int | None = None) -> dict[str, Any]:
-    """Down-sampled training curve plus every validation record.
+# As telemetry.py writes them (json.dumps' default separators).
+_EVAL_MARKS = (b'"kind": "eval"',)
 
-    Only validation lines and every k-th training line are JSON-decoded; the rest are
-    skipped by a substring test, so the cost grows with the points kept, not the steps.
+
+def _line_at(data: bytes, pos: int) -> bytes:
+    start = data.rfind(b"\n", 0, pos) + 1
+    end = data.find(b"\n", pos)
+    return data[start:end if end >= 0 else len(data)]
+
+
+def _lines_with(data: bytes, marks: tuple[bytes, ...], limit: int) -> list[bytes]:
+    """The lines holding any of `marks`, in order, found by byte search (no per-line loop)."""
+    found: list[tuple[int, bytes]] = []
+    for mark in marks:
+        pos = data.find(mark)
+        while pos >= 0 and len(found) < limit:
+            found.append((pos, _line_at(data, pos)))
+            end = data.find(b"\n", pos)
+            pos = data.find(mark, end + 1) if end >= 0 else -1
+    return [line for _, line in sorted(found)]
+
+
+def digest_metrics(data: bytes) -> dict[str, Any]:
+    """A down-sampled training curve, every validation record and the step of the first
+    non-finite training loss, from one job's metrics.jsonl.
+
+    Byte searches find the validation lines and any NaN/Infinity; the training curve takes
+    every k-th line of a split done in C. Only the lines kept are JSON-decoded, so the cost
+    grows with the points kept, not with the steps logged.
     """
-    stride = max(1, -(-total_lines // CURVE_POINTS)) if total_lines else 1
-    train: list[list[float]] = []
-    evals: list[dict] = []
-    last_train = None
-    n_train = 0
-    first_nonfinite_train = None
-    for line in lines:
-        if b'"kind": "eval"' in line or b'"kind":"eval"' in line:
-            record = _parse(line)
-            if record is not None and len(evals) < MAX_EVAL_RECORDS:
-                evals.append(record)
-            continue
-        if b'"kind": "train"' not in line and b'"kind":"train"' not in line:
-            continue
-        n_train += 1
-        nonfinite = b"NaN" in line or b"Infinity" in line
-        if n_train % stride and not nonfinite:
-            last_train = line
-            continue
-        record = _parse(line)
-        if record is None:
-            continue
-        value = record.get("train_loss")
-        if isinstance(value, (int, float)):
-            if not math.isfinite(value) and first_nonfinite_train is None:
-                first_nonfinite_train = record.get("step")
-            train.append([record.get("step", 0), value])
-        last_train = None
-    if last_train is not None:  # always keep the last point of the curve
-        record = _parse(last_train)
-        if record is not None and isinstance(record.get("train_loss"), (int, float)):
+    evals = [r for r in map(_parse, _lines_with(data, _EVAL_MARKS, MAX_EVAL_RECORDS)) if r is not None]
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    n_train = len(lines) - len(evals)
+    stride = max(1, -(-len(lines) // CURVE_POINTS))
+    picked = lines[::stride]
+    if lines and (len(lines) - 1) % stride:
+        picked.append(lines[-1])  # always keep the last point of the curve
+    train = []
+    for record in map(_parse, picked):
+        if record is not None and record.get("kind") == "train" and isinstance(record.get("train_loss"), (int, float)):
             train.append([record.get("step", 0), record["train_loss"]])
-    if len(train) > 2 * CURVE_POINTS:  # no line count was given: thin what was kept
-        step = -(-len(train) // CURVE_POINTS)
-        train = train[::step] + ([train[-1]] if (len(train) - 1) % step else [])
+    first_nonfinite = None
+    for mark in (b"NaN", b"Infinity"):
+        pos = data.find(mark)
+        while pos >= 0:
+            record = _parse(_line_at(data, pos))
+            value = (record or {}).get("train_loss")
+            if record and record.get("kind") == "train" and isinstance(value, float) and not math.isfinite(value):
+                step = record.get("step")
+                if first_nonfinite is None or (step is not None and step < first_nonfinite):
+                    first_nonfinite = step
+                break
+            pos = data.find(mark, pos + 1)
     return {"train_curve": train, "evals": evals, "train_records": n_train,
-            "first_nonfinite_train_step": first_nonfinite_train}
+            "first_nonfinite_train_step": first_nonfinite}
 
 
 def _lines(data: bytes) -> Iterator[bytes]:
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        if end < 0:
-            end = len(data)
-        yield data[start:end]
-        start = end + 1
+    for line in data.split(b"\n"):
+        if line:
+            yield line
 
 
 def _digest_bytes(data: bytes) -> dict[str, Any]:
-    return digest_metrics(_lines(data), data.count(b'"kind": "train"') + data.count(b'"kind":"train"'))
+    return digest_metrics(data)
 
 
 def _load_summary(raw: bytes | str) -> tuple[dict | None, str | None]:
@@ -123,19 +134,34 @@ def load_job(job_dir: Path) -> dict[str, Any]:
                 summary, problem = _load_summary(raw)
                 digest = _digest_bytes(_from_tar(path, "metrics.jsonl") or b"")
                 break
+    # What the platform knows of the job (the local executor writes job.json beside the job
+    # and into its output archive; on SageMaker `bakeoff report ARN` adds billed time later).
     meta_path = job_dir / "job.json"
+    raw_meta = meta_path.read_bytes() if meta_path.exists() else None
+    if raw_meta is None:
+        for path in sorted(job_dir.rglob("*.tar.gz")):
+            raw_meta = _from_tar(path, "job.json")
+            if raw_meta:
+                break
     meta: dict[str, Any] = {}
-    if meta_path.exists():
+    if raw_meta:
         try:
-            loaded = json.loads(meta_path.read_text())
+            loaded = json.loads(raw_meta)
             meta = loaded if isinstance(loaded, dict) else {}
         except ValueError:
             meta = {}
-    failure = next(iter(sorted(job_dir.rglob("output/failure"))), None)
+    failure_path = next(iter(sorted(job_dir.rglob("output/failure"))), None)
+    failure_text = failure_path.read_text(errors="replace") if failure_path else None
+    if failure_text is None:
+        for path in sorted(job_dir.rglob("*.tar.gz")):
+            raw = _from_tar(path, "failure")
+            if raw:
+                failure_text = raw.decode(errors="replace")
+                break
     return {"dir": job_dir.name, "summary": summary, "summary_problem": problem, "meta": meta,
             "digest": digest or {"train_curve": [], "evals": [], "train_records": 0,
                                  "first_nonfinite_train_step": None},
-            "failure": failure.read_text(errors="replace").strip() if failure else None}
+            "failure": failure_text.strip() if failure_text else None}
 
 
 def iter_records(job_dir: Path) -> Iterator[dict]:

@@ -121,7 +121,7 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
                                 ("completed", fig.get("completed"))):
                 if isinstance(value, (int, float)):
                     metrics.append(Metric(f"{leg}.{name}", float(value), 0, 0))
-        existing = {p for p in client.get_run(run_id).data.params}
+        existing = set(client.get_run(run_id).data.params)
         params = [p for p in params if p.key not in existing]
         client.log_batch(run_id, metrics=metrics, params=params,
                          tags=[RunTag(k, v) for k, v in tags.items()])

@@ -45,7 +45,7 @@ def _is_xla(x) -> bool:
 
 
 class _Watch(TorchFunctionMode):
-    def __init__(self, collector: "Preflight"):
+    def __init__(self, collector: Preflight):
         super().__init__()
         self.c = collector
 
@@ -63,7 +63,8 @@ class _Watch(TorchFunctionMode):
             if where is not None:
                 c.transfers.setdefault(where, {"op": name, "count": 0})["count"] += 1
         elif name == "to" and args and _is_xla(args[0]) and any(
-                (isinstance(a, (str, torch.device)) and str(a).startswith("cpu")) for a in (*args[1:], *kwargs.values())):
+                (isinstance(a, (str, torch.device)) and str(a).startswith("cpu"))
+                for a in (*args[1:], *kwargs.values())):
             where = _user_frame()
             if where is not None:
                 c.transfers.setdefault(where, {"op": "to(cpu)", "count": 0})["count"] += 1
@@ -124,7 +125,7 @@ class Preflight:
         before = [s for k, s in self.shapes if k == step - 1]
         if not now or not before:
             return None
-        for i, (a, b) in enumerate(zip(before[0], now[0])):
+        for i, (a, b) in enumerate(zip(before[0], now[0], strict=False)):
             if a != b:
                 return f"input {i} of the model's forward changed shape {list(a)} -> {list(b)}"
         return None

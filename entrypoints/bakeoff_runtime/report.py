@@ -268,7 +268,7 @@ def bar_chart(title: str, bars: list[tuple[str, str, list[tuple[str, float, str]
         body.append(f'<line x1="{m}" y1="{sy(yv):.1f}" x2="{w - 10}" y2="{sy(yv):.1f}" stroke="#eee"/>'
                     f'<text x="{m - 6}" y="{sy(yv) + 4:.1f}" font-size="10" text-anchor="end">{tick_label(yv, step)}</text>')
     seen_parts = []
-    for i, ((label, _, parts), total) in enumerate(zip(bars, totals)):
+    for i, ((label, _, parts), total) in enumerate(zip(bars, totals, strict=False)):
         x = m + 20 + i * (w - 80) / max(1, len(bars))
         base = 0.0
         for part, value, colour in parts:

@@ -136,7 +136,7 @@ class Runtime:
                 tracking_uri=environ.get("MLFLOW_TRACKING_URI"),
                 experiment=environ.get("BAKEOFF_MLFLOW_EXPERIMENT") or environ.get("MLFLOW_EXPERIMENT_NAME"),
                 run_name=f"{self.leg}-s{self.seed}", tags=tags,
-                params={k: v for k, v in sorted(hps.items())},
+                params=dict(sorted(hps.items())),
                 artifact_location=environ.get("BAKEOFF_MLFLOW_ARTIFACT_LOCATION") or None,
             )
         self.telemetry = Telemetry(env.model_dir, info, sink=self.sink, rank=self.rank, started_at=self.started_at)
@@ -169,7 +169,7 @@ class Runtime:
 
     # --- construction ---------------------------------------------------------------
     @classmethod
-    def from_environment(cls, started_at: float | None = None) -> "Runtime":
+    def from_environment(cls, started_at: float | None = None) -> Runtime:
         return cls(TrainingEnv.from_environ(), started_at=started_at)
 
     def hp(self, name: str, default: Any = None) -> Any:
@@ -511,7 +511,7 @@ class Runtime:
             if src.exists():
                 shutil.copyfile(src, self.env.output_data_dir / name)
 
-    def __enter__(self) -> "Runtime":
+    def __enter__(self) -> Runtime:
         return self
 
     def _final_finite_check(self) -> None:
@@ -550,7 +550,8 @@ class Runtime:
             return True
         first_line = (str(exc).strip().splitlines() or [""])[0]
         reason = f"{exc_type.__name__}: {first_line}"[:500]
-        self.env.write_failure(f"{exc_type.__name__}: {exc}" + "\n\n" + "".join(traceback.format_exception(exc_type, exc, tb))[-3000:])
+        trace = "".join(traceback.format_exception(exc_type, exc, tb))[-3000:]
+        self.env.write_failure(f"{exc_type.__name__}: {exc}\n\n{trace}")
         # An interrupt is the operator or the platform stopping the job, not the script failing.
         kind = "interrupted" if isinstance(exc, KeyboardInterrupt) else "script"
         try:

@@ -17,18 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-SUMMARY_SCHEMA = "bakeoff.summary/1"
-METRIC_PREFIX = "[bakeoff]"
-
-# name -> regex over the job's log. One file, read here and by the pipeline compiler,
-# so what the job prints and what SageMaker parses cannot drift apart.
-METRIC_DEFINITIONS = json.loads((Path(__file__).with_name("metric_definitions.json")).read_text())
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if math.isinf(value) else f"{value:.6g}")
-    return str(value)
+from .contract import SUMMARY_SCHEMA, say_line, step_line
 
 
 def peak_host_memory_bytes() -> int:
@@ -61,7 +50,8 @@ class Telemetry:
         self._fh = None
         if rank == 0:
             self.model_dir.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.model_dir / "metrics.jsonl", "a", buffering=1)
+            # Open for the job's lifetime, line-buffered: a job that dies keeps every line (closed in close()).
+            self._fh = open(self.model_dir / "metrics.jsonl", "a", buffering=1)  # noqa: SIM115
 
     def elapsed(self) -> float:
         return time.time() - self.started_at
@@ -72,8 +62,7 @@ class Telemetry:
         record = {"kind": kind, "step": step, "time_s": round(self.elapsed(), 4), **values}
         self.records.append(record)
         self._fh.write(json.dumps(record) + "\n")
-        printable = " ".join(f"{k}={_fmt(v)}" for k, v in values.items() if isinstance(v, (int, float)))
-        print(f"{METRIC_PREFIX} step={step} {printable}", file=self.stdout, flush=True)
+        print(step_line(step, values), file=self.stdout, flush=True)
         if self.sink is not None:
             numeric = {k: float(v) for k, v in values.items()
                        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
@@ -82,8 +71,7 @@ class Telemetry:
     def say(self, **values: Any) -> None:
         """A one-off `name=value` line (e.g. time to first step)."""
         if self.rank == 0:
-            print(f"{METRIC_PREFIX} " + " ".join(f"{k}={_fmt(v)}" for k, v in values.items()),
-                  file=self.stdout, flush=True)
+            print(say_line(values), file=self.stdout, flush=True)
 
     def write_summary(self, summary: dict[str, Any]) -> dict[str, Any]:
         if self.rank != 0:

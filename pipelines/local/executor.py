@@ -1,35 +1,41 @@
-"""Run every leg x seed of a bake-off as a separate local process, then the
-evaluation step, then the parity gate: the embedded default, no AWS needed.
+"""The embedded default: run the compiled pipeline on this machine, no AWS needed.
 
-Jobs run one at a time by default so throughput figures are not skewed by
-sharing cores. A finished job whose inputs did not change is not run again
-(content-keyed, like SageMaker step caching); `force=True` re-runs everything.
+The local executor does not build jobs of its own. It compiles the spec into the very
+pipeline definition `bakeoff synth` writes, puts its assets in a local S3 store, and
+runs it: each TrainingStep's CreateTrainingJob request as a container would (its
+hyperparameters, channels and environment laid out in an `/opt/ml` tree, its
+ContainerEntrypoint run), the Evaluate step's CreateProcessingJob from its
+ContainerArguments, and the gate from its conditions, PropertyFile and JsonGet. What
+must differ here is one printed list (substitutions.py).
+
+Jobs run one at a time so throughput figures are not skewed by sharing cores. A job
+whose substituted request did not change is not run again (like SageMaker's step
+cache); `force=True` re-runs everything. A run directory is used by one run at a time.
 """
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..bundle import EVALUATE_SCRIPT, LAUNCHER, bundle_for
-from ..data import prepare_corpus
 from ..errors import VERDICT_EXIT, RunError, SpecError
-from ..hashing import digest, file_sha256
-from ..loader import spec_base_dir
-from ..plan import JobPlan, derive_batching, evaluation_config, plan_jobs, spec_hash
+from ..hashing import digest
+from ..names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP
+from ..plan import Plan, build_plan
+from ..runtime_modules import runtime_module
 from ..spec import BakeoffSpec
-from .layout import JobLayout
+from .definition import Context, parameter_values, resolve, walk_condition
+from .jobs import JobProcess, Outcome, publish_outputs, run_processing, run_training
+from .lock import RunLock
 from .progress import Progress
+from .store import LocalS3
+from .substitutions import Substitutions, local_runtime
 
-_STEP_RE = re.compile(r"^\[bakeoff\] step=(\d+)")
+LOCAL_BUCKET = "bakeoff-local"
 
 
 @dataclass
@@ -39,10 +45,11 @@ class RunResult:
     evaluation_path: Path
     executed: list[str]
     skipped: list[str]
+    gate: list[dict[str, str]]
 
     @property
     def verdict(self) -> str:
-        return self.evaluation["verdict"]
+        return str(self.evaluation["verdict"])
 
     @property
     def exit_code(self) -> int:
@@ -54,117 +61,209 @@ def gpu_available() -> bool:
     return bool(shutil.which("nvidia-smi")) and Path("/dev/nvidia0").exists()
 
 
-def _channel_fingerprint(path: Path) -> str:
-    manifest = path.parent / "manifest.json"
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    if manifest.exists():
-        shas = {c["path"]: c["sha256"] for c in json.loads(manifest.read_text())["channels"].values()}
-        rel = [f.relative_to(path.parent).as_posix() for f in files]
-        if all(r in shas for r in rel):
-            return digest(sorted(shas[r] for r in rel))
-    return digest([(f.name, file_sha256(f)) for f in files])
-
-
 class LocalExecutor:
     def __init__(self, spec: BakeoffSpec, out_dir: Path, force: bool = False, console=None,
                  use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
-                 rule_change: str | None = None):
+                 rule_change: str | None = None, parameters: dict[str, str] | None = None):
         self.spec = spec
-        self.rule_change = rule_change
-        self._rule_original: dict | None = None
         self.out = Path(out_dir).resolve()
         self.force = force
         self.progress = Progress(console)
         self.use_gpu = gpu_available() if use_gpu is None else use_gpu
         self.python = python or sys.executable
         self.mlflow = spec.mlflow.enabled if mlflow is None else mlflow
-        self.base_dir = spec_base_dir(spec)
+        self.rule_change = rule_change
+        self.parameters = dict(parameters or {})
+        self.contract = runtime_module("contract")
+        self._process = JobProcess()
+        self._plan: Plan | None = None
 
-    # --- inputs ---------------------------------------------------------------------
-    def _channels(self) -> tuple[dict[str, Path], dict[str, Any]]:
-        if not self.spec.data.channels:
-            if not self.spec.entrypoint.builtin:
-                return {}, {}  # a custom script may make its own data
-            manifest = prepare_corpus(self.out / "data")
-            return {n: self.out / "data" / n for n in manifest["channels"]}, manifest
-        channels = {}
+    # --- set-up ---------------------------------------------------------------------------
+    def _mlflow_env(self) -> dict[str, str]:
+        ENV = self.contract.ENV
+        if not self.mlflow:
+            return {}
+        if self.spec.mlflow.tracking_uri:  # a server: it decides where artifacts go
+            return {"MLFLOW_TRACKING_URI": self.spec.mlflow.tracking_uri,
+                    ENV["mlflow_experiment"]: self.spec.experiment}
+        (self.out / "mlflow").mkdir(parents=True, exist_ok=True)
+        return {"MLFLOW_TRACKING_URI": f"sqlite:///{self.out / 'mlflow' / 'mlflow.db'}",
+                ENV["mlflow_experiment"]: self.spec.experiment,
+                ENV["mlflow_artifact_location"]: (self.out / "mlflow" / "artifacts").as_uri()}
+
+    def _prepare(self, preflight: tuple[str, int] | None = None):
+        from ..sagemaker.compiler import compile_plan
+
+        for leg in self.spec.legs:
+            try:
+                leg.kind.local_emulation(leg.backend_name, self.use_gpu)
+            except ValueError as exc:
+                raise SpecError(f"leg {leg.name!r}: {exc}", field="legs") from None
         for name, uri in self.spec.data.channels.items():
             if uri.startswith("s3://"):
                 raise SpecError(f"channel {name!r} is {uri}: the local executor reads local paths only; "
                                 "download it first or run on SageMaker (`bakeoff deploy`)",
                                 field=f"data.channels.{name}")
-            path = (self.base_dir / uri).resolve()
-            if not path.exists():
-                raise SpecError(f"channel {name!r}: {path} does not exist (`bakeoff data DIR` makes the "
-                                "built-in corpus)", field=f"data.channels.{name}")
-            channels[name] = path
-        return channels, {}
+        plan = build_plan(self.spec)
+        self._plan = plan
+        compiled = compile_plan(plan, bucket=self.spec.storage.bucket or LOCAL_BUCKET, preflight=preflight)
+        store = LocalS3(self.out / "s3")
+        for asset in compiled.assets:
+            store.put(compiled.bucket, asset.key, asset.body)
+        subs = Substitutions(plan, self.out, store, python=self.python, gpu=self.use_gpu, mlflow=self._mlflow_env())
+        try:
+            params = parameter_values(compiled.definition, self.parameters)
+        except KeyError as exc:
+            raise SpecError(str(exc.args[0]), field="--param") from None
+        return plan, compiled, store, subs, params
 
-    def _mlflow_env(self) -> dict[str, str]:
-        if not self.mlflow:
-            return {}
-        if self.spec.mlflow.tracking_uri:  # a server: it decides where artifacts go
-            return {"MLFLOW_TRACKING_URI": self.spec.mlflow.tracking_uri,
-                    "BAKEOFF_MLFLOW_EXPERIMENT": self.spec.experiment, "BAKEOFF_MLFLOW_ARTIFACT_LOCATION": ""}
-        (self.out / "mlflow").mkdir(parents=True, exist_ok=True)
-        return {"MLFLOW_TRACKING_URI": f"sqlite:///{self.out / 'mlflow' / 'mlflow.db'}",
-                "BAKEOFF_MLFLOW_EXPERIMENT": self.spec.experiment,
-                "BAKEOFF_MLFLOW_ARTIFACT_LOCATION": (self.out / "mlflow" / "artifacts").as_uri()}
-
-    # --- the run --------------------------------------------------------------------
+    # --- the run --------------------------------------------------------------------------
     def run(self) -> RunResult:
-        spec = self.spec
         self.out.mkdir(parents=True, exist_ok=True)
-        emulations = {}
-        for leg in spec.legs:
-            try:
-                emulations[leg.name] = leg.kind.local_emulation(leg.backend, self.use_gpu)
-            except ValueError as exc:
-                raise SpecError(f"leg {leg.name!r}: {exc}", field="legs") from None
-        bundle = bundle_for(spec, self.base_dir)
-        channels, manifest = self._channels()
-        data_fp = {name: _channel_fingerprint(path) for name, path in sorted(channels.items())}
-        jobs = plan_jobs(spec, world_size_of=lambda leg: 1)
-        mlflow_env = self._mlflow_env()
+        with RunLock(self.out), _forward_signals(self._process):
+            result = self._run()
+        return result
 
-        # Seed-major order: an interrupted run still has every leg represented.
-        legs = [leg.name for leg in spec.legs]
-        ordered = sorted(jobs, key=lambda j: (spec.seed_list.index(j.seed), legs.index(j.leg.name)))
-        keys = {job.name: digest({"hps": job.hyperparameters, "env": job.environment, "code": bundle.sha256,
-                                  "data": data_fp, "backend": emulations[job.leg.name].backend,
-                                  "emu": emulations[job.leg.name].environment,
-                                  "device": emulations[job.leg.name].device_label, "mlflow": bool(mlflow_env)})
-                for job in ordered}
-        reuse = {job.name for job in ordered
-                 if not self.force and self._is_done(JobLayout(self.out / "jobs" / job.name), keys[job.name])}
-        self._rule_original = self._check_rule(reuse)
-        (self.out / "spec.json").write_text(json.dumps(spec.canonical(), indent=2, sort_keys=True) + "\n")
-        self._write_plan(jobs, emulations, bundle.sha256, data_fp, manifest)
-        for leg in spec.legs:
-            emu = emulations[leg.name]
-            self.progress.note(f"leg {leg.name}: {leg.instance_type}/{leg.backend} -> {emu.device_label}")
+    def _run(self) -> RunResult:
+        plan, compiled, store, subs, params = self._prepare()
+        definition = compiled.definition
+        steps = {s["Name"]: s for s in definition["Steps"]}
+        order = [j.step_name for j in plan.seed_major]
+        jobs, keys = {}, {}
+        runtime = local_runtime()
+        for name in order:
+            request = resolve(steps[name]["Arguments"], Context(params, "", ""))
+            job = subs.training(name, request, self.out / "jobs" / _job_dir(plan, name))
+            jobs[name] = job
+            # Like SageMaker's step cache key: the request as run, not where this directory is.
+            # The spec hash is a tag on SageMaker (not a cache key): any spec change, even to the
+            # parity rule, would otherwise re-run every job.
+            environment = {k: v for k, v in job.environment.items() if k != self.contract.ENV["spec_hash"]}
+            material = json.dumps({"hyperparameters": job.hyperparameters, "environment": environment,
+                                   "command": job.command, "channels": job.channels, "hosts": job.hosts,
+                                   "runtime": runtime}, sort_keys=True).replace(str(self.out), "$RUN")
+            keys[name] = digest(material)
+        reuse = {n for n in order if not self.force and _finished(self.out / "jobs" / jobs[n].name, keys[n])}
+        rule_original = self._check_rule(reuse)
+        execution_id = "local-" + digest(sorted(keys.values()), 12)
+        self._write_records(plan, compiled, subs, params)
+        for line in subs.describe():
+            self.progress.note(f"local: {line}")
+        for leg in self.spec.legs:
             if leg.precompile:
-                self.progress.note(f"leg {leg.name}: precompile skipped locally (neuron_parallel_compile exists "
-                                   "only in Neuron images, and PyTorch/XLA on CPU cannot load cached executables)")
+                self.progress.note(f"leg {leg.name}: the Precompile step is skipped locally (neuron_parallel_compile "
+                                   "exists only in Neuron images, and PyTorch/XLA on CPU cannot load cached "
+                                   "executables)")
+        if PREFLIGHT_STEP in steps:
+            self._run_preflight_step(steps[PREFLIGHT_STEP], subs, store, params)
 
         executed, skipped = [], []
-        self.progress.start(len(ordered))
+        ctx = Context(params, execution_id, f"arn:aws:sagemaker:local:000000000000:pipeline/{compiled.name}/execution/"
+                                            f"{execution_id}")
+        self.progress.start(len(order))
         try:
-            for i, job in enumerate(ordered, 1):
-                emu = emulations[job.leg.name]
-                layout = JobLayout(self.out / "jobs" / job.name)
-                if job.name in reuse:
+            for i, name in enumerate(order, 1):
+                job = jobs[name]
+                job_dir = self.out / "jobs" / job.name
+                if name in reuse:
+                    ctx.training_job_names[name] = json.loads((job_dir / "job.json").read_text())["training_job_name"]
                     skipped.append(job.name)
                     self.progress.skipped(i, job.name)
                     continue
-                self._run_job(i, job, layout, keys[job.name], bundle, channels, emu, mlflow_env)
+                ctx.training_job_names[name] = self._run_training_job(i, job, keys[name], store)
                 executed.append(job.name)
         finally:
             self.progress.stop()
 
-        evaluation, path = self._evaluate(jobs, emulations, bundle, mlflow_env)
-        return RunResult(self.out, evaluation, path, executed, skipped)
+        evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule_original)
+        return RunResult(self.out, evaluation, path, executed, skipped, gate)
 
+    # --- training jobs --------------------------------------------------------------------
+    def _run_training_job(self, index: int, job, key: str, store: LocalS3) -> str:
+        job_dir = self.out / "jobs" / job.name
+        job_dir.mkdir(parents=True, exist_ok=True)
+        (job_dir / "job.json").unlink(missing_ok=True)
+        env = {**job.environment, self.contract.ENV["job_key"]: key}
+        job = type(job)(**{**job.__dict__, "environment": env})
+        (job_dir / "request.json").write_text(json.dumps(job.request, indent=2, sort_keys=True) + "\n")
+        (job_dir / "local.json").write_text(json.dumps(
+            {"hyperparameters": job.hyperparameters, "environment": job.environment, "command": list(job.command),
+             "hosts": list(job.hosts), "channels": job.channels}, indent=2, sort_keys=True) + "\n")
+        total = int(json.loads(job.hyperparameters.get("max_steps", "0")) or 0) or None
+        self.progress.begin(index, job.name, total)
+        parse = self.contract.parse_step_line
+
+        def on_line(line: str) -> None:
+            parsed = parse(line)
+            if parsed:
+                self.progress.advance(parsed[0] + 1)
+
+        started = _now()
+        try:
+            outcome = run_training(job, job_dir, store, self._process, on_line)
+        except FileNotFoundError as exc:
+            raise RunError(f"job {job.name}: {exc}") from None
+        except KeyboardInterrupt:
+            self._record(job, job_dir, key, started, Outcome(None, _now() - started, interrupted=True), store)
+            self.progress.stop()
+            raise
+        summary = self._record(job, job_dir, key, started, outcome, store)
+        meta = json.loads((job_dir / "job.json").read_text())
+        self.progress.finish(index, job.name, meta["status"], outcome.wall_s, summary, meta["reason"])
+        return str(meta["training_job_name"])
+
+    def _record(self, job, job_dir: Path, key: str, started: float, outcome: Outcome, store: LocalS3) -> dict:
+        """job.json: what the platform knows of the job (DescribeTrainingJob on SageMaker)."""
+        model = job_dir / "opt" / "ml" / "model"
+        try:
+            summary = json.loads((model / "summary.json").read_text())
+        except (FileNotFoundError, ValueError):
+            summary = {}
+        status, reason = summary.get("status") or ("completed" if outcome.exit_code == 0 else "failed"), \
+            summary.get("reason")
+        code = outcome.exit_code
+        lost = outcome.timed_out or outcome.interrupted or (code is not None and code < 0)
+        if outcome.timed_out:
+            reason = (f"stopped at its max runtime ({job.max_runtime_s} s, leg max_runtime_s): the job ran longer "
+                      "than allowed" + (f"; last words: {reason}" if reason else ""))
+        elif outcome.interrupted:
+            reason = "interrupted (bakeoff run was stopped); a re-run resumes it"
+        elif code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            reason = f"killed by {name}" + (f" (last words: {reason})" if reason else "")
+        elif code and not reason:
+            failure = job_dir / "opt" / "ml" / "output" / "failure"
+            reason = failure.read_text().splitlines()[0] if failure.exists() else f"process exited with code {code}"
+        if lost:
+            status = "failed"
+        training_job_name = f"{job.step_name}-{key[:10]}"
+        meta = {"job_key": key, "name": job.name, "leg": job.leg, "seed": job.seed, "step_name": job.step_name,
+                "training_job_name": training_job_name, "status": status, "reason": reason, "exit_code": code,
+                "lost": lost, "timed_out": outcome.timed_out,
+                "failure_kind": "timeout" if outcome.timed_out else ("interrupted" if outcome.interrupted else None),
+                "billable_s": round(outcome.wall_s, 3), "billable_basis": "local wall time (emulated)",
+                "started": started, "log": str(job_dir / "stdout.log")}
+        (job_dir / "job.json").write_text(json.dumps(meta, indent=2) + "\n")
+        publish_outputs(job_dir, job.output_path, training_job_name, store, meta)
+        return summary
+
+    def _run_preflight_step(self, step: dict[str, Any], subs: Substitutions, store: LocalS3, params) -> None:
+        request = resolve(step["Arguments"], Context(params, "", ""))
+        job = subs.training(PREFLIGHT_STEP, request, self.out / "preflight" / "step")
+        self.progress.note("running the Preflight step first (the pipeline's first step)")
+        job_dir = self.out / "preflight" / "step"
+        job_dir.mkdir(parents=True, exist_ok=True)
+        outcome = run_training(job, job_dir, store, self._process, lambda line: None)
+        if outcome.exit_code != 0:
+            failure = job_dir / "opt" / "ml" / "output" / "failure"
+            why = failure.read_text().strip().splitlines()[0] if failure.exists() else f"exit {outcome.exit_code}"
+            raise RunError(f"the Preflight step stopped the pipeline before any training job: {why} "
+                           f"(see {job_dir / 'stdout.log'}; `bakeoff preflight` explains each problem)")
+
+    # --- the parity rule ------------------------------------------------------------------
     def _check_rule(self, reuse: set[str]) -> dict | None:
         """The parity rule is fixed before the data: the first run into a directory records it,
         and deciding finished jobs under another rule needs `rule_change` (a reason), after
@@ -189,174 +288,137 @@ class LocalExecutor:
                             f"re-run the jobs with --force, or pass --rule-change 'WHY' to re-decide and show both "
                             f"rules", file=str(path))
         self.progress.note(f"parity rule changed after the data ({changed}): {self.rule_change}")
-        return recorded
+        return dict(recorded)
 
-    def _write_plan(self, jobs: list[JobPlan], emulations, bundle_sha: str, data_fp, manifest) -> None:
-        spec = self.spec
-        legs = {}
-        for leg in spec.legs:
-            target = derive_batching(spec.training.global_batch_size, leg.devices,
-                                     spec.training.max_per_device_batch_size)
-            local = next(j.batching for j in jobs if j.leg.name == leg.name)
-            legs[leg.name] = {"instance_type": leg.instance_type, "instance_count": leg.instance_count,
-                              "backend": leg.backend, "precision": leg.precision,
-                              "emulated_on": emulations[leg.name].device_label,
-                              "local_backend": emulations[leg.name].backend,
-                              "batching": {"target": target.as_dict(), "local": local.as_dict()}}
-        plan = {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "code_sha256": bundle_sha,
-                "data": {"fingerprints": data_fp, "manifest": manifest}, "legs": legs,
-                "jobs": [j.name for j in jobs]}
-        (self.out / "plan.json").write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
+    def _write_records(self, plan: Plan, compiled, subs: Substitutions, params: dict[str, Any]) -> None:
+        (self.out / "spec.json").write_text(json.dumps(self.spec.canonical(), indent=2, sort_keys=True) + "\n")
+        body = {**plan.to_json(), "local": {"substitutions": subs.describe(), "parameters": params,
+                                            "runtime": local_runtime()}}
+        (self.out / "plan.json").write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
+        (self.out / "pipeline.json").write_text(compiled.to_json(indent=2))
 
-    @staticmethod
-    def _is_done(layout: JobLayout, key: str) -> bool:
-        try:
-            meta = json.loads(layout.meta.read_text())
-        except (FileNotFoundError, ValueError):
-            return False
-        return meta.get("job_key") == key and meta.get("status") in ("completed", "diverged") \
-            and (layout.model / "summary.json").exists()
-
-    def _run_job(self, index: int, job: JobPlan, layout: JobLayout, key: str, bundle, channels, emu,
-                 mlflow_env) -> None:
-        layout.reset()
-        layout.lay_out(job.hyperparameters, channels, job.leg.instance_type, hosts=1)
-        bundle.write_to(layout.code)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "BAKEOFF_", "PJRT_", "MLFLOW_"))}
-        env.update(job.environment)
-        env.update(emu.environment)
-        env.update(layout.environment(channels, job.hyperparameters))
-        env.update(mlflow_env)
-        env.update({"BAKEOFF_BACKEND": emu.backend, "BAKEOFF_EMULATED_ON": emu.device_label,
-                    "BAKEOFF_SPEC_HASH": spec_hash(self.spec),
-                    "BAKEOFF_JOB_KEY": key, "BAKEOFF_NPROC_PER_NODE": "1", "PYTHONUNBUFFERED": "1",
-                    "SM_CURRENT_INSTANCE_TYPE": job.leg.instance_type})
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        cache = self._compile_cache(job, emu)
-        if cache:
-            env["BAKEOFF_COMPILE_CACHE"] = str(cache)
-        cmd = [self.python, str(layout.code / LAUNCHER), str(layout.code / bundle.script)]
-        total = int(job.hyperparameters.get("max_steps", 0)) or None
-        self.progress.begin(index, job.name, total)
-        started = time.time()
-        with open(layout.log, "w") as log:
-            proc = subprocess.Popen(cmd, cwd=layout.code, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, bufsize=1)
-            try:
-                for line in proc.stdout:
-                    log.write(line)
-                    m = _STEP_RE.match(line)
-                    if m:
-                        self.progress.advance(int(m.group(1)) + 1)
-                code = proc.wait()
-            except BaseException:
-                proc.kill()
-                proc.wait()
-                raise
-        wall = time.time() - started
-        summary_path = layout.model / "summary.json"
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-        status = summary.get("status") or ("failed" if code else "completed")
-        reason = summary.get("reason")
-        failure = layout.output / "failure"
-        lost = code < 0  # killed by a signal: the machine or an operator stopped it, not the script
-        if lost:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            status, reason = "failed", f"killed by {name}" + (f" (last words: {reason})" if reason else "")
-        elif code and not reason:
-            reason = failure.read_text().splitlines()[0] if failure.exists() else f"process exited with code {code}"
-        meta = {"job_key": key, "name": job.name, "leg": job.leg.name, "seed": job.seed, "status": status,
-                "reason": reason, "exit_code": code, "lost": lost, "billable_s": round(wall, 3),
-                "billable_basis": "local wall time (estimate)", "started": started, "log": str(layout.log)}
-        layout.meta.write_text(json.dumps(meta, indent=2) + "\n")
-        self.progress.finish(index, job.name, status, wall, summary, reason)
-
-    def run_preflight(self, leg_name: str, steps: int) -> dict[str, Any]:
-        """A few steps of `leg_name`'s job on PyTorch/XLA's CPU device with the
-        preflight probes on; returns the report (preflight.json)."""
-        spec = self.spec
-        self.out.mkdir(parents=True, exist_ok=True)
-        bundle = bundle_for(spec, self.base_dir)
-        channels, _ = self._channels()
-        job = next(j for j in plan_jobs(spec, world_size_of=lambda leg: 1)
-                   if j.leg.name == leg_name and j.seed == spec.seed_list[0])
-        job.hyperparameters.update(max_steps=steps, log_interval=1, eval_interval=0, warmup_exclude_steps=1,
-                                   checkpoint_interval=0)
-        layout = JobLayout(self.out / "preflight" / leg_name)
-        from estimators.base import LocalEmulation
-
-        emu = LocalEmulation("neuron", "local xla:cpu", {"PJRT_DEVICE": "CPU", "BAKEOFF_PREFLIGHT": "1"})
-        self.mlflow = False
-        self.progress.start(1)
-        try:
-            self._run_job(1, job, layout, "preflight", bundle, channels, emu, {})
-        finally:
-            self.progress.stop()
-        report_path = layout.model / "preflight.json"
-        if not report_path.exists():
-            meta = json.loads(layout.meta.read_text())
-            raise RunError(f"preflight of leg {leg_name} did not finish: {meta.get('reason')} "
-                               f"(see {layout.log})")
-        return json.loads(report_path.read_text())
-
-    def _compile_cache(self, job: JobPlan, emu) -> Path | None:
-        """The local compile cache, under the same key scheme as the S3 one."""
-        if emu.backend != "neuron" and job.leg.compile != "torch_compile":
-            return None
-        from importlib.metadata import PackageNotFoundError, version
-
-        from estimators.compile_cache import cache_key
-
-        versions = []
-        for dist in ("torch", "torch-xla"):
-            try:
-                versions.append(f"{dist}=={version(dist)}")
-            except PackageNotFoundError:
-                pass
-        key = cache_key(backend=emu.backend, image="local:" + ",".join(versions), precision=job.leg.precision,
-                        environment={**job.environment, **emu.environment}, hyperparameters=job.hyperparameters,
-                        world_size=job.batching.world_size)
-        return self.out / "compile-cache" / emu.backend / key
-
-    def _evaluate(self, jobs: list[JobPlan], emulations, bundle, mlflow_env) -> tuple[dict, Path]:
+    # --- the Evaluate step and the gate ---------------------------------------------------
+    def _evaluate(self, steps: dict[str, Any], ctx: Context, subs: Substitutions, store: LocalS3,
+                  rule_original: dict | None) -> tuple[dict, Path, list[dict[str, str]]]:
         from estimators.prices import price_for
 
         from ..prices import cached
 
-        spec = self.spec
-        refreshed = cached(spec.storage.region)
         eval_dir = self.out / "evaluation"
         eval_dir.mkdir(parents=True, exist_ok=True)
-        job_keys = sorted(json.loads((self.out / "jobs" / j.name / "job.json").read_text()).get("job_key", "")
-                          for j in jobs if (self.out / "jobs" / j.name / "job.json").exists())
-        config = evaluation_config(
-            spec, prices={leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in spec.legs},
-            images={}, emulated_on={name: emu.device_label for name, emu in emulations.items()},
-            cost_basis="emulated: local wall time x on-demand price of the instance the leg stands for; "
-                       "not indicative of the target hardware",
-            mlflow=({"tracking_uri": mlflow_env["MLFLOW_TRACKING_URI"], "experiment": spec.experiment,
-                     "artifact_location": mlflow_env["BAKEOFF_MLFLOW_ARTIFACT_LOCATION"] or None,
-                     "parent_key": digest(job_keys)} if mlflow_env else {}))
-        config["emulated"] = True
-        if self._rule_original is not None:
-            config["rule_original"] = self._rule_original
+        # A verdict of an earlier run must never outlive a failed evaluation of this one.
+        for stale in ("evaluation.json", "report.html", "report.md", "gate.json"):
+            (eval_dir / stale).unlink(missing_ok=True)
+        step = steps[EVALUATE_STEP]
+        request = resolve(step["Arguments"], ctx)
+        (eval_dir / "request.json").write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
+        steps_file = eval_dir / "execution-steps.json"
+        steps_file.write_text(json.dumps({"PipelineExecutionSteps": [
+            {"StepName": name, "Metadata": {"TrainingJob": {"Arn": f"arn:aws:sagemaker:local:000000000000:"
+                                                                   f"training-job/{job}"}}}
+            for name, job in sorted(ctx.training_job_names.items())]}, indent=2))
+        job = subs.processing(request, eval_dir, steps_file)
+        refreshed = cached(self.spec.storage.region)
+        prices = {leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in self.spec.legs}
+        config_uri = next(uri for name, (uri, _) in job.inputs.items() if name == "config")
+        config_path = store.path(config_uri)
+        config = json.loads((config_path if config_path.is_file() else next(config_path.rglob("*.json"))).read_text())
+        config = subs.evaluation_config(config, prices)
+        if rule_original is not None:
+            config["rule_original"] = rule_original
             config["rule_change_reason"] = self.rule_change
-        config_path = eval_dir / "config.json"
-        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-        code_dir = self.out / "code"
-        bundle.write_to(code_dir)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "BAKEOFF_", "PJRT_"))}
-        env["PYTHONUNBUFFERED"] = "1"
-        self.progress.note("evaluation: deciding parity")
-        proc = subprocess.run([self.python, str(code_dir / EVALUATE_SCRIPT), "--jobs", str(self.out / "jobs"),
-                               "--config", str(config_path), "--out", str(eval_dir)],
-                              env=env, capture_output=True, text=True)
-        (eval_dir / "stdout.log").write_text(proc.stdout + proc.stderr)
+        self.progress.note("evaluation: deciding parity (the Evaluate step)")
+        outcome = run_processing(job, eval_dir, store, self._process, config_override=config)
+        out_dir = job.outputs["evaluation"][0]
+        produced = out_dir / step["PropertyFiles"][0]["FilePath"]
+        if outcome.exit_code != 0 or not produced.exists():
+            log = (eval_dir / "stdout.log").read_text(errors="replace").strip().splitlines() or ["no output"]
+            raise RunError(f"the evaluation step failed: {log[-1][:300]} (see {eval_dir / 'stdout.log'}); no verdict "
+                           "was written")
+        for item in out_dir.iterdir():  # beside the run, where people look for them
+            if item.is_file():
+                shutil.copy2(item, eval_dir / item.name)
+        for pf in step.get("PropertyFiles", []):
+            local = job.outputs[pf["OutputName"]][0]
+            ctx.property_files[(EVALUATE_STEP, pf["PropertyFileName"])] = local / pf["FilePath"]
+        gate = [{"step": name, "type": s["Type"], **({"message": str(resolve(s["Arguments"]["ErrorMessage"], ctx))}
+                                                     if s["Type"] == "Fail" else {})}
+                for name, s in walk_condition(steps[GATE_STEP], ctx)]
+        (eval_dir / "gate.json").write_text(json.dumps(gate, indent=2) + "\n")
+        for taken in gate:
+            if taken["type"] == "Fail":
+                self.progress.note(f"gate: {taken['step']}: {taken['message']}")
         path = eval_dir / "evaluation.json"
-        if proc.returncode != 0 or not path.exists():
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise RunError(f"the evaluation step failed: {tail[0]} (see {eval_dir / 'stdout.log'})")
-        return json.loads(path.read_text()), path
+        return json.loads(path.read_text()), path, gate
+
+    # --- preflight: the same executor, the Preflight step's request ------------------------
+    def preflight(self, leg: str, steps: int) -> dict[str, Any]:
+        """A few steps of `leg`'s job on PyTorch/XLA's CPU device with the preflight probes on:
+        the pipeline's Preflight step request, run like any other; returns preflight.json."""
+        self.mlflow = False
+        self.out.mkdir(parents=True, exist_ok=True)
+        plan, compiled, store, subs, params = self._prepare(preflight=(leg, steps))
+        step = next(s for s in compiled.definition["Steps"] if s["Name"] == PREFLIGHT_STEP)
+        request = resolve(step["Arguments"], Context(params, "", ""))
+        job_dir = self.out / "preflight" / leg
+        job = subs.training(PREFLIGHT_STEP, request, job_dir)
+        job = type(job)(**{**job.__dict__, "environment": {**job.environment,
+                                                          self.contract.ENV["preflight_fail_on_blocker"]: ""}})
+        job_dir.mkdir(parents=True, exist_ok=True)
+        self.progress.start(1)
+        self.progress.begin(1, f"preflight {leg}", steps)
+        try:
+            outcome = run_training(job, job_dir, store, self._process, lambda line: None)
+        finally:
+            self.progress.stop()
+        report = job_dir / "opt" / "ml" / "model" / "preflight.json"
+        if not report.exists():
+            failure = job_dir / "opt" / "ml" / "output" / "failure"
+            why = failure.read_text().splitlines()[0] if failure.exists() else f"exit code {outcome.exit_code}"
+            raise RunError(f"preflight of leg {leg} did not finish: {why} (see {job_dir / 'stdout.log'})")
+        return json.loads(report.read_text())
+
+
+def _job_dir(plan: Plan, step_name: str) -> str:
+    return next(j.name for j in plan.jobs if j.step_name == step_name)
+
+
+def _finished(job_dir: Path, key: str) -> bool:
+    try:
+        meta = json.loads((job_dir / "job.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return False
+    return meta.get("job_key") == key and meta.get("status") in ("completed", "diverged") \
+        and (job_dir / "opt" / "ml" / "model" / "summary.json").exists()
+
+
+def _now() -> float:
+    import time
+
+    return time.time()
+
+
+class _forward_signals:
+    """SIGTERM (and SIGINT) to `bakeoff run` stop the running job's whole process group
+    first, then end the run: no orphaned training process."""
+
+    def __init__(self, process: JobProcess):
+        self.process = process
+        self.previous: dict[int, Any] = {}
+
+    def _handler(self, signum, frame):
+        self.process.stop()
+        raise KeyboardInterrupt
+
+    def __enter__(self):
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self.previous[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        return False

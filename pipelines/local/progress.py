@@ -12,7 +12,8 @@ class Progress:
     def __init__(self, console=None):
         from rich.console import Console
 
-        self.console = console or Console(stderr=True)
+        # Piped or captured, lines stay whole (no wrapping at 80 columns mid-sentence).
+        self.console = console or Console(stderr=True, soft_wrap=True)
         self.live = self.console.is_terminal
         self._bar = None
         self._task = None
@@ -26,8 +27,8 @@ class Progress:
         self._total_jobs = total_jobs
         self._started = time.time()
         if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, \
-                TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
 
             self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                      TextColumn("steps"), TimeElapsedColumn(), console=self.console,

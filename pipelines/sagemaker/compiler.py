@@ -18,13 +18,24 @@ from typing import Any
 
 from estimators.compile_cache import cache_key, cache_uri
 from estimators.prices import price_for
-from estimators.registry import lookup_instance
+from estimators.registry import instance_of
 
-from ..bundle import Bundle, bundle_for, entrypoints_dir
 from ..data import prepare_corpus
 from ..errors import SpecError
 from ..loader import spec_base_dir
-from ..plan import JobPlan, encode_hyperparameters, evaluation_config, plan_jobs, spec_hash
+from ..names import (
+    EVALUATE_STEP,
+    FAIL_STEP,
+    GATE_STEP,
+    INCONCLUSIVE_STEP,
+    PREFLIGHT_STEP,
+    PROPERTY_FILE,
+    VERDICT_STEP,
+    precompile_step,
+)
+from ..names import pipeline_name as _pipeline_name
+from ..plan import Plan, PlannedJob, build_plan, encode_hyperparameters, evaluation_config
+from ..runtime_modules import runtime_module
 from ..spec import ROLE_ARN_RE, BakeoffSpec
 from .expressions import as_string, get, join, json_get, param
 
@@ -33,11 +44,6 @@ DEFAULT_BUCKET = "bakeoff-artifacts"
 # A placeholder that says what it is; `deploy --role` (or CDK) puts the real role in.
 PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/bakeoff-sagemaker-execution-role"
 CODE_ARCHIVE = "sourcedir.tar.gz"
-EVALUATE_STEP, GATE_STEP, FAIL_STEP, PREFLIGHT_STEP = "Evaluate", "ParityGate", "ParityFailed", "Preflight"
-# Inconclusive is not a failure of parity: it gets its own condition and Fail step, so the
-# execution's failure reason says which of the two it was (the CLI's exit codes 1 and 3).
-VERDICT_STEP, INCONCLUSIVE_STEP = "VerdictIsFail", "ParityInconclusive"
-PROPERTY_FILE = "EvaluationReport"
 EVAL_INSTANCE = "ml.m5.xlarge"
 CACHE_EXPIRY = "P30D"
 CAPACITY_RETRY = {"ExceptionType": ["SageMaker.CAPACITY_ERROR"], "IntervalSeconds": 300, "BackoffRate": 2.0,
@@ -48,8 +54,11 @@ EVAL_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/processing/input/code
                 " -C /opt/ml/code && exec python3 /opt/ml/code/evaluate.py \"$@\"")
 EVAL_OUT = "/opt/ml/processing/evaluation"
 EVAL_CONFIG = "/opt/ml/processing/input/config/config.json"
-FINITE_NUMBER = r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
-MAX_EVAL_JOBS = 90  # one ContainerArgument per job; the API allows 100
+EVAL_JOBS_DIR = "/tmp/bakeoff-jobs"
+# CreateProcessingJob takes at most 100 ContainerArguments. Up to this many jobs each is
+# named by one argument (its TrainingJobName, resolved by the pipeline); beyond it the
+# Evaluate step lists the execution's steps itself (ListPipelineExecutionSteps).
+MAX_EVAL_JOB_ARGUMENTS = 90
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,7 @@ class CompiledPipeline:
 
 
 def pipeline_name(spec: BakeoffSpec) -> str:
-    return f"bakeoff-{spec.name}"
+    return _pipeline_name(spec.name)
 
 
 def _param_name(channel: str) -> str:
@@ -121,36 +130,37 @@ def _data_channels(spec: BakeoffSpec, base_dir: Path, bucket: str, prefix: str) 
 
 
 def metric_definitions(spec: BakeoffSpec) -> list[dict[str, str]]:
-    defs = json.loads((entrypoints_dir() / "bakeoff_runtime" / "metric_definitions.json").read_text())
+    """What SageMaker parses from the jobs' logs: generated from the step-line format the
+    jobs print (bakeoff_runtime.contract), plus the parity metric when it is another one."""
     metric = spec.parity.metric
-    if metric != "val_loss":
-        # Finite numbers only: a NaN or inf is the job's finding (summary.json), not a datapoint.
-        defs.append({"Name": f"validation:{metric}",
-                     "Regex": rf"\[bakeoff\] step=\d+ .*?{re.escape(metric)}=" + FINITE_NUMBER})
-    return defs
+    extra = {f"validation:{metric}": metric} if metric != "val_loss" else {}
+    return runtime_module("contract").metric_definitions(extra)
 
 
-def _training_step(spec: BakeoffSpec, job: JobPlan, *, bucket: str, prefix: str, role: str, code_uri: str,
+def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, role: str, code_uri: str,
                    data: dict[str, str], defs: list[dict], shash: str) -> tuple[dict[str, Any], str]:
-    leg = job.leg
+    spec = plan.spec
+    leg = spec.leg(job.leg)
+    planned = plan.leg(job.leg)
+    ENV = runtime_module("contract").ENV
     env = dict(job.environment)
     hps = encode_hyperparameters(job.hyperparameters)
     hps["max_steps"] = as_string(param("MaxSteps"))
-    key = cache_key(backend=leg.backend, image=job.image, precision=leg.precision, environment=env,
-                    hyperparameters=job.hyperparameters, world_size=job.batching.world_size)
-    cache = cache_uri(bucket, prefix, leg.backend, key)
-    env["BAKEOFF_COMPILE_CACHE"] = cache
+    key = cache_key(backend=planned.backend, image=planned.image, precision=leg.precision, environment=env,
+                    hyperparameters=job.hyperparameters, world_size=planned.batching.world_size)
+    cache = cache_uri(bucket, prefix, planned.backend, key)
+    env[ENV["compile_cache"]] = cache
     if leg.backend == "neuron":
         env["NEURON_COMPILE_CACHE_URL"] = cache
     if spec.mlflow.enabled and spec.mlflow.tracking_uri and not spec.security.network_isolation:
         # An isolated job cannot reach the server: the Evaluate step back-fills its run.
         env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
-        env["BAKEOFF_MLFLOW_EXPERIMENT"] = spec.experiment
-        env["BAKEOFF_MLFLOW_INSTALL"] = "1"  # AWS's PyTorch 2.9 images ship without mlflow
+        env[ENV["mlflow_experiment"]] = spec.experiment
+        env[ENV["mlflow_install"]] = "1"  # AWS's PyTorch 2.9 images ship without mlflow
     # A script that raises still exits 0 (its failure is in summary.json), so the pipeline
     # reaches Evaluate and a crashed leg gets a verdict; the platform's own failures do not.
-    env["BAKEOFF_CONTINUE_ON_FAILURE"] = "1"
-    step_name = f"Train-{leg.name}-s{job.seed}"
+    env[ENV["continue_on_failure"]] = "1"
+    step_name = job.step_name
     output = _s3(bucket, prefix, spec.name, "jobs", job.name)
     channels = [{
         "ChannelName": "code",
@@ -167,9 +177,9 @@ def _training_step(spec: BakeoffSpec, job: JobPlan, *, bucket: str, prefix: str,
         })
     args: dict[str, Any] = {
         "AlgorithmSpecification": {
-            "TrainingImage": job.image,
+            "TrainingImage": planned.image,
             "TrainingInputMode": "File",
-            "ContainerEntrypoint": ["/bin/sh", "-c", TRAIN_COMMAND.format(script=job.extra.get("script", "train.py"))],
+            "ContainerEntrypoint": ["/bin/sh", "-c", TRAIN_COMMAND.format(script=job.script)],
             "MetricDefinitions": defs,
             "EnableSageMakerMetricsTimeSeries": True,
         },
@@ -220,7 +230,7 @@ def _apply_security(args: dict[str, Any], spec: BakeoffSpec, instance_types: lis
         args["EnableInterContainerTrafficEncryption"] = True
     if sec.output_kms_key:
         args["OutputDataConfig"]["KmsKeyId"] = sec.output_kms_key
-    if sec.volume_kms_key and not any(lookup_instance(t)[1].local_storage for t in instance_types):
+    if sec.volume_kms_key and not any(instance_of(t)[1].local_storage for t in instance_types):
         args["ResourceConfig"]["VolumeKmsKeyId"] = sec.volume_kms_key
 
 
@@ -237,31 +247,36 @@ def _apply_processing_security(args: dict[str, Any], spec: BakeoffSpec) -> None:
         args["NetworkConfig"] = network
     if sec.output_kms_key:
         args["ProcessingOutputConfig"]["KmsKeyId"] = sec.output_kms_key
-    if sec.volume_kms_key and not lookup_instance(EVAL_INSTANCE)[1].local_storage:
+    if sec.volume_kms_key and not instance_of(EVAL_INSTANCE)[1].local_storage:
         args["ProcessingResources"]["ClusterConfig"]["VolumeKmsKeyId"] = sec.volume_kms_key
 
 
-def _preflight_step(spec: BakeoffSpec, jobs: list[JobPlan], **kw) -> dict[str, Any]:
-    """The first trn leg's job, a few steps long, on a CPU instance with the preflight
-    probes on: it fails (stopping the pipeline) when it finds a blocker."""
-    job = next((j for j in jobs if j.leg.backend == "neuron"), jobs[0])
-    step, _ = _training_step(spec, job, **kw)
+def preflight_step(plan: Plan, leg: str | None = None, steps: int | None = None, **kw) -> dict[str, Any]:
+    """A trn leg's first job, a few steps long, on a CPU instance with the preflight probes on:
+    it fails (stopping the pipeline) when it finds a blocker. `bakeoff preflight` runs this
+    same request locally."""
+    spec = plan.spec
+    name = leg or next((lg.name for lg in spec.legs if lg.backend == "neuron"), spec.legs[0].name)
+    job = plan.jobs_of(name)[0]
+    ENV = runtime_module("contract").ENV
+    step, _ = _training_step(plan, job, **kw)
     args = step["Arguments"]
     hps = dict(args["HyperParameters"])
-    hps.update(max_steps=str(spec.preflight.steps), log_interval="1", eval_interval="0", checkpoint_interval="0")
+    hps.update(max_steps=str(steps or spec.preflight.steps), log_interval="1", eval_interval="0",
+               checkpoint_interval="0", warmup_exclude_steps="1")
     args["HyperParameters"] = dict(sorted(hps.items()))
-    env = {k: v for k, v in args["Environment"].items() if not k.startswith("NEURON_")}
-    env.update(PJRT_DEVICE="CPU", BAKEOFF_BACKEND="neuron", BAKEOFF_PREFLIGHT="1",
-               BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER="1", BAKEOFF_NPROC_PER_NODE="1")
+    env = {k: v for k, v in args["Environment"].items() if not k.startswith(("NEURON_", "FI_", "RDMAV_"))}
+    env.update({"PJRT_DEVICE": "CPU", ENV["backend"]: "neuron", ENV["preflight"]: "1",
+                ENV["preflight_fail_on_blocker"]: "1", ENV["nproc_per_node"]: "1"})
     args["Environment"] = dict(sorted(env.items()))
     args["ResourceConfig"] = {"InstanceType": spec.preflight.instance_type, "InstanceCount": 1, "VolumeSizeInGB": 50}
     args["StoppingCondition"] = {"MaxRuntimeInSeconds": 3600}
-    args["OutputDataConfig"] = {"S3OutputPath": _s3(kw["bucket"], kw["prefix"], spec.name, "preflight")}
+    args["OutputDataConfig"] = {"S3OutputPath": _s3(kw["bucket"], kw["prefix"], spec.name, "preflight", name)}
     args.pop("VpcConfig", None)
     _apply_security(args, spec, [spec.preflight.instance_type])
     args.pop("CheckpointConfig", None)
     args.pop("EnableManagedSpotTraining", None)
-    args["Tags"] = [t for t in args["Tags"] if t["Key"] not in ("bakeoff:leg", "bakeoff:seed", "bakeoff:compile-cache")]
+    args["Tags"] = [t for t in args["Tags"] if t["Key"] not in ("bakeoff:seed", "bakeoff:compile-cache")]
     args["Tags"].append({"Key": "bakeoff:step", "Value": "preflight"})
     step["Name"] = PREFLIGHT_STEP
     step.pop("RetryPolicies", None)
@@ -271,32 +286,34 @@ def _preflight_step(spec: BakeoffSpec, jobs: list[JobPlan], **kw) -> dict[str, A
 PRECOMPILE_STEPS = 10
 
 
-def _precompile_step(spec: BakeoffSpec, job: JobPlan, **kw) -> dict[str, Any]:
+def _precompile_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
     """neuron_parallel_compile over the leg's exact launch (only the step count differs),
     writing to the same compile-cache location the leg's training jobs read."""
-    step, _ = _training_step(spec, job, **kw)
+    step, _ = _training_step(plan, job, **kw)
     args = step["Arguments"]
     args["HyperParameters"] = dict(sorted({**args["HyperParameters"], "max_steps": str(PRECOMPILE_STEPS)}.items()))
-    command = TRAIN_COMMAND.format(script=job.extra.get("script", "train.py")).replace(
+    command = TRAIN_COMMAND.format(script=job.script).replace(
         "exec python3 launch.py", "exec neuron_parallel_compile python3 launch.py")
     args["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/sh", "-c", command]
-    args["Environment"] = dict(sorted({**args["Environment"], "BAKEOFF_PRECOMPILE": "1"}.items()))
+    precompile = runtime_module("contract").ENV["precompile"]
+    args["Environment"] = dict(sorted({**args["Environment"], precompile: "1"}.items()))
     args["OutputDataConfig"] = {**args["OutputDataConfig"],
-                                "S3OutputPath": _s3(kw["bucket"], kw["prefix"], spec.name, "precompile", job.leg.name)}
+                                "S3OutputPath": _s3(kw["bucket"], kw["prefix"], plan.spec.name, "precompile", job.leg)}
     args["Tags"] = [t for t in args["Tags"] if t["Key"] != "bakeoff:seed"] + [{"Key": "bakeoff:step",
                                                                                  "Value": "precompile"}]
     args.pop("CheckpointConfig", None)
-    step["Name"] = f"Precompile-{job.leg.name}"
+    step["Name"] = precompile_step(job.leg)
     return step
 
 
-def _eval_config(spec: BakeoffSpec, jobs: list[JobPlan]) -> dict[str, Any]:
+def _eval_config(plan: Plan) -> dict[str, Any]:
+    spec = plan.spec
     mlflow = {}
     if spec.mlflow.enabled and spec.mlflow.tracking_uri:
         mlflow = {"tracking_uri": spec.mlflow.tracking_uri, "experiment": spec.experiment}
     return evaluation_config(
         spec, prices={leg.name: price_for(leg.instance_type, leg.price_per_hour) for leg in spec.legs},
-        images={j.leg.name: j.image for j in jobs}, emulated_on={},
+        images={leg.name: leg.image for leg in plan.legs}, emulated_on={},
         cost_basis="estimate: job wall time x on-demand price (`bakeoff report` uses BillableTimeInSeconds)",
         mlflow=mlflow)
 
@@ -319,61 +336,71 @@ def _with_region(spec: BakeoffSpec, region: str) -> BakeoffSpec:
 
 def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket: str | None = None,
                      role_arn: str | None = None, region: str | None = None) -> CompiledPipeline:
+    """The SageMaker pipeline definition of `spec` and the assets it reads from S3."""
+    if region and region != spec.storage.region:
+        spec = _with_region(spec, region)
+    return compile_plan(build_plan(spec, base_dir or spec_base_dir(spec)), base_dir=base_dir, bucket=bucket,
+                        role_arn=role_arn)
+
+
+def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None = None,
+                 role_arn: str | None = None, preflight: tuple[str, int] | None = None) -> CompiledPipeline:
+    """`preflight=(leg, steps)` adds the Preflight step for that leg whatever the spec says
+    (`bakeoff preflight` runs that request locally)."""
+    spec = plan.spec
     base_dir = base_dir or spec_base_dir(spec)
     bucket = bucket or spec.storage.bucket or DEFAULT_BUCKET
     role = role_arn or PLACEHOLDER_ROLE
     if not ROLE_ARN_RE.match(role):
         raise SpecError(f"role {role!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)",
                         field="--role")
-    if region and region != spec.storage.region:
-        spec = _with_region(spec, region)
     prefix = spec.storage.prefix
-    shash = spec_hash(spec)
+    shash = plan.spec_hash
 
-    bundle: Bundle = bundle_for(spec, base_dir)
-    archive = bundle.tar_gz()
+    archive = plan.bundle.tar_gz()
     code_key = f"{prefix}/code/{hashlib.sha256(archive).hexdigest()}/{CODE_ARCHIVE}"
     code_asset = Asset(code_key, archive)
     code_uri = _s3(bucket, code_key)
     data, data_assets = _data_channels(spec, base_dir, bucket, prefix)
-    jobs = plan_jobs(spec)
-    for job in jobs:
-        job.extra["script"] = bundle.script
-    if len(jobs) > MAX_EVAL_JOBS:
-        raise SpecError(f"{len(jobs)} training jobs is more than one evaluation step can take ({MAX_EVAL_JOBS}); "
-                        "use fewer seeds or legs", field="seeds")
     defs = metric_definitions(spec)
+    # The arguments every training-like step is built from (training, precompile, preflight).
+    kw: Any = {"bucket": bucket, "prefix": prefix, "role": role, "code_uri": code_uri, "data": data, "defs": defs,
+               "shash": shash}
 
-    train_steps, job_args = [], []
-    for job in jobs:
-        step, output = _training_step(spec, job, bucket=bucket, prefix=prefix, role=role, code_uri=code_uri,
-                                      data=data, defs=defs, shash=shash)
+    train_steps: list[dict[str, Any]] = []
+    job_args: list[Any] = []
+    for job in plan.jobs:
+        step, output = _training_step(plan, job, **kw)
         train_steps.append(step)
         job_args.append(join(f"--job={job.name}={output}/", get(f"Steps.{step['Name']}.TrainingJobName"),
                              "/output/output.tar.gz"))
+    if len(job_args) > MAX_EVAL_JOB_ARGUMENTS:
+        # Too many for one argument each: the Evaluate step asks SageMaker for the execution's
+        # training jobs (ListPipelineExecutionSteps; the role needs that permission).
+        job_args = ["--execution-arn", get("Execution.PipelineExecutionArn"),
+                    "--job-prefix", _s3(bucket, prefix, spec.name, "jobs") + "/"]
     for leg in spec.legs:
         if leg.precompile:
-            pre = _precompile_step(spec, next(j for j in jobs if j.leg.name == leg.name), bucket=bucket,
-                                   prefix=prefix, role=role, code_uri=code_uri, data=data, defs=defs, shash=shash)
+            pre = _precompile_step(plan, plan.jobs_of(leg.name)[0], **kw)
             for step in train_steps:
-                if step["Name"].startswith(f"Train-{leg.name}-s"):
+                if step["Name"] in {j.step_name for j in plan.jobs_of(leg.name)}:
                     step.setdefault("DependsOn", []).append(pre["Name"])
             train_steps.insert(0, pre)
-    if spec.preflight.enabled:
-        preflight = _preflight_step(spec, jobs, bucket=bucket, prefix=prefix, role=role, code_uri=code_uri,
-                                    data=data, defs=defs, shash=shash)
+    if spec.preflight.enabled or preflight:
+        first = preflight_step(plan, *(preflight or ()), **kw)
         for step in train_steps:
             step["DependsOn"] = sorted({*step.get("DependsOn", []), PREFLIGHT_STEP})
-        train_steps.insert(0, preflight)
+        train_steps.insert(0, first)
 
-    config_body = (json.dumps(_eval_config(spec, jobs), indent=2, sort_keys=True) + "\n").encode()
+    config_body = (json.dumps(_eval_config(plan), indent=2, sort_keys=True) + "\n").encode()
     config_asset = Asset(f"{prefix}/{spec.name}/eval-config/{hashlib.sha256(config_body).hexdigest()}/config.json",
                          config_body)
-    eval_kind = lookup_instance(EVAL_INSTANCE)[0]
-    eval_env = {"BAKEOFF_NAME": spec.name, "BAKEOFF_SPEC_HASH": shash}
+    eval_kind = instance_of(EVAL_INSTANCE)[0]
+    ENV = runtime_module("contract").ENV
+    eval_env = {ENV["name"]: spec.name, ENV["spec_hash"]: shash}
     if spec.mlflow.enabled and spec.mlflow.tracking_uri:
         eval_env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
-        eval_env["BAKEOFF_MLFLOW_INSTALL"] = "1"
+        eval_env[ENV["mlflow_install"]] = "1"
     evaluate: dict[str, Any] = {
         "Name": EVALUATE_STEP,
         "Type": "Processing",
@@ -383,15 +410,17 @@ def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket:
             "AppSpecification": {
                 "ImageUri": eval_kind.default_image("cpu", spec.storage.region),
                 "ContainerEntrypoint": ["/bin/sh", "-c", EVAL_COMMAND, "evaluate"],
-                "ContainerArguments": ["--config", EVAL_CONFIG, "--out", EVAL_OUT, "--jobs", "/tmp/bakeoff-jobs",
+                "ContainerArguments": ["--config", EVAL_CONFIG, "--out", EVAL_OUT, "--jobs", EVAL_JOBS_DIR,
                                        "--margin", as_string(param("ParityMargin")),
                                        "--parent-key", get("Execution.PipelineExecutionId"), *job_args],
             },
             "RoleArn": role,
             "ProcessingInputs": [
-                {"InputName": "code", "S3Input": {"S3Uri": code_uri, "LocalPath": "/opt/ml/processing/input/code", "S3DataType": "S3Prefix",
+                {"InputName": "code", "S3Input": {"S3Uri": code_uri, "LocalPath": "/opt/ml/processing/input/code",
+                                                  "S3DataType": "S3Prefix",
                              "S3InputMode": "File", "S3DataDistributionType": "FullyReplicated"}},
-                {"InputName": "config", "S3Input": {"S3Uri": _s3(bucket, config_asset.key), "LocalPath": "/opt/ml/processing/input/config",
+                {"InputName": "config", "S3Input": {"S3Uri": _s3(bucket, config_asset.key),
+                                                    "LocalPath": "/opt/ml/processing/input/config",
                              "S3DataType": "S3Prefix", "S3InputMode": "File",
                              "S3DataDistributionType": "FullyReplicated"}},
             ],
@@ -438,7 +467,8 @@ def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket:
             "ElseSteps": [which],
         },
     }
-    parameters = [{"Name": _param_name(name), "Type": "String", "DefaultValue": uri} for name, uri in data.items()]
+    parameters: list[dict[str, Any]] = [{"Name": _param_name(name), "Type": "String", "DefaultValue": uri}
+                                        for name, uri in data.items()]
     parameters += [
         {"Name": "MaxSteps", "Type": "Integer", "DefaultValue": spec.training.steps},
         {"Name": "ParityMargin", "Type": "Float", "DefaultValue": spec.parity.margin},

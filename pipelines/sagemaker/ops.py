@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import AwsError, SpecError
 from .compiler import CompiledPipeline
@@ -41,8 +42,13 @@ def _hint(code: str, message: str, action: str) -> str:
 @contextmanager
 def aws(action: str):
     """Turn boto3 failures into one clear line."""
-    from botocore.exceptions import (ClientError, EndpointConnectionError, NoCredentialsError,
-                                     NoRegionError, ParamValidationError)
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        ParamValidationError,
+    )
 
     try:
         yield
@@ -56,7 +62,8 @@ def aws(action: str):
     except NoRegionError:
         raise AwsError(f"cannot {action}: no AWS region set; pass --region or set AWS_DEFAULT_REGION") from None
     except EndpointConnectionError as exc:
-        raise AwsError(f"cannot {action}: cannot reach {exc.kwargs.get('endpoint_url')}; check the network/region") from None
+        raise AwsError(f"cannot {action}: cannot reach {exc.kwargs.get('endpoint_url')}; "
+                       "check the network/region") from None
     except ParamValidationError as exc:
         raise AwsError(f"cannot {action}: request refused before sending: {exc}") from None
 

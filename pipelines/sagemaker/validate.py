@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import SpecError
-from ..spec import STEP_NAME_RE
+from ..names import STEP_NAME_RE
 
 MAX_DEFINITION_CHARS = 1_048_576
 EXECUTION_VARIABLES = {"PipelineExecutionId", "PipelineExecutionArn", "PipelineName", "PipelineArn",
@@ -110,9 +110,9 @@ def _check_shape(value: Any, shape, where: str, problems: list[str]) -> None:
         pat = _pattern(meta["pattern"]) if "pattern" in meta else None
         if pat is not None and not pat.fullmatch(value):
             problems.append(f"{where}: {value[:80]!r} does not match {meta['pattern']}")
-    elif shape.type_name in ("integer", "long", "float", "double") and isinstance(value, (int, float)):
-        if "max" in meta and value > meta["max"]:
-            problems.append(f"{where}: {value} is above the maximum {meta['max']}")
+    elif shape.type_name in ("integer", "long", "float", "double") and isinstance(value, (int, float)) \
+            and "max" in meta and value > meta["max"]:
+        problems.append(f"{where}: {value} is above the maximum {meta['max']}")
 
 
 def validate_arguments(step_type: str, arguments: dict[str, Any], where: str) -> list[str]:

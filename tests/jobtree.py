@@ -1,4 +1,5 @@
-"""A per-job `opt/ml` tree laid out the way SageMaker lays out a training container."""
+"""A bare per-job `opt/ml` tree for tests that run launch.py directly (the local executor
+lays jobs out from their compiled requests, pipelines/local/jobs.py)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..plan import encode_hyperparameters
+from pipelines.plan import encode_hyperparameters
 
 
 class JobLayout:

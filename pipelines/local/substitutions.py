@@ -1,0 +1,206 @@
+"""What differs when this machine runs a compiled pipeline instead of SageMaker: one
+explicit list, applied to the very requests `bakeoff synth` writes, and printed at the
+start of every local run.
+
+Everything not listed here is the request as compiled: hyperparameters, environment,
+channels, the container command, the stopping condition, the Evaluate step's arguments
+and the gate's conditions.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from ..plan import Plan
+from ..runtime_modules import runtime_module
+from .store import LocalS3
+
+OPT_ML = "/opt/ml"
+LOCAL_HOST_ADDRESS = "127.0.0.1"
+# Variables of this shell that would leak into a job and change what it does.
+_HOST_PREFIXES = ("SM_", "BAKEOFF_", "PJRT_", "MLFLOW_", "NEURON_", "XLA_", "FI_", "RDMAV_", "NCCL_", "RANK",
+                  "LOCAL_RANK", "WORLD_SIZE", "MASTER_")
+
+
+def local_runtime() -> dict[str, str]:
+    """What stands in for the image: this Python and its torch (part of every job's cache key)."""
+    out = {"python": platform.python_version()}
+    for dist in ("torch", "torch-xla"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+@dataclass(frozen=True)
+class LocalTrainingJob:
+    """A CreateTrainingJob request as this machine runs it."""
+
+    step_name: str
+    name: str  # the job's directory under RUN/jobs, e.g. trn1-s0
+    leg: str
+    seed: int
+    request: dict[str, Any]  # the compiled request, expressions resolved
+    hyperparameters: dict[str, str]
+    environment: dict[str, str]
+    hosts: tuple[str, ...]
+    channels: dict[str, str]  # channel -> S3 URI (in the local store)
+    command: tuple[str, ...]
+    max_runtime_s: int
+    output_path: str  # OutputDataConfig.S3OutputPath
+    emulated_on: str
+
+
+@dataclass(frozen=True)
+class LocalProcessingJob:
+    """A CreateProcessingJob request (the Evaluate step) as this machine runs it."""
+
+    request: dict[str, Any]
+    environment: dict[str, str]
+    command: tuple[str, ...]
+    inputs: dict[str, tuple[str, Path]]  # input name -> (S3 URI, local path)
+    outputs: dict[str, tuple[Path, str]]  # output name -> (local path, S3 URI)
+    max_runtime_s: int
+
+
+class Substitutions:
+    def __init__(self, plan: Plan, run_dir: Path, store: LocalS3, *, python: str | None = None,
+                 gpu: bool = False, mlflow: dict[str, str] | None = None, hosts: int = 1):
+        self.plan = plan
+        self.run_dir = Path(run_dir)
+        self.store = store
+        self.python = python or sys.executable
+        self.gpu = gpu
+        self.mlflow = mlflow or {}
+        self.hosts = hosts
+        self.contract = runtime_module("contract")
+        self.emulation = {leg.name: leg.kind.local_emulation(leg.backend_name, gpu) for leg in plan.spec.legs}
+
+    # --- the list, as printed -------------------------------------------------------------
+    def describe(self) -> list[str]:
+        rt = local_runtime()
+        lines = [
+            f"s3:// URIs -> {self.store.root}/BUCKET/KEY (a local directory store)",
+            f"{OPT_ML} -> {self.run_dir}/jobs/JOB/opt/ml; the Evaluate step's {OPT_ML} -> "
+            f"{self.run_dir}/evaluation/opt/ml",
+            f"images -> this Python ({self.python}; " + ", ".join(f"{k} {v}" for k, v in rt.items()) + ")",
+        ]
+        for leg in self.plan.legs:
+            emu = self.emulation[leg.name]
+            extra = ", ".join(f"{k}={v}" for k, v in emu.environment.items())
+            lines.append(f"leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.backend}, "
+                         f"{leg.processes_per_host} processes per host) -> {self.hosts} host x 1 process on "
+                         f"{emu.device_label}" + (f" ({extra})" if extra else "")
+                         + (f", BAKEOFF_BACKEND={emu.backend}" if emu.backend != leg.backend else "")
+                         + f"; per-device batch {leg.batching.per_device_batch_size} x accumulation "
+                         f"{leg.batching.gradient_accumulation_steps} -> {leg.local_batching.per_device_batch_size} x "
+                         f"{leg.local_batching.gradient_accumulation_steps} (global batch "
+                         f"{leg.local_batching.global_batch_size} kept)")
+        if self.mlflow:
+            lines.append(f"MLflow -> {self.mlflow['MLFLOW_TRACKING_URI']} (the client of this Python; no install)")
+        lines.append("the Evaluate step's evaluation config -> emulated: speed and cost labelled, local wall time "
+                     "as billable time, prices from the bundled table or the Price List cache")
+        return lines
+
+    # --- training jobs --------------------------------------------------------------------
+    def training(self, step_name: str, request: dict[str, Any], job_dir: Path) -> LocalTrainingJob:
+        ENV = self.contract.ENV
+        env_in = request.get("Environment", {})
+        leg_name = env_in[ENV["leg"]]
+        seed = int(json.loads(request["HyperParameters"]["seed"]))
+        planned = self.plan.leg(leg_name)
+        emu = self.emulation[leg_name]
+        opt_ml = job_dir / "opt" / "ml"
+        hps = dict(request["HyperParameters"])
+        hps["per_device_batch_size"] = json.dumps(planned.local_batching.per_device_batch_size)
+        hps["gradient_accumulation_steps"] = json.dumps(planned.local_batching.gradient_accumulation_steps)
+        env = {k: self._local_value(v) for k, v in env_in.items() if k != ENV["mlflow_install"]}
+        env.update(emu.environment)
+        env[ENV["backend"]] = emu.backend
+        env[ENV["nproc_per_node"]] = "1"
+        env[ENV["emulated_on"]] = emu.device_label
+        env[ENV["spec_hash"]] = self.plan.spec_hash  # a tag on SageMaker; the runtime records it
+        env[ENV["checkpoint_dir"]] = str(opt_ml / "checkpoints")
+        env.update({"SM_INPUT_DIR": str(opt_ml / "input"), "SM_MODEL_DIR": str(opt_ml / "model"),
+                    "SM_OUTPUT_DIR": str(opt_ml / "output"), "SM_OUTPUT_DATA_DIR": str(opt_ml / "output" / "data"),
+                    "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+        if self.mlflow:
+            env.update(self.mlflow)
+        if self.hosts > 1:
+            env[ENV["host_map"]] = json.dumps(dict.fromkeys(self._host_names(), LOCAL_HOST_ADDRESS))
+        channels = {c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"] for c in request["InputDataConfig"]}
+        entry = request["AlgorithmSpecification"]["ContainerEntrypoint"]
+        command = tuple(self._local_command(part, opt_ml) for part in entry)
+        return LocalTrainingJob(
+            step_name=step_name, name=job_dir.name, leg=leg_name, seed=seed, request=request,
+            hyperparameters=dict(sorted(hps.items())), environment=dict(sorted(env.items())),
+            hosts=tuple(self._host_names()), channels=channels, command=command,
+            max_runtime_s=int(request["StoppingCondition"]["MaxRuntimeInSeconds"]),
+            output_path=request["OutputDataConfig"]["S3OutputPath"], emulated_on=emu.device_label)
+
+    def _host_names(self) -> list[str]:
+        return [f"algo-{i + 1}" for i in range(self.hosts)]
+
+    def _local_value(self, value: str) -> str:
+        return str(self.store.path(value)) if isinstance(value, str) and value.startswith("s3://") else value
+
+    def _local_command(self, part: str, opt_ml: Path) -> str:
+        return part.replace(OPT_ML, str(opt_ml)).replace("exec python3 ", f"exec {self.python} ")
+
+    # --- the Evaluate step ----------------------------------------------------------------
+    def processing(self, request: dict[str, Any], eval_dir: Path, steps_file: Path) -> LocalProcessingJob:
+        opt_ml = eval_dir / "opt" / "ml"
+        jobs_dir = str(eval_dir / "jobs")
+        app = request["AppSpecification"]
+        env = {k: v for k, v in request.get("Environment", {}).items()
+               if k != self.contract.ENV["mlflow_install"]}
+        env.update({self.contract.LOCAL_S3_ROOT_ENV: str(self.store.root), "PYTHONUNBUFFERED": "1",
+                    # ListPipelineExecutionSteps, answered from this execution's record
+                    "BAKEOFF_LOCAL_STEPS": str(steps_file)})
+        if self.mlflow:
+            env["MLFLOW_TRACKING_URI"] = self.mlflow["MLFLOW_TRACKING_URI"]
+        command = [self._local_command(p, opt_ml) for p in app["ContainerEntrypoint"]]
+        command += [str(a).replace(OPT_ML, str(opt_ml)).replace("/tmp/bakeoff-jobs", jobs_dir)
+                    for a in app.get("ContainerArguments", [])]
+        inputs = {i["InputName"]: (i["S3Input"]["S3Uri"], Path(i["S3Input"]["LocalPath"].replace(OPT_ML, str(opt_ml))))
+                  for i in request.get("ProcessingInputs", [])}
+        outputs = {o["OutputName"]: (Path(o["S3Output"]["LocalPath"].replace(OPT_ML, str(opt_ml))),
+                                     o["S3Output"]["S3Uri"])
+                   for o in request.get("ProcessingOutputConfig", {}).get("Outputs", [])}
+        return LocalProcessingJob(request=request, environment=dict(sorted(env.items())), command=tuple(command),
+                                  inputs=inputs, outputs=outputs,
+                                  max_runtime_s=int(request["StoppingCondition"]["MaxRuntimeInSeconds"]))
+
+    def evaluation_config(self, config: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
+        """The compiled evaluation config as a local run needs it: emulated figures, local prices
+        and cost basis, the local MLflow store."""
+        out = json.loads(json.dumps(config))
+        out["emulated"] = True
+        out["cost_basis"] = ("emulated: local wall time x on-demand price of the instance the leg stands for; "
+                             "not indicative of the target hardware")
+        for name, leg in out["legs"].items():
+            leg["emulated_on"] = self.emulation[name].device_label
+            price = prices.get(name)
+            if price is not None:
+                leg["price"] = {"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
+                                "note": price.note}
+        if self.mlflow:
+            out["mlflow"] = {"tracking_uri": self.mlflow["MLFLOW_TRACKING_URI"],
+                             "experiment": self.plan.spec.experiment,
+                             "artifact_location": self.mlflow.get(self.contract.ENV["mlflow_artifact_location"])}
+        else:
+            out["mlflow"] = {}
+        return out
+
+
+def host_environment() -> dict[str, str]:
+    """This shell's environment without what would change a job (SM_*, BAKEOFF_*, PJRT_*, ...)."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(_HOST_PREFIXES)}

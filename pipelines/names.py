@@ -1,0 +1,40 @@
+"""The names a bake-off gives things, in one place: pipeline, steps, jobs. The spec checks
+them against SageMaker's patterns, the compiler writes them, the local executor and the
+AWS operations read them back."""
+from __future__ import annotations
+
+import re
+
+from .runtime_modules import runtime_module
+
+STEP_NAME_RE = re.compile(r"^[A-Za-z0-9\-_]{1,64}$")
+EVALUATE_STEP = "Evaluate"
+GATE_STEP = "ParityGate"
+VERDICT_STEP = "VerdictIsFail"
+FAIL_STEP = "ParityFailed"
+INCONCLUSIVE_STEP = "ParityInconclusive"
+PREFLIGHT_STEP = "Preflight"
+PROPERTY_FILE = "EvaluationReport"
+
+
+def pipeline_name(bakeoff: str) -> str:
+    return f"bakeoff-{bakeoff}"
+
+
+def step_name(leg: str, seed: int) -> str:
+    """The pipeline step of a leg x seed (named in the contract: the Evaluate step reads it too)."""
+    return str(runtime_module("contract").training_step_name(leg, seed))
+
+
+def precompile_step(leg: str) -> str:
+    return f"Precompile-{leg}"
+
+
+def parse_step_name(name: str) -> tuple[str, int] | None:
+    """(leg, seed) of a training step's name, or None for any other step."""
+    return runtime_module("contract").parse_training_step_name(name)
+
+
+def job_name(leg: str, seed: int) -> str:
+    """A job's directory locally and under the pipeline's prefix, and its MLflow run name."""
+    return str(runtime_module("contract").job_name(leg, seed))
