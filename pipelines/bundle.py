@@ -3,6 +3,7 @@ the runtime helper), packed reproducibly so unchanged code has an unchanged hash
 """
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import hashlib
 import io
@@ -13,8 +14,12 @@ from pathlib import Path
 
 from .errors import SpecError
 
-_SKIP_DIRS = {"__pycache__", ".git", ".venv", "node_modules", ".pytest_cache"}
+_SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".pytest_cache", ".mypy_cache",
+              ".ruff_cache", ".aws", ".ssh", ".gnupg", ".terraform"}
 _SKIP_SUFFIXES = {".pyc", ".pyo"}
+# Never packed, wherever they are: the bundle is uploaded to S3 and read by every job.
+SECRET_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_ed25519*", "id_ecdsa*",
+                   ".netrc", ".npmrc", ".pypirc", "credentials", "credentials.*", "*.kdbx", ".htpasswd")
 LAUNCHER = "launch.py"
 BUILTIN_SCRIPT = "train.py"
 EVALUATE_SCRIPT = "evaluate.py"
@@ -32,12 +37,27 @@ def entrypoints_dir() -> Path:
     raise FileNotFoundError("bakeoff's entrypoints are missing from this installation")
 
 
-def _files_under(root: Path, prefix: str = "") -> dict[str, Path]:
+def is_secret(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_PATTERNS)
+
+
+def _files_under(root: Path, prefix: str = "", skipped: list[str] | None = None,
+                 contain: Path | None = None) -> dict[str, Path]:
+    """Files to pack under `root`: caches, VCS folders and secrets left out (named in `skipped`);
+    with `contain`, a symlink resolving outside it is refused."""
     out: dict[str, Path] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if any(part in _SKIP_DIRS for part in rel.parts) or path.suffix in _SKIP_SUFFIXES or not path.is_file():
             continue
+        if is_secret(path.name):
+            if skipped is not None:
+                skipped.append(rel.as_posix())
+            continue
+        if contain is not None and not path.resolve().is_relative_to(contain):
+            raise SpecError(f"{rel.as_posix()} in the source dir links to {path.resolve()}, outside "
+                            f"{contain}; copy the file in or set entrypoint.allow_outside_spec_dir",
+                            field="entrypoint.source_dir")
         out[f"{prefix}{rel.as_posix()}"] = path
     return out
 
@@ -53,6 +73,15 @@ class Bundle:
         for name, data in self.files:
             h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
         return h.hexdigest()
+
+    @classmethod
+    def from_tar_gz(cls, data: bytes, script: str) -> Bundle:
+        """A bundle as it was uploaded (sourcedir.tar.gz): deciding a run again needs the
+        code it ran, not whatever the source directory holds now."""
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            files = tuple((m.name, tar.extractfile(m).read()) for m in tar.getmembers()  # type: ignore[union-attr]
+                          if m.isfile())
+        return cls(files, script)
 
     def tar_gz(self) -> bytes:
         """Sorted entries, fixed mtime/owner/mode, no gzip timestamp: byte-identical every time."""
@@ -77,8 +106,10 @@ class Bundle:
                 target.write_bytes(data)
 
 
-def build_bundle(source_dir: Path | None = None, script: str | None = None) -> Bundle:
-    """The built-in bundle, or a user's `source_dir` with the runtime helper beside it."""
+def build_bundle(source_dir: Path | None = None, script: str | None = None, *, contain: Path | None = None,
+                 max_bytes: int | None = None) -> Bundle:
+    """The built-in bundle, or a user's `source_dir` with the runtime helper beside it.
+    `contain`: the directory the source dir (and every file it links to) must stay in."""
     ep = entrypoints_dir()
     runtime = _files_under(ep / "bakeoff_runtime", "bakeoff_runtime/")
     shipped = {**runtime, LAUNCHER: ep / LAUNCHER, EVALUATE_SCRIPT: ep / EVALUATE_SCRIPT,
@@ -89,7 +120,8 @@ def build_bundle(source_dir: Path | None = None, script: str | None = None) -> B
     else:
         if not source_dir.is_dir():
             raise SpecError(f"source_dir {source_dir} is not a directory", field="entrypoint.source_dir")
-        user = _files_under(source_dir)
+        skipped: list[str] = []
+        user = _files_under(source_dir, skipped=skipped, contain=contain)
         if script not in user:
             raise SpecError(f"script {script!r} not found in {source_dir}", field="entrypoint.script")
         clash = sorted(set(user) & set(shipped))
@@ -97,10 +129,39 @@ def build_bundle(source_dir: Path | None = None, script: str | None = None) -> B
             raise SpecError(f"{source_dir} has files that bakeoff ships itself ({', '.join(clash)}); rename them",
                             field="entrypoint.source_dir")
         files = {**user, **shipped}
+        if max_bytes is not None:
+            total = sum(path.stat().st_size for path in user.values())
+            if total > max_bytes:
+                biggest = sorted(user.items(), key=lambda kv: -kv[1].stat().st_size)[:3]
+                raise SpecError(f"source_dir holds {total / 1e6:,.1f} MB, more than entrypoint.max_bundle_mb "
+                                f"({max_bytes / 1e6:,.0f} MB): the biggest are "
+                                + ", ".join(f"{n} ({p.stat().st_size / 1e6:,.1f} MB)" for n, p in biggest)
+                                + "; put data in a data channel", field="entrypoint.source_dir")
     return Bundle(tuple((name, files[name].read_bytes()) for name in sorted(files)), script)
+
+
+def inside(base_dir: Path, relative: str, allow_outside: bool, field: str) -> Path:
+    """`relative` resolved against the spec's folder, refused when it leaves that tree
+    (symlinks followed) unless the spec allows it."""
+    base = base_dir.resolve()
+    path = (base_dir / relative).resolve()
+    if not allow_outside and not path.is_relative_to(base):
+        raise SpecError(f"{relative!r} resolves to {path}, outside the spec's folder {base}: it would be packed and "
+                        "uploaded; move it under the spec's folder, or set entrypoint.allow_outside_spec_dir: true "
+                        "(a monorepo)", field=field)
+    return path
 
 
 def bundle_for(spec, base_dir: Path) -> Bundle:
     if spec.entrypoint.builtin:
         return build_bundle()
-    return build_bundle((base_dir / spec.entrypoint.source_dir).resolve(), spec.entrypoint.script)
+    ep = spec.entrypoint
+    try:
+        source = inside(base_dir, ep.source_dir, ep.allow_outside_spec_dir, "entrypoint.source_dir")
+        contain = None if ep.allow_outside_spec_dir else source
+        return build_bundle(source, ep.script, contain=contain, max_bytes=int(ep.max_bundle_mb * 1e6))
+    except SpecError as exc:
+        from .loader import locate
+
+        file, line = locate(spec, ("entrypoint", "source_dir" if "source_dir" in (exc.field or "") else "script"))
+        raise SpecError(exc.message, file=file, line=line, field=exc.field) from None

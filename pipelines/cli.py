@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -57,10 +58,11 @@ def cmd_run(args) -> int:
 
 def cmd_validate(args) -> int:
     from .plan import build_plan
-    from .validation_advice import seed_warnings
+    from .validation_advice import design_warnings, seed_warnings
 
     spec = _load(args)
-    plan = build_plan(spec)
+    plan = build_plan(spec)  # packs the code bundle: a missing script or an unsafe source_dir is found here
+    _check_compiles(spec, plan)
     print(f"{args.spec}: ok: {spec.name}, {len(spec.legs)} legs x {len(spec.seed_list)} seeds = {len(plan.jobs)} "
           f"training jobs, spec hash {plan.spec_hash}")
     for leg in plan.legs:
@@ -68,9 +70,35 @@ def cmd_validate(args) -> int:
         print(f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} devices), "
               f"backend {leg.backend}, {leg.precision}; per-device batch {b.per_device_batch_size} x "
               f"accumulation {b.gradient_accumulation_steps} = global {b.global_batch_size}")
-    for warning in seed_warnings(spec, Path(args.previous) if args.previous else None):
+    for warning in seed_warnings(spec, Path(args.previous) if args.previous else None) + design_warnings(spec):
         print(f"  warning: {warning}")
     return EXIT_OK
+
+
+def _check_compiles(spec, plan) -> None:
+    """What `synth` would refuse, found by `validate`: the definition is compiled offline and
+    checked against botocore's SageMaker model; a problem is blamed on the spec field it comes from."""
+    from .errors import SpecError
+    from .loader import locate
+    from .names import parse_step_name
+    from .sagemaker.compiler import compile_plan
+    from .sagemaker.validate import definition_problems
+
+    problems = definition_problems(compile_plan(plan).definition)
+    if not problems:
+        return
+    first = problems[0]
+    field: tuple = ("seeds",)
+    named = re.search(r"\b(Train-[A-Za-z0-9-]+)", first)
+    step = parse_step_name(named.group(1)) if named else None
+    if "Environment" in first and step:
+        field = ("legs", [leg.name for leg in spec.legs].index(step[0]), "environment")
+    elif "HyperParameters" in first:
+        field = ("hyperparameters",)
+    file, line = locate(spec, field)
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    raise SpecError(f"SageMaker would refuse the pipeline: {first}{more}", file=file, line=line,
+                    field=".".join(str(p) for p in field))
 
 
 def cmd_schema(args) -> int:
@@ -233,9 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     except BakeoffError as exc:
         print(f"bakeoff: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("bakeoff: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        import signal
+
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"bakeoff: stopped by {signal.Signals(signum).name}; what finished is kept (a re-run into the same "
+              "directory resumes)", file=sys.stderr)
+        return 128 + int(signum)
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return 0

@@ -154,6 +154,28 @@ def render_reports(evaluation_path: Path, out_dir: Path) -> Path:
     return out_dir / "report.html"
 
 
+def _current_evaluation(run_dir: Path, path: Path) -> dict:
+    """The verdict of a local run directory, decided again from its jobs when they changed
+    after it was written (or it was never written): a stale verdict is never shown."""
+    from .errors import RunError, SpecError
+    from .local.executor import stale_evaluation
+
+    why = stale_evaluation(run_dir)
+    if why is None:
+        return dict(json.loads(path.read_text()))
+    if not (run_dir / "spec.json").exists() or not (run_dir / "pipeline.json").exists():
+        if path.exists():
+            raise RunError(f"{run_dir}: {why}, and it holds no spec to decide again from; run `bakeoff run SPEC "
+                           f"--out {run_dir}`")
+        raise SpecError(f"no evaluation at {path}; run `bakeoff run SPEC --out {run_dir}` first")
+    from .local.executor import LocalExecutor
+    from .spec import BakeoffSpec
+
+    print(f"bakeoff: {run_dir}: {why}; deciding again from its jobs", file=sys.stderr)
+    spec = BakeoffSpec.model_validate(json.loads((run_dir / "spec.json").read_text()))
+    return dict(LocalExecutor(spec, run_dir).reevaluate().evaluation)
+
+
 def cmd_report(args) -> int:
     from rich.console import Console
 
@@ -163,9 +185,7 @@ def cmd_report(args) -> int:
     target = Path(args.target)
     if target.is_dir():
         path = target / "evaluation" / "evaluation.json"
-        if not path.exists():
-            raise SpecError(f"no evaluation at {path}; run `bakeoff run SPEC --out {target}` first")
-        evaluation = json.loads(path.read_text())
+        evaluation = _current_evaluation(target, path)
         out_dir = path.parent
     elif args.target.startswith("arn:"):
         from .sagemaker.ops import SageMakerOps

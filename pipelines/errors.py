@@ -33,3 +33,12 @@ class AwsError(BakeoffError):
 class RunError(BakeoffError):
     """Something neither bad input nor a verdict stopped the bake-off (a job runner, the
     evaluation step, the machine). Exit code 4."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """`bakeoff run` was stopped by a signal (SIGINT or SIGTERM) after stopping its job;
+    the CLI exits 128 + the signal's number, as a shell does."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum

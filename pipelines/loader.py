@@ -1,38 +1,68 @@
-"""Load a spec from YAML (or JSON) and turn validation errors into one line each:
-file, line, field, what is wrong and how to fix it.
+"""Load a spec from YAML (or JSON) and turn every problem into one line: file, line,
+field, what is wrong and what to do.
+
+The YAML is read as plain data and nothing else: UTF-8 only, the core tags only (no
+`!!python/...`, no custom tags), a bounded size, depth and alias expansion (so an alias
+bomb or a recursive alias is refused in milliseconds, not after gigabytes), and no
+duplicate keys.
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .errors import SpecError
 from .spec import BakeoffSpec, SpecFieldError
+
+MAX_SPEC_BYTES = 1 << 20  # a spec is a few KB; anything near this is not one
+MAX_DEPTH = 32
+MAX_NODES = 20_000  # counting every alias expansion
+_CORE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")}
 
 
 class _LineLoader(yaml.SafeLoader):
     """Records the line of every mapping key and sequence item, and refuses duplicate keys."""
 
 
-def _walk(node: yaml.Node, path: tuple, lines: dict[tuple, int]) -> Any:
-    lines.setdefault(path, node.start_mark.line + 1)
+class _Budget:
+    def __init__(self) -> None:
+        self.nodes = 0
+
+
+def _walk(node: yaml.Node, path: tuple, lines: dict[tuple, int], depth: int, budget: _Budget) -> None:
+    budget.nodes += 1
+    line = node.start_mark.line + 1
+    if budget.nodes > MAX_NODES:
+        raise SpecError(f"the document expands to more than {MAX_NODES:,} values (aliases or nesting): a bake-off "
+                        "spec needs none of that; write the values out", line=line)
+    if depth > MAX_DEPTH:
+        raise SpecError(f"nesting deeper than {MAX_DEPTH} levels (or a recursive alias): a bake-off spec is a few "
+                        "levels deep", line=line, field=_dotted(path) or None)
+    if node.tag not in _CORE_TAGS:
+        raise SpecError(f"YAML tag {node.tag.replace('tag:yaml.org,2002:', '!!')!r} is not allowed: a spec is plain "
+                        "data (strings, numbers, booleans, lists, mappings)", line=line, field=_dotted(path) or None)
+    lines.setdefault(path, line)
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise SpecError("a key must be a plain name", line=key_node.start_mark.line + 1,
+                                field=_dotted(path) or None)
             key = key_node.value
             if key in seen:
                 raise SpecError(f"duplicate key {key!r} (first at line {seen[key]}); keep one",
                                 line=key_node.start_mark.line + 1, field=_dotted(path + (key,)))
             seen[key] = key_node.start_mark.line + 1
             lines[path + (key,)] = key_node.start_mark.line + 1
-            _walk(value_node, path + (key,), lines)
+            _walk(value_node, path + (key,), lines, depth + 1, budget)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             lines[path + (i,)] = item.start_mark.line + 1
-            _walk(item, path + (i,), lines)
+            _walk(item, path + (i,), lines, depth + 1, budget)
 
 
 def _dotted(loc: tuple) -> str:
@@ -42,31 +72,93 @@ def _dotted(loc: tuple) -> str:
     return out
 
 
+def decode(raw: bytes, file: str | None) -> str:
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"{len(raw):,} bytes is not a bake-off spec (at most {MAX_SPEC_BYTES:,}); give the spec "
+                        "file", file=file)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise SpecError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); save the spec as "
+                        "UTF-8", file=file, line=line) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\x00" in text:
+        raise SpecError("the file holds NUL bytes: not a YAML spec", file=file,
+                        line=text[:text.index("\x00")].count("\n") + 1)
+    return text
+
+
 def parse_yaml(text: str, file: str | None = None) -> tuple[Any, dict[tuple, int]]:
     try:
         node = yaml.compose(text, Loader=_LineLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(f"not valid YAML: {problem}", file=file,
                         line=mark.line + 1 if mark else None) from None
+    except RecursionError:
+        raise SpecError(f"nesting deeper than {MAX_DEPTH} levels: a bake-off spec is a few levels deep",
+                        file=file) from None
     if node is None:
-        raise SpecError("the spec is empty", file=file)
+        raise SpecError("the spec is empty; `bakeoff init DIR` writes one to start from", file=file)
     lines: dict[tuple, int] = {}
     try:
-        _walk(node, (), lines)
+        _walk(node, (), lines, 0, _Budget())
     except SpecError as exc:
         raise SpecError(exc.message, file=file, line=exc.line, field=exc.field) from None
+    # Every node is core-tagged, bounded and finite: constructing it is safe.
     data = yaml.load(text, Loader=_LineLoader)
     if not isinstance(data, dict):
         raise SpecError("the spec must be a mapping of fields (name, legs, ...)", file=file, line=1)
     return data, lines
 
 
-_HINTS = {
-    "extra_forbidden": "unknown key; remove it or check its spelling (`bakeoff schema` lists every field)",
-    "missing": "required field is missing; add it",
-}
+# --- validation errors as one line ---------------------------------------------------------
+def _known_keys(loc: tuple) -> list[str]:
+    """The field names the model accepts at `loc` (for suggestions)."""
+    model: Any = BakeoffSpec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return []
+        annotation = model.model_fields[part].annotation
+        args = getattr(annotation, "__args__", ())
+        nested = [a for a in (annotation, *args) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not nested:
+            return []
+        model = nested[0]
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def _field_info(loc: tuple) -> Any:
+    """The pydantic FieldInfo at `loc`, or None (used to quote a field's bounds)."""
+    model: Any = BakeoffSpec
+    info = None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return None
+        info = model.model_fields[part]
+        args = getattr(info.annotation, "__args__", ())
+        nested = [a for a in (info.annotation, *args) if isinstance(a, type) and issubclass(a, BaseModel)]
+        model = nested[0] if nested else None
+    return info
+
+
+def _bounds(loc: tuple) -> str:
+    info = _field_info(loc)
+    words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+    parts = []
+    for m in getattr(info, "metadata", ()) or ():
+        for attr, sym in words.items():
+            v = getattr(m, attr, None)
+            if v is not None:
+                parts.append(f"{sym} {v:,}" if isinstance(v, int) else f"{sym} {v}")
+    return " and ".join(parts)
 
 
 def _message(err: Any) -> tuple[tuple, str]:
@@ -75,12 +167,27 @@ def _message(err: Any) -> tuple[tuple, str]:
     cause = ctx.get("error")
     if isinstance(cause, SpecFieldError):
         return loc + cause.field, str(cause)
-    if err["type"] in _HINTS:
-        return loc, _HINTS[err["type"]]
+    if err["type"] == "extra_forbidden":
+        known = _known_keys(loc[:-1])
+        near = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+        hint = f"did you mean {near[0]!r}?" if near else f"known keys here: {', '.join(known)}" if known else \
+            "remove it (`bakeoff schema` lists every field)"
+        return loc, f"unknown key {loc[-1]!r}; {hint}"
+    if err["type"] == "missing":
+        return loc, "required field is missing; add it"
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
-    if err["type"] in ("literal_error", "enum"):
+    if err["type"] in ("int_parsing", "int_from_float", "int_type"):
+        bounds = _bounds(loc)
+        got = err.get("input")
+        # YAML 1.1 reads `1e30` (no dot) as text, so say what was read rather than "unable to parse".
+        msg = f"must be a whole number{' ' + bounds if bounds else ''} (got {got!r})"
+    elif err["type"] in ("literal_error", "enum"):
+        msg = f"{msg} (got {err.get('input')!r})"
+    elif err["type"] in ("finite_number",):
+        msg = "must be a finite number (not .inf or .nan)"
+    elif err["type"].startswith(("less_than", "greater_than")):
         msg = f"{msg} (got {err.get('input')!r})"
     return loc, msg
 
@@ -90,10 +197,14 @@ def _strip_union_tags(loc: tuple) -> tuple:
     return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("int", "str", "float", "bool"))))
 
 
+def _rank(err: Any) -> int:
+    """Which error to show first: an unknown key explains a `missing` one (`leg:` for `legs:`)."""
+    return {"extra_forbidden": 0, "missing": 2}.get(err["type"], 1)
+
+
 def format_validation_error(exc: ValidationError, file: str | None, lines: dict[tuple, int]) -> SpecError:
-    errors = exc.errors()
-    first = errors[0]
-    loc, msg = _message(first)
+    errors = sorted(exc.errors(), key=_rank)
+    loc, msg = _message(errors[0])
     loc = _strip_union_tags(loc)
     line = None
     for n in range(len(loc), -1, -1):
@@ -114,22 +225,37 @@ def spec_from_dict(data: dict[str, Any], file: str | None = None,
 
 def load_spec(path: str | Path, overrides: list[str] | None = None) -> BakeoffSpec:
     """Read and validate a spec file; raises SpecError with file:line on bad input.
-    `overrides` are `key.path=value` strings applied before validation."""
+    `overrides` are `key.path=value` strings applied before validation; an error in one is
+    blamed on the `--set` argument, not on a line of the file."""
     path = Path(path)
     shown = str(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise SpecError("no such file; give the path to a bake-off spec (YAML)", file=shown) from None
+    except IsADirectoryError:
+        raise SpecError("is a directory; give the spec file inside it", file=shown) from None
     except OSError as exc:
         raise SpecError(f"cannot read: {exc.strerror}", file=shown) from None
-    data, lines = parse_yaml(text, shown)
+    data, lines = parse_yaml(decode(raw, shown), shown)
     if overrides:
         from .overrides import apply_overrides
 
-        data = apply_overrides(data, overrides)
-    spec = spec_from_dict(data, shown, lines)
+        data, touched = apply_overrides(data, overrides)
+        try:
+            spec = BakeoffSpec.model_validate(data)
+        except ValidationError as exc:
+            error = format_validation_error(exc, shown, lines)
+            blamed = next((arg for prefix, arg in touched if error.field and
+                           (error.field == prefix or error.field.startswith(prefix + ".")
+                            or error.field.startswith(prefix + "["))), None)
+            if blamed is not None:
+                raise SpecError(error.message, file=f"--set {blamed}", field=error.field) from None
+            raise error from None
+    else:
+        spec = spec_from_dict(data, shown, lines)
     spec._source_path = path.resolve()
+    spec._source_lines = lines
     return spec
 
 
@@ -137,3 +263,13 @@ def spec_base_dir(spec: BakeoffSpec) -> Path:
     """Directory relative paths in the spec are resolved against (the spec file's)."""
     src = spec._source_path
     return src.parent if src else Path.cwd()
+
+
+def locate(spec: BakeoffSpec, field: tuple) -> tuple[str | None, int | None]:
+    """(file, line) of a field of a loaded spec, for errors found after validation."""
+    src = spec._source_path
+    lines = getattr(spec, "_source_lines", None) or {}
+    for n in range(len(field), -1, -1):
+        if field[:n] in lines:
+            return (str(src) if src else None), lines[field[:n]]
+    return (str(src) if src else None), None

@@ -169,11 +169,12 @@ def _image(spec: BakeoffSpec, leg: Leg) -> str | None:
         return None
 
 
-def build_plan(spec: BakeoffSpec, base_dir: Path | None = None) -> Plan:
-    """The plan of `spec`, its code bundle read from `base_dir` (default: the spec file's folder)."""
+def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle | None = None) -> Plan:
+    """The plan of `spec`, its code bundle read from `base_dir` (default: the spec file's folder)
+    unless the bundle is given (one already uploaded)."""
     from .loader import spec_base_dir
 
-    bundle = bundle_for(spec, base_dir or spec_base_dir(spec))
+    bundle = bundle or bundle_for(spec, base_dir or spec_base_dir(spec))
     base = training_hyperparameters(spec)
     t = spec.training
     legs, jobs = [], []

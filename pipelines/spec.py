@@ -8,9 +8,9 @@ import difflib
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
 from estimators.registry import kind_for_backend
@@ -53,8 +53,32 @@ class SpecFieldError(ValueError):
         self.field = (field,) if isinstance(field, str) else tuple(field)
 
 
+def _no_bool(value: Any) -> Any:
+    # YAML's `true` is Python's 1: `seeds: true` would quietly mean one seed.
+    if isinstance(value, bool):
+        raise ValueError("a number is expected, not true/false")
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_no_bool)]
+Float = Annotated[float, BeforeValidator(_no_bool)]
+
+# Bounds with their source. SageMaker's own (botocore's sagemaker service model and its docs):
+MAX_RUNTIME_S = 2_419_200  # StoppingCondition.MaxRuntimeInSeconds: "The maximum value is 28 days"
+DEFAULT_RUNTIME_QUOTA_S = 432_000  # AWS's default quota "Longest run time for a training job" (5 days)
+# bakeoff's own, so that a typo (1e30 steps) is caught before it is a bill:
+MAX_STEPS = 100_000_000
+MAX_GLOBAL_BATCH = 1_048_576
+
+MLFLOW_ARN_RE = re.compile(  # botocore TrackingServerArn/MlflowResourceArn; sagemaker-mlflow supports aws, aws-us-gov
+    r"^arn:aws(-us-gov)?:sagemaker:[a-z0-9\-]+:\d{12}:mlflow-(tracking-server|app)/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")
+MLFLOW_SCHEMES = ("http", "https", "sqlite", "file", "databricks", "postgresql", "mysql", "mssql")
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=False)
+    # NaN and infinities are never a setting (`margin: .inf` would pass every comparison).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=False,
+                              allow_inf_nan=False)
 
 
 class Entrypoint(_Model):
@@ -67,6 +91,11 @@ class Entrypoint(_Model):
         None, description="Directory with your training code (relative to the spec file). bakeoff ships "
         "its runtime helper `bakeoff_runtime` beside it.")
     script: str | None = Field(None, description="Script inside `source_dir` to run, e.g. `train.py`.")
+    allow_outside_spec_dir: bool = Field(
+        False, description="Let `source_dir` (and local data channels) lie outside the spec file's directory "
+        "tree, e.g. in a monorepo. Off by default: the folder is packed and uploaded, and `../../etc` must not be.")
+    max_bundle_mb: Float = Field(50, gt=0, le=2048, description="Largest code bundle (MB) bakeoff packs from "
+                                 "`source_dir`; put data in a data channel, not beside the script.")
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -85,11 +114,11 @@ class Entrypoint(_Model):
 class ModelConfig(_Model):
     """Shape of the built-in reference LM (ignored by custom scripts, which get `hyperparameters`)."""
 
-    d_model: int = Field(128, ge=8, le=4096, description="Width of the residual stream.")
-    n_layers: int = Field(2, ge=1, le=64, description="Number of transformer blocks.")
-    n_heads: int = Field(4, ge=1, le=64, description="Attention heads per block; must divide `d_model`.")
-    mlp_ratio: int = Field(4, ge=1, le=16, description="MLP hidden width as a multiple of `d_model`.")
-    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout probability (0 keeps runs comparable).")
+    d_model: Int = Field(128, ge=8, le=4096, description="Width of the residual stream.")
+    n_layers: Int = Field(2, ge=1, le=64, description="Number of transformer blocks.")
+    n_heads: Int = Field(4, ge=1, le=64, description="Attention heads per block; must divide `d_model`.")
+    mlp_ratio: Int = Field(4, ge=1, le=16, description="MLP hidden width as a multiple of `d_model`.")
+    dropout: Float = Field(0.0, ge=0.0, lt=1.0, description="Dropout probability (0 keeps runs comparable).")
 
     @model_validator(mode="after")
     def _heads_divide(self):
@@ -102,36 +131,38 @@ class Optimizer(_Model):
     """The optimizer and schedule, declared once and used by every leg."""
 
     name: Literal["adamw", "sgd"] = Field("adamw", description="Optimizer.")
-    lr: float = Field(3e-3, gt=0, description="Peak learning rate.")
-    weight_decay: float = Field(0.1, ge=0, description="Decoupled weight decay on matrices.")
-    beta1: float = Field(0.9, ge=0, lt=1, description="Adam beta1 (momentum for sgd).")
-    beta2: float = Field(0.95, ge=0, lt=1, description="Adam beta2.")
-    warmup_steps: int = Field(20, ge=0, description="Linear warm-up steps.")
+    lr: Float = Field(3e-3, gt=0, le=100, description="Peak learning rate.")
+    weight_decay: Float = Field(0.1, ge=0, description="Decoupled weight decay on matrices.")
+    beta1: Float = Field(0.9, ge=0, lt=1, description="Adam beta1 (momentum for sgd).")
+    beta2: Float = Field(0.95, ge=0, lt=1, description="Adam beta2.")
+    warmup_steps: Int = Field(20, ge=0, description="Linear warm-up steps.")
     schedule: Literal["cosine", "constant"] = Field("cosine", description="Decay after warm-up.")
-    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="Final LR as a fraction of peak (cosine).")
-    grad_clip: float = Field(1.0, ge=0, description="Clip the global gradient norm to this (0 = off).")
+    min_lr_ratio: Float = Field(0.1, ge=0, le=1, description="Final LR as a fraction of peak (cosine).")
+    grad_clip: Float = Field(1.0, ge=0, description="Clip the global gradient norm to this (0 = off).")
 
 
 class Training(_Model):
     """What is held equal across legs: the fairness contract of the bake-off."""
 
-    global_batch_size: int = Field(32, ge=1, description="Sequences per optimizer step, summed over all "
-                                   "devices. Per-device batch and gradient accumulation are derived per leg.")
-    sequence_length: int = Field(128, ge=8, le=65536, description="Tokens per sequence.")
-    max_steps: int | None = Field(None, ge=1, description="Optimizer steps. Give this or `total_tokens`.")
-    total_tokens: int | None = Field(None, ge=1, description="Tokens to train on; converted to steps "
+    global_batch_size: Int = Field(32, ge=1, le=MAX_GLOBAL_BATCH, description="Sequences per optimizer step, "
+                                   "summed over all devices. Per-device batch and gradient accumulation are "
+                                   "derived per leg.")
+    sequence_length: Int = Field(128, ge=8, le=65536, description="Tokens per sequence.")
+    max_steps: Int | None = Field(None, ge=1, le=MAX_STEPS, description="Optimizer steps. Give this or "
+                                  "`total_tokens`.")
+    total_tokens: Int | None = Field(None, ge=1, le=10**15, description="Tokens to train on; converted to steps "
                                      "(rounded up) as total_tokens / (global_batch_size x sequence_length).")
-    max_per_device_batch_size: int | None = Field(
+    max_per_device_batch_size: Int | None = Field(
         None, ge=1, description="Largest micro-batch one device takes; more goes to gradient accumulation. "
         "Default: no limit.")
     optimizer: Optimizer = Field(default_factory=Optimizer, description="Optimizer and LR schedule.")
-    eval_interval: int = Field(50, ge=0, description="Steps between validation passes (0 = only at the end).")
-    eval_batches: int = Field(8, ge=1, description="Validation batches per pass (fixed windows, same on every leg).")
-    eval_batch_size: int = Field(16, ge=1, description="Sequences per validation batch.")
-    log_interval: int = Field(10, ge=1, description="Steps between logged (device-synchronising) metrics.")
-    checkpoint_interval: int = Field(0, ge=0, description="Steps between checkpoints to the checkpoint "
+    eval_interval: Int = Field(50, ge=0, description="Steps between validation passes (0 = only at the end).")
+    eval_batches: Int = Field(8, ge=1, description="Validation batches per pass (fixed windows, same on every leg).")
+    eval_batch_size: Int = Field(16, ge=1, description="Sequences per validation batch.")
+    log_interval: Int = Field(10, ge=1, description="Steps between logged (device-synchronising) metrics.")
+    checkpoint_interval: Int = Field(0, ge=0, description="Steps between checkpoints to the checkpoint "
                                      "dir (0 = none); needed to resume managed-spot jobs.")
-    divergence_factor: float = Field(4.0, gt=1, description="Stop a run whose loss exceeds this multiple "
+    divergence_factor: Float = Field(4.0, gt=1, description="Stop a run whose loss exceeds this multiple "
                                      "of its first loss (NaN/inf always stops it).")
 
     @model_validator(mode="after")
@@ -156,7 +187,7 @@ class Leg(_Model):
 
     name: str = Field(..., description="Short name, used in step names, tags and reports (letters, digits, -).")
     instance_type: str = Field(..., description="SageMaker training instance type, e.g. ml.trn1.32xlarge.")
-    instance_count: int = Field(1, ge=1, le=64, description="Instances per training job.")
+    instance_count: Int = Field(1, ge=1, le=64, description="Instances per training job.")
     backend: Backend | None = Field(None, description="Backend adapter: `neuron` (PyTorch/XLA as torch-neuronx, "
                                     "trn1/trn2), `torchneuron` (native device, trn2+), `cuda`, `cpu`. "
                                     "Default: the instance kind's default.")
@@ -166,16 +197,18 @@ class Leg(_Model):
     compile: Literal["none", "torch_compile"] = Field(
         "none", description="Compile the model with torch.compile (cuda/cpu legs). XLA legs always compile.")
     environment: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
-    volume_size_gb: int = Field(100, ge=1, le=16384, description="EBS volume per instance, GB.")
-    max_runtime_s: int = Field(86_400, ge=60, description="Stopping condition: max runtime per job, seconds.")
+    volume_size_gb: Int = Field(100, ge=1, le=16384, description="EBS volume per instance, GB.")
+    max_runtime_s: Int = Field(86_400, ge=1, le=MAX_RUNTIME_S, description="Stopping condition: max runtime per "
+                               "job, seconds (SageMaker allows 28 days; accounts start with a 5-day quota). "
+                               "Enforced locally too: the job is stopped and counted as lost.")
     precompile: bool = Field(False, description="trn legs: run neuron_parallel_compile (same launch, a few "
                              "steps) before this leg's training jobs so they start with a warm compile cache; "
                              "its metrics are excluded from every comparison.")
     managed_spot: bool = Field(False, description="Use managed spot training (checkpoints to S3, resumes "
                                "after interruption). Spot legs are costed at on-demand prices unless overridden.")
-    max_wait_s: int | None = Field(None, ge=60, description="Spot only: max wait including interruptions, "
+    max_wait_s: Int | None = Field(None, ge=60, description="Spot only: max wait including interruptions, "
                                    "seconds (default 2 x max_runtime_s).")
-    price_per_hour: float | None = Field(None, gt=0, description="Override the instance's bundled on-demand "
+    price_per_hour: Float | None = Field(None, gt=0, description="Override the instance's bundled on-demand "
                                          "price (USD per instance-hour).")
 
     @field_validator("name")
@@ -261,18 +294,18 @@ class Parity(_Model):
         "equivalence", description="`equivalence`: pass when the difference is shown to lie within +/- margin "
         "(two one-sided tests). `non_inferiority`: pass when the leg is shown to be no worse than the baseline "
         "by more than the margin; a leg better than the baseline never fails.")
-    margin: float = Field(0.05, allow_inf_nan=False, description="Equivalence margin, in metric units "
+    margin: Float = Field(0.05, allow_inf_nan=False, description="Equivalence margin, in metric units "
                           "(or relative, see margin_type). Fix it before the runs: changing it afterwards needs "
                           "`bakeoff run --rule-change`.")
     margin_type: Literal["absolute", "relative"] = Field(
         "absolute", description="`absolute` in metric units, or `relative` to the baseline mean.")
-    alpha: float = Field(0.05, gt=0, lt=0.5, description="Significance level of each one-sided test; the "
+    alpha: Float = Field(0.05, gt=0, lt=0.5, description="Significance level of each one-sided test; the "
                          "decision reads the 1 - 2 alpha confidence interval.")
-    power: float = Field(0.8, ge=0.5, le=0.99, description="Probability of a decisive verdict that an "
+    power: Float = Field(0.8, ge=0.5, le=0.99, description="Probability of a decisive verdict that an "
                          "inconclusive result's seed recommendation (and `validate --from`) aims for.")
     baseline: str | None = Field(None, description="Leg the others are compared with. Default: the last "
                                  "GPU leg, else the last leg.")
-    target: float | None = Field(None, allow_inf_nan=False, description="Value of the metric a run must "
+    target: Float | None = Field(None, allow_inf_nan=False, description="Value of the metric a run must "
                                  "reach to count as converged, for steps- and cost-to-target. Default: the worst "
                                  "value still at parity with the baseline.")
 
@@ -289,8 +322,25 @@ class Mlflow(_Model):
 
     tracking_uri: str | None = Field(None, description="MLflow tracking URI, or a SageMaker managed MLflow "
                                      "tracking server ARN. Default locally: sqlite under the run dir.")
-    experiment: str | None = Field(None, description="Experiment name. Default: `bakeoff-<name>`.")
+    experiment: str | None = Field(None, max_length=500, description="Experiment name. Default: `bakeoff-<name>`.")
     enabled: bool = Field(True, description="Log to MLflow at all.")
+
+    @field_validator("tracking_uri")
+    @classmethod
+    def _uri(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if v.startswith("arn:"):
+            if not MLFLOW_ARN_RE.match(v):
+                raise ValueError(f"{v!r} is not a SageMaker MLflow tracking server ARN (arn:aws:sagemaker:REGION:"
+                                 "ACCOUNT:mlflow-tracking-server/NAME; the sagemaker-mlflow client supports the aws "
+                                 "and aws-us-gov partitions)")
+            return v
+        scheme = v.split("://", 1)[0] if "://" in v else ""
+        if scheme.split("+")[0] not in MLFLOW_SCHEMES:
+            raise ValueError(f"{v!r} is not an MLflow tracking URI (http(s)://HOST, sqlite:///PATH, databricks, "
+                             "or a SageMaker tracking server ARN)")
+        return v
 
 
 class Storage(_Model):
@@ -419,7 +469,7 @@ class PreflightStep(_Model):
 
     enabled: bool = Field(False, description="Add the preflight step to the SageMaker pipeline.")
     instance_type: str = Field("ml.m5.2xlarge", description="CPU instance it runs on (PyTorch/XLA's CPU device).")
-    steps: int = Field(6, ge=3, le=100, description="Training steps to run (the first two compile).")
+    steps: Int = Field(6, ge=3, le=100, description="Training steps to run (the first two compile).")
 
     @field_validator("instance_type")
     @classmethod
@@ -442,7 +492,7 @@ class BakeoffSpec(_Model):
         default_factory=dict, description="Extra hyperparameters passed to every job (for custom scripts).")
     data: Data = Field(default_factory=Data, description="Data channels.")
     legs: list[Leg] = Field(..., description="Two or more legs.")
-    seeds: int | list[int] = Field(3, description="Replicates per leg: a count (seeds 0..n-1) or explicit seeds.")
+    seeds: Int | list[Int] = Field(3, description="Replicates per leg: a count (seeds 0..n-1) or explicit seeds.")
     parity: Parity = Field(default_factory=Parity, description="The parity rule.")
     mlflow: Mlflow = Field(default_factory=Mlflow, description="MLflow tracking.")
     storage: Storage = Field(default_factory=Storage, description="S3 locations.")
@@ -450,6 +500,7 @@ class BakeoffSpec(_Model):
                                "the SageMaker jobs.")
     preflight: PreflightStep = Field(default_factory=PreflightStep, description="Optional preflight pipeline step.")
     _source_path: Path | None = PrivateAttr(None)
+    _source_lines: dict[tuple, int] = PrivateAttr(default_factory=dict)
 
     @field_validator("name")
     @classmethod

@@ -65,3 +65,21 @@ def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:
                        f"{'per seed pair' if paired else 'per seed'}), {seeds} seeds pass legs that truly agree only "
                        f"{chance:.0%} of the time; {advice}")
     return out
+
+
+def design_warnings(spec: BakeoffSpec) -> list[str]:
+    """What is allowed but likely not what was meant."""
+    from .spec import DEFAULT_RUNTIME_QUOTA_S
+
+    out = []
+    for leg in spec.legs:
+        if leg.max_runtime_s > DEFAULT_RUNTIME_QUOTA_S:
+            out.append(f"leg {leg.name}: max_runtime_s {leg.max_runtime_s:,} is above SageMaker's default quota for "
+                       f"a training job's run time ({DEFAULT_RUNTIME_QUOTA_S:,} s, 5 days); raise the quota first")
+        if spec.security.volume_kms_key and leg.instance.local_storage:
+            out.append(f"leg {leg.name}: {leg.instance_type} has local NVMe storage, which SageMaker encrypts with "
+                       "the instance's hardware key; the volume KMS key is not applied to it")
+    if spec.security.network_isolation and spec.mlflow.enabled and spec.mlflow.tracking_uri:
+        out.append("security.network_isolation: the training jobs cannot reach MLflow; their runs are back-filled by "
+                   "the Evaluate step from their metrics")
+    return out

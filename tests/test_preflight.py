@@ -12,7 +12,8 @@ PLANTED = ROOT / "tests" / "assets" / "preflight"
 
 def _spec(tmp_path, script):
     return write_spec(tmp_path / f"{script}.yaml", {
-        "name": "planted", "entrypoint": {"source_dir": str(PLANTED), "script": script},
+        "name": "planted", "entrypoint": {"source_dir": str(PLANTED), "script": script,
+                       "allow_outside_spec_dir": True},
         "legs": [{"name": "trn1", "instance_type": "ml.trn1.2xlarge", "precision": "fp32"},
                  {"name": "p4d", "instance_type": "ml.p4d.24xlarge", "precision": "fp32"}], "seeds": 2})
 

@@ -66,6 +66,8 @@ def classify(job: dict[str, Any], metric: str) -> tuple[str, str | None, str | N
         value = (s.get("metrics") or {}).get(metric)
         if value is None:
             return FAILED, "script", f"completed without logging the parity metric {metric!r}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return FAILED, "script", f"the parity metric {metric!r} is not a number (got {str(value)[:60]!r})"
         if not _finite(value):
             return DIVERGED, None, f"{metric} is {value} in a run that reported completion"
         return COMPLETED, None, None
@@ -130,7 +132,7 @@ def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target,
     costs = job_costs(billable, count, per_hour, units, time_to_target, s.get("wall_time_s"))
     return {
         "seed": run["seed"], "status": run["status"], "failure_kind": run["kind"], "reason": run["reason"],
-        "job": run["job"],
+        "job": run["job"], "job_key": s.get("job_key") or run.get("job_key"),
         metric: value if _finite(value) else None,
         "throughput": tp.get(f"{unit}_per_sec"),
         "throughput_overall": tp.get("overall_per_sec"),
@@ -428,7 +430,8 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
         if billable is None and s is not None:
             billable = s.get("wall_time_s")
         runs_by_leg[leg].append({"seed": seed, "status": state, "kind": kind, "reason": reason, "job": job["dir"],
-                                 "summary": s or {}, "billable_s": billable, "digest": job["digest"]})
+                                 "job_key": meta.get("job_key"), "summary": s or {}, "billable_s": billable,
+                                 "digest": job["digest"]})
         seen.add((leg, seed))
     empty = {"train_curve": [], "evals": [], "train_records": 0, "first_nonfinite_train_step": None}
     for name, cfg in legs_cfg.items():

@@ -10,15 +10,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
+_STATUS = {"completed": "FINISHED", "diverged": "FAILED", "lost": "KILLED"}
 
-def _run_exists(client, run_id: str | None) -> bool:
-    if not run_id:
-        return False
-    try:
-        client.get_run(run_id)
-        return True
-    except Exception:
-        return False
+
+def _find_child(client, exp_id: str, run: dict) -> Any:
+    """The job's own MLflow run: by the id its summary names, else by its job key (a job
+    killed before it could write its summary still tagged its run with the key)."""
+    if run.get("mlflow_run_id"):
+        try:
+            found = client.get_run(run["mlflow_run_id"])
+            if found.info.lifecycle_stage == "active":
+                return found
+        except Exception:
+            pass
+    if run.get("job_key"):
+        hits = client.search_runs([exp_id], filter_string=f"tags.`bakeoff.job_key` = '{run['job_key']}'",
+                                  order_by=["attributes.start_time DESC"], max_results=1)
+        if hits:
+            return hits[0]
+    return None
 
 
 def backfill_child(client, exp_id: str, leg: str, figures: dict, run: dict, jobs_dir: Path | None) -> str:
@@ -30,7 +40,8 @@ def backfill_child(client, exp_id: str, leg: str, figures: dict, run: dict, jobs
 
     tags = {"mlflow.runName": f"{leg}-s{run['seed']}", "bakeoff.leg": leg, "bakeoff.seed": str(run["seed"]),
             "bakeoff.backend": str(figures.get("backend")), "bakeoff.instance_type": str(figures.get("instance_type")),
-            "bakeoff.status": str(run["status"]), "bakeoff.backfilled": "true"}
+            "bakeoff.status": str(run["status"]), "bakeoff.backfilled": "true",
+            **({"bakeoff.job_key": str(run["job_key"])} if run.get("job_key") else {})}
     run_id = client.create_run(exp_id, run_name=tags["mlflow.runName"], tags=tags).info.run_id
     client.log_batch(run_id, params=[Param(k, str(v)) for k, v in (
         ("leg", leg), ("seed", run["seed"]), ("backend", figures.get("backend")),
@@ -53,7 +64,7 @@ def backfill_child(client, exp_id: str, leg: str, figures: dict, run: dict, jobs
             client.log_artifact(run_id, str(summaries[0]))
     if batch:
         client.log_batch(run_id, metrics=batch)
-    status = {"completed": "FINISHED", "lost": "KILLED"}.get(run["status"], "FAILED")
+    status = _STATUS.get(run["status"], "FAILED")
     client.log_batch(run_id, tags=[RunTag("bakeoff.backfilled_from", str(run.get("job")))])
     client.set_terminated(run_id, status)
     return run_id
@@ -64,6 +75,14 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
     tracking_uri, experiment = cfg.get("tracking_uri"), cfg.get("experiment")
     if not tracking_uri or not experiment:
         return {"enabled": False}
+    from .mlflow_net import bound_waits, unreachable
+
+    bound_waits()
+    down = unreachable(tracking_uri)
+    if down:
+        print(f"[bakeoff] WARNING: MLflow parent run not logged: the tracking server is unreachable: {down}",
+              file=sys.stderr)
+        return {"enabled": True, "error": f"unreachable: {down}"}
     try:
         from .mlflow_install import use_installed_mlflow
 
@@ -89,7 +108,12 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
         children, backfilled = [], []
         for leg, fig in evaluation["legs"].items():
             for run in fig["runs"]:
-                if run.get("job") and not _run_exists(client, run.get("mlflow_run_id")):
+                child = _find_child(client, exp_id, run) if run.get("job") else None
+                if child is not None:
+                    run["mlflow_run_id"] = child.info.run_id
+                    if child.info.status == "RUNNING":  # its process died before it could end the run
+                        client.set_terminated(child.info.run_id, _STATUS.get(run["status"], "FAILED"))
+                elif run.get("job"):
                     try:
                         run["mlflow_run_id"] = backfill_child(client, exp_id, leg, fig, run, jobs_dir)
                         run["mlflow_backfilled"] = True
@@ -121,8 +145,10 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
                                 ("completed", fig.get("completed"))):
                 if isinstance(value, (int, float)):
                     metrics.append(Metric(f"{leg}.{name}", float(value), 0, 0))
-        existing = set(client.get_run(run_id).data.params)
-        params = [p for p in params if p.key not in existing]
+        data = client.get_run(run_id).data
+        params = [p for p in params if p.key not in data.params]
+        # Written once: a re-evaluation logs only the figures that changed.
+        metrics = [m for m in metrics if data.metrics.get(m.key) != m.value]
         client.log_batch(run_id, metrics=metrics, params=params,
                          tags=[RunTag(k, v) for k, v in tags.items()])
         client.log_artifact(run_id, str(evaluation_path))

@@ -4,6 +4,11 @@ A daemon thread owns the MLflow client: the training loop only puts records on a
 bounded queue (dropping, and counting, when it is full). If mlflow is missing or
 the tracking server is down, the sink says so once and training carries on;
 metrics.jsonl and summary.json remain the record of truth.
+
+One MLflow run per job: a job that runs again under the same job key (a re-run, a
+retry) replaces the runs of its earlier attempts, which are closed (KILLED if they
+were left RUNNING by a killed process) and moved to MLflow's trash, so the experiment
+shows one child per job and no curve is drawn twice.
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ _STOP = object()
 class MlflowSink:
     def __init__(self, tracking_uri: str | None, experiment: str | None, run_name: str,
                  tags: dict[str, str], params: dict[str, Any], artifact_location: str | None = None,
-                 maxsize: int = 10_000):
+                 maxsize: int = 10_000, job_key: str | None = None):
         self.enabled = bool(tracking_uri) and bool(experiment)
         self.tracking_uri = tracking_uri
         self.experiment = experiment
@@ -28,6 +33,9 @@ class MlflowSink:
         self.tags = tags
         self.params = params
         self.artifact_location = artifact_location
+        self.job_key = job_key
+        self.replaced: list[str] = []
+        self.wait_s = 0.0
         self.run_id: str | None = None
         self.error: str | None = None
         self.dropped = 0
@@ -57,9 +65,11 @@ class MlflowSink:
             self.dropped += 1
 
     def close(self, status: str = "FINISHED", timeout: float | None = None) -> dict[str, Any]:
-        """Flush what is queued (bounded by `timeout`) and end the run."""
+        """Flush what is queued (bounded by `timeout`) and end the run. The time spent here is
+        `wait_s`: MLflow's, not training's (the local executor keeps it out of billable time)."""
         if timeout is None:
-            timeout = float(os.environ.get("BAKEOFF_MLFLOW_FLUSH_TIMEOUT", 60))
+            timeout = float(os.environ.get("BAKEOFF_MLFLOW_FLUSH_TIMEOUT", 30))
+        started = time.time()
         if self._thread is not None:
             try:
                 self._q.put(("end", status, None), timeout=5)
@@ -69,7 +79,9 @@ class MlflowSink:
             self._thread.join(timeout)
             if self._thread.is_alive():
                 self.error = self.error or f"MLflow did not finish within {timeout:.0f}s; gave up"
-        return {"enabled": self.enabled, "run_id": self.run_id, "error": self.error, "dropped": self.dropped}
+        self.wait_s = round(time.time() - started, 3)
+        return {"enabled": self.enabled, "run_id": self.run_id, "error": self.error, "dropped": self.dropped,
+                "wait_s": self.wait_s, **({"replaced": self.replaced} if self.replaced else {})}
 
     # --- the logging thread -------------------------------------------------------------
     def _warn(self, msg: str) -> None:
@@ -77,9 +89,15 @@ class MlflowSink:
         print(f"[bakeoff] WARNING: MLflow logging disabled: {msg} (training continues)", file=sys.stderr, flush=True)
 
     def _run(self) -> None:
+        from .mlflow_net import bound_waits, unreachable
+
         # A dead tracking server must cost seconds, not MLflow's default minutes of retries.
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
+        bound_waits()
+        down = unreachable(self.tracking_uri)
+        if down:
+            self._warn(f"tracking server {self.tracking_uri!r} is unreachable: {down}")
+            self._ready.set()
+            return self._drain()
         try:
             from .mlflow_install import use_installed_mlflow
 
@@ -100,8 +118,10 @@ class MlflowSink:
                     exp_id = client.get_experiment_by_name(self.experiment).experiment_id
             else:
                 exp_id = exp.experiment_id
+            earlier = self._earlier_attempts(client, exp_id)
             run = client.create_run(exp_id, run_name=self.run_name, tags=self.tags)
             self.run_id = run.info.run_id
+            self._replace(client, earlier)
             params = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in sorted(self.params.items())]
             for i in range(0, len(params), 100):
                 client.log_batch(self.run_id, params=params[i:i + 100])
@@ -139,6 +159,20 @@ class MlflowSink:
             except Exception as exc:
                 self._warn(f"logging to {self.tracking_uri!r} failed ({exc.__class__.__name__}: {exc})")
                 return self._drain()
+
+    def _earlier_attempts(self, client, exp_id: str) -> list:
+        if not self.job_key:
+            return []
+        return list(client.search_runs([exp_id], filter_string=f"tags.`bakeoff.job_key` = '{self.job_key}'",
+                                       max_results=100))
+
+    def _replace(self, client, earlier: list) -> None:
+        for old in earlier:
+            if old.info.status == "RUNNING":  # its process was killed before it could end the run
+                client.set_terminated(old.info.run_id, status="KILLED")
+            client.set_tag(old.info.run_id, "bakeoff.replaced_by", self.run_id)
+            client.delete_run(old.info.run_id)
+            self.replaced.append(old.info.run_id)
 
     def _drain(self) -> None:
         while True:

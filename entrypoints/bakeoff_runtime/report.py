@@ -521,6 +521,9 @@ def render_html(ev: dict[str, Any]) -> str:
 def write_reports(ev: dict[str, Any], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "report.html", out_dir / "report.md"]
-    paths[0].write_text(render_html(ev))
-    paths[1].write_text(render_markdown(ev))
+    for path, text in zip(paths, (render_html(ev), render_markdown(ev)), strict=True):
+        # Whole or not at all: a reader never sees half a report.
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
     return paths

@@ -26,6 +26,8 @@ import json
 import math
 import os
 import random
+import signal
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -138,6 +140,7 @@ class Runtime:
                 run_name=f"{self.leg}-s{self.seed}", tags=tags,
                 params=dict(sorted(hps.items())),
                 artifact_location=environ.get("BAKEOFF_MLFLOW_ARTIFACT_LOCATION") or None,
+                job_key=info["job_key"],
             )
         self.telemetry = Telemetry(env.model_dir, info, sink=self.sink, rank=self.rank, started_at=self.started_at)
 
@@ -166,6 +169,7 @@ class Runtime:
         warm = hps.get("warmup_exclude_steps")
         self.warmup_exclude = int(warm) if warm is not None else max(2, min(10, (self.max_steps or 20) // 10))
         self._finished = False
+        self._previous_sigterm = None
 
     # --- construction ---------------------------------------------------------------
     @classmethod
@@ -482,7 +486,8 @@ class Runtime:
         }
         if preflight is not None:
             summary["preflight"] = {"verdict": preflight["verdict"], "blockers": preflight["blockers"]}
-        mlflow_status = "FINISHED" if status == "completed" else "FAILED"
+        mlflow_status = "FINISHED" if status == "completed" else \
+            "KILLED" if extra.get("failure_kind") == "interrupted" else "FAILED"
         if self.sink is not None:
             summary["mlflow"] = {"run_id": self.sink.run_id}
             self.sink.set_tags({"bakeoff.status": status})
@@ -491,9 +496,8 @@ class Runtime:
         if self.sink is not None:
             self.sink.log_artifact(str(self.env.model_dir / "summary.json"))
             result = self.sink.close(mlflow_status)
-            if result["run_id"] != body.get("mlflow", {}).get("run_id") or result["error"]:
-                # The run id is known only once the sink's thread has started.
-                body = self.telemetry.write_summary({**summary, "mlflow": result})
+            # The run id is known only once the sink's thread has started, the wait only now.
+            body = self.telemetry.write_summary({**summary, "mlflow": result})
         self._publish_outputs()
         self.telemetry.close()
         return body
@@ -512,6 +516,13 @@ class Runtime:
                 shutil.copyfile(src, self.env.output_data_dir / name)
 
     def __enter__(self) -> Runtime:
+        # SIGTERM is how a job is stopped (StopTrainingJob, max runtime, `bakeoff run` being
+        # stopped): turned into an exception so the summary, the failure file and the MLflow
+        # run's KILLED status are written on the way out. A script's own handler is left alone.
+        self._previous_sigterm = None
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _stop_on_sigterm)
         return self
 
     def _final_finite_check(self) -> None:
@@ -525,6 +536,9 @@ class Runtime:
         self._raise_if_went_bad(self.steps_completed - 1)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
         if exc is None:
             try:
                 self._final_finite_check()
@@ -559,3 +573,11 @@ class Runtime:
         except Exception:
             pass
         return False
+
+
+class Stopped(KeyboardInterrupt):
+    """The job was stopped from outside (SIGTERM): an interruption, not a script failure."""
+
+
+def _stop_on_sigterm(signum, frame):
+    raise Stopped("stopped by SIGTERM (the job was stopped from outside)")

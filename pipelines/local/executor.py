@@ -15,6 +15,7 @@ cache); `force=True` re-runs everything. A run directory is used by one run at a
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import sys
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import VERDICT_EXIT, RunError, SpecError
+from ..errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from ..hashing import digest
 from ..names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP
 from ..plan import Plan, build_plan
@@ -83,13 +84,35 @@ class LocalExecutor:
         ENV = self.contract.ENV
         if not self.mlflow:
             return {}
-        if self.spec.mlflow.tracking_uri:  # a server: it decides where artifacts go
-            return {"MLFLOW_TRACKING_URI": self.spec.mlflow.tracking_uri,
-                    ENV["mlflow_experiment"]: self.spec.experiment}
-        (self.out / "mlflow").mkdir(parents=True, exist_ok=True)
-        return {"MLFLOW_TRACKING_URI": f"sqlite:///{self.out / 'mlflow' / 'mlflow.db'}",
-                ENV["mlflow_experiment"]: self.spec.experiment,
-                ENV["mlflow_artifact_location"]: (self.out / "mlflow" / "artifacts").as_uri()}
+        # The spec's server, else the one MLflow's own clients would use (MLFLOW_TRACKING_URI),
+        # else a store under the run directory.
+        server = self.spec.mlflow.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+        if server:  # a server: it decides where artifacts go
+            return {"MLFLOW_TRACKING_URI": server, ENV["mlflow_experiment"]: self.spec.experiment}
+        store = self.out / "mlflow"
+        store.mkdir(parents=True, exist_ok=True)
+        env = {"MLFLOW_TRACKING_URI": f"sqlite:///{store / 'mlflow.db'}",
+               ENV["mlflow_experiment"]: self.spec.experiment,
+               ENV["mlflow_artifact_location"]: (store / "artifacts").as_uri()}
+        if not (store / "mlflow.db").exists():
+            self._prepare_mlflow_store(env, store)
+        return env
+
+    def _prepare_mlflow_store(self, env: dict[str, str], store: Path) -> None:
+        """Create the database here, not inside the first job (whose wall time it would join,
+        and whose code directory would become the Default experiment's artifact root)."""
+        import subprocess
+
+        from ..bundle import entrypoints_dir
+
+        ENV = self.contract.ENV
+        proc = subprocess.run([self.python, "-m", "bakeoff_runtime.mlflow_store", env["MLFLOW_TRACKING_URI"],
+                               env[ENV["mlflow_experiment"]], env[ENV["mlflow_artifact_location"]]],
+                              cwd=store, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(entrypoints_dir())})
+        if proc.returncode != 0:
+            why = (proc.stderr.strip().splitlines() or ["?"])[-1]
+            self.progress.note(f"MLflow: could not create the local store ({why}); the jobs will try themselves")
 
     def _prepare(self, preflight: tuple[str, int] | None = None):
         from ..sagemaker.compiler import compile_plan
@@ -124,14 +147,11 @@ class LocalExecutor:
             result = self._run()
         return result
 
-    def _run(self) -> RunResult:
-        plan, compiled, store, subs, params = self._prepare()
-        definition = compiled.definition
-        steps = {s["Name"]: s for s in definition["Steps"]}
-        order = [j.step_name for j in plan.seed_major]
+    def _jobs(self, plan: Plan, steps: dict[str, Any], subs: Substitutions, params) -> tuple[dict, dict]:
+        """Each training step's job as run here, and its key."""
         jobs, keys = {}, {}
         runtime = local_runtime()
-        for name in order:
+        for name in (j.step_name for j in plan.seed_major):
             request = resolve(steps[name]["Arguments"], Context(params, "", ""))
             job = subs.training(name, request, self.out / "jobs" / _job_dir(plan, name))
             jobs[name] = job
@@ -143,9 +163,67 @@ class LocalExecutor:
                                    "command": job.command, "channels": job.channels, "hosts": job.hosts,
                                    "runtime": runtime}, sort_keys=True).replace(str(self.out), "$RUN")
             keys[name] = digest(material)
+        return jobs, keys
+
+    def _context(self, name: str, params, keys: dict[str, str]) -> Context:
+        execution_id = "local-" + digest(sorted(keys.values()), 12)
+        return Context(params, execution_id, f"arn:aws:sagemaker:local:000000000000:pipeline/{name}/"
+                                             f"execution/{execution_id}")
+
+    def _warn_if_mlflow_is_down(self, subs: Substitutions) -> None:
+        uri = subs.mlflow.get("MLFLOW_TRACKING_URI")
+        down = runtime_module("mlflow_net").unreachable(uri) if uri else None
+        if down:
+            self.progress.note(f"MLflow: the tracking server is unreachable ({down}); training goes on, each job "
+                               "gives up on MLflow within seconds, and its metrics stay in metrics.jsonl (the "
+                               "evaluation back-fills MLflow runs when the server answers)")
+
+    def reevaluate(self) -> RunResult:
+        """Decide again from the jobs this directory holds, running none of them: what
+        `bakeoff report DIR` does when the jobs changed after the verdict was written."""
+        from ..sagemaker.compiler import pipeline_name
+
+        with RunLock(self.out), _forward_signals(self._process):
+            # The definition and assets as they were run (the spec's source files may have moved).
+            definition = json.loads((self.out / "pipeline.json").read_text())
+            store = LocalS3(self.out / "s3")
+            plan = build_plan(self.spec, bundle=self._uploaded_bundle(definition, store))
+            self._plan = plan
+            subs = Substitutions(plan, self.out, store, python=self.python, gpu=self.use_gpu,
+                                 mlflow=self._mlflow_env())
+            params = json.loads((self.out / "plan.json").read_text()).get("local", {}).get("parameters") or \
+                parameter_values(definition, self.parameters)
+            steps = {s["Name"]: s for s in definition["Steps"]}
+            jobs, keys = self._jobs(plan, steps, subs, params)
+            ctx = self._context(pipeline_name(self.spec), params, keys)
+            for name, job in jobs.items():
+                try:
+                    meta = json.loads((self.out / "jobs" / job.name / "job.json").read_text())
+                except (FileNotFoundError, ValueError):
+                    continue  # never ran here: the evaluation counts it as giving no result
+                ctx.training_job_names[name] = meta["training_job_name"]
+            rule = self._recorded_rule()
+            self.rule_change = rule.get("reason")
+            evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule.get("original"))
+        return RunResult(self.out, evaluation, path, [], [j.name for j in jobs.values()], gate)
+
+    def _uploaded_bundle(self, definition: dict[str, Any], store: LocalS3):
+        from ..bundle import Bundle
+
+        training = next(s for s in definition["Steps"] if s["Type"] == "Training")
+        channel = next(c for c in training["Arguments"]["InputDataConfig"] if c["ChannelName"] == "code")
+        script = json.loads((self.out / "plan.json").read_text())["script"]
+        return Bundle.from_tar_gz(store.path(channel["DataSource"]["S3DataSource"]["S3Uri"]).read_bytes(), script)
+
+    def _run(self) -> RunResult:
+        plan, compiled, store, subs, params = self._prepare()
+        definition = compiled.definition
+        steps = {s["Name"]: s for s in definition["Steps"]}
+        order = [j.step_name for j in plan.seed_major]
+        jobs, keys = self._jobs(plan, steps, subs, params)
         reuse = {n for n in order if not self.force and _finished(self.out / "jobs" / jobs[n].name, keys[n])}
         rule_original = self._check_rule(reuse)
-        execution_id = "local-" + digest(sorted(keys.values()), 12)
+        self._warn_if_mlflow_is_down(subs)
         self._write_records(plan, compiled, subs, params)
         for line in subs.describe():
             self.progress.note(f"local: {line}")
@@ -158,8 +236,7 @@ class LocalExecutor:
             self._run_preflight_step(steps[PREFLIGHT_STEP], subs, store, params)
 
         executed, skipped = [], []
-        ctx = Context(params, execution_id, f"arn:aws:sagemaker:local:000000000000:pipeline/{compiled.name}/execution/"
-                                            f"{execution_id}")
+        ctx = self._context(compiled.name, params, keys)
         self.progress.start(len(order))
         try:
             for i, name in enumerate(order, 1):
@@ -240,11 +317,14 @@ class LocalExecutor:
         if lost:
             status = "failed"
         training_job_name = f"{job.step_name}-{key[:10]}"
+        # Waiting for MLflow at the end of a job is not training: keep it out of what is billed.
+        mlflow_wait = float((summary.get("mlflow") or {}).get("wait_s") or 0.0)
         meta = {"job_key": key, "name": job.name, "leg": job.leg, "seed": job.seed, "step_name": job.step_name,
                 "training_job_name": training_job_name, "status": status, "reason": reason, "exit_code": code,
                 "lost": lost, "timed_out": outcome.timed_out,
                 "failure_kind": "timeout" if outcome.timed_out else ("interrupted" if outcome.interrupted else None),
-                "billable_s": round(outcome.wall_s, 3), "billable_basis": "local wall time (emulated)",
+                "billable_s": round(max(0.0, outcome.wall_s - mlflow_wait), 3),
+                "billable_basis": "local wall time (emulated), less the wait for MLflow", "mlflow_wait_s": mlflow_wait,
                 "started": started, "log": str(job_dir / "stdout.log")}
         (job_dir / "job.json").write_text(json.dumps(meta, indent=2) + "\n")
         publish_outputs(job_dir, job.output_path, training_job_name, store, meta)
@@ -288,7 +368,20 @@ class LocalExecutor:
                             f"re-run the jobs with --force, or pass --rule-change 'WHY' to re-decide and show both "
                             f"rules", file=str(path))
         self.progress.note(f"parity rule changed after the data ({changed}): {self.rule_change}")
+        path.write_text(json.dumps({"rule": recorded, "note": "fixed before the jobs of this directory ran",
+                                    "changed_to": current, "reason": self.rule_change}, indent=2, sort_keys=True)
+                        + "\n")
         return dict(recorded)
+
+    def _recorded_rule(self) -> dict[str, Any]:
+        """The rule the jobs ran under and, where it was changed after them, the change's reason."""
+        try:
+            body = json.loads((self.out / "parity-rule.json").read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        if body.get("changed_to") == self.spec.parity_rule() and body.get("rule") != body.get("changed_to"):
+            return {"original": body.get("rule"), "reason": body.get("reason")}
+        return {}
 
     def _write_records(self, plan: Plan, compiled, subs: Substitutions, params: dict[str, Any]) -> None:
         (self.out / "spec.json").write_text(json.dumps(self.spec.canonical(), indent=2, sort_keys=True) + "\n")
@@ -307,8 +400,9 @@ class LocalExecutor:
         eval_dir = self.out / "evaluation"
         eval_dir.mkdir(parents=True, exist_ok=True)
         # A verdict of an earlier run must never outlive a failed evaluation of this one.
-        for stale in ("evaluation.json", "report.html", "report.md", "gate.json"):
+        for stale in ("evaluation.json", "report.html", "report.md", "gate.json", "inputs.json"):
             (eval_dir / stale).unlink(missing_ok=True)
+        fingerprint = input_fingerprint(self.out)
         step = steps[EVALUATE_STEP]
         request = resolve(step["Arguments"], ctx)
         (eval_dir / "request.json").write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
@@ -335,9 +429,12 @@ class LocalExecutor:
             log = (eval_dir / "stdout.log").read_text(errors="replace").strip().splitlines() or ["no output"]
             raise RunError(f"the evaluation step failed: {log[-1][:300]} (see {eval_dir / 'stdout.log'}); no verdict "
                            "was written")
-        for item in out_dir.iterdir():  # beside the run, where people look for them
+        for item in out_dir.iterdir():  # beside the run, where people look for them (whole, or not at all)
             if item.is_file():
-                shutil.copy2(item, eval_dir / item.name)
+                tmp = eval_dir / f".{item.name}.tmp"
+                shutil.copy2(item, tmp)
+                tmp.replace(eval_dir / item.name)
+        (eval_dir / "inputs.json").write_text(json.dumps({"fingerprint": fingerprint}, indent=2) + "\n")
         for pf in step.get("PropertyFiles", []):
             local = job.outputs[pf["OutputName"]][0]
             ctx.property_files[(EVALUATE_STEP, pf["PropertyFileName"])] = local / pf["FilePath"]
@@ -379,6 +476,27 @@ class LocalExecutor:
         return json.loads(report.read_text())
 
 
+def input_fingerprint(run_dir: Path) -> str:
+    """What a verdict was decided from: every job's record and every published job output."""
+    run_dir = Path(run_dir)
+    files = sorted([*run_dir.glob("jobs/*/job.json"), *run_dir.glob("s3/**/output/output.tar.gz")])
+    return digest([(p.relative_to(run_dir).as_posix(), digest(p.read_bytes())) for p in files])
+
+
+def stale_evaluation(run_dir: Path) -> str | None:
+    """Why the verdict in `run_dir` no longer describes its jobs, or None when it does."""
+    evaluation = Path(run_dir) / "evaluation" / "evaluation.json"
+    if not evaluation.exists():
+        return "it has no verdict (the last evaluation did not finish)"
+    try:
+        recorded = json.loads((evaluation.parent / "inputs.json").read_text())["fingerprint"]
+    except (FileNotFoundError, ValueError, KeyError):
+        return "its verdict does not record what it was decided from"
+    if recorded != input_fingerprint(run_dir):
+        return "its jobs changed after the verdict was written"
+    return None
+
+
 def _job_dir(plan: Plan, step_name: str) -> str:
     return next(j.name for j in plan.jobs if j.step_name == step_name)
 
@@ -408,7 +526,7 @@ class _forward_signals:
 
     def _handler(self, signum, frame):
         self.process.stop()
-        raise KeyboardInterrupt
+        raise Interrupted(signum)
 
     def __enter__(self):
         import threading

@@ -121,9 +121,22 @@ def _data_channels(spec: BakeoffSpec, base_dir: Path, bucket: str, prefix: str) 
         if uri.startswith("s3://"):
             channels[name] = uri.rstrip("/") + "/"
             continue
-        path = (base_dir / uri).resolve()
+        from ..bundle import inside, is_secret
+        from ..loader import locate
+
+        file, line = locate(spec, ("data", "channels", name))
+        try:
+            path = inside(base_dir, uri, spec.entrypoint.allow_outside_spec_dir, f"data.channels.{name}")
+        except SpecError as exc:
+            raise SpecError(exc.message, file=file, line=line, field=exc.field) from None
         if not path.exists():
-            raise SpecError(f"channel {name!r}: {path} does not exist", field=f"data.channels.{name}")
+            raise SpecError(f"channel {name!r}: {path} does not exist", file=file, line=line,
+                            field=f"data.channels.{name}")
+        secrets = [p.name for p in ([path] if path.is_file() else path.rglob("*")) if is_secret(p.name)]
+        if secrets:
+            raise SpecError(f"channel {name!r} holds files that look like secrets ({', '.join(sorted(secrets)[:3])}); "
+                            "a data channel is uploaded as it is: move them out", file=file, line=line,
+                            field=f"data.channels.{name}")
         channels[name], found = _channel_assets(name, path, bucket, prefix)
         assets += found
     return dict(sorted(channels.items())), assets

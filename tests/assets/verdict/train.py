@@ -5,9 +5,13 @@ for the end-to-end verdict tests (each job trains in well under a second).
     plant: lr_on_neuron         3x the learning rate on the neuron backend only
     plant: reshuffle_leg=NAME   leg NAME draws its data in another order (equal in expectation, unpaired)
     plant: sigkill=LEG/SEED     that job kills itself with SIGKILL (an infrastructure loss)
+    plant: sigkill_once=LEG/SEED     the same, on the job's first attempt only (its checkpoint dir remembers)
+    plant: hang=LEG/SEED        that job stops making progress after 5 steps (until it is stopped)
+    plant: slow                 every step takes 0.25 s more (time to stop a run in the middle)
 """
 import os
 import signal
+import time
 
 import torch
 import torch.nn as nn
@@ -18,6 +22,14 @@ with Runtime.from_environment() as rt:
     plant = str(rt.hp("plant", "none"))
     if plant == f"sigkill={rt.leg}/{rt.seed}":
         os.kill(os.getpid(), signal.SIGKILL)
+    if plant == f"sigkill_once={rt.leg}/{rt.seed}":
+        marker = rt.env.checkpoint_dir / "killed-once"
+        if not marker.exists():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            if rt.sink is not None:
+                rt.sink._ready.wait(60)  # its MLflow run exists: the kill leaves it RUNNING
+            os.kill(os.getpid(), signal.SIGKILL)
     dim, batch, steps = 8, int(rt.hp("global_batch_size", 16)), int(rt.hp("max_steps", 40))
     data_seed = rt.seed + (1000 if plant == f"reshuffle_leg={rt.leg}" else 0)
     gen = torch.Generator().manual_seed(data_seed)
@@ -35,6 +47,10 @@ with Runtime.from_environment() as rt:
         rt.optimizer_step(opt)
         opt.zero_grad(set_to_none=True)
         rt.track_step(step, loss, samples=batch)
+        if plant == "slow":
+            time.sleep(0.25)
+        if plant == f"hang={rt.leg}/{rt.seed}" and step == 5:
+            time.sleep(3600)
     with rt.validating(), torch.no_grad():
         vg = torch.Generator().manual_seed(99)
         x = torch.randn(512, dim, generator=vg)
