@@ -1,23 +1,89 @@
 """The MLflow UI as a person sees it: a real `mlflow server` on 127.0.0.1, a tiny bake-off
 logged to it, and headless Chromium (Playwright) finding the parent run, its nested
-children and the report artifact. Screenshots land in test-artifacts/."""
+children and the report artifact; then `bakeoff ui` on the suite's local run, its compare
+views showing what identifies each seed's run and the legs' summary runs side by side.
+Screenshots land in test-artifacts/."""
 import json
+import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
+from bakeoff_runtime.mlflow_parent import LEGS_VIEW_TAG, leg_colours, summary_metrics
+from bakeoff_runtime.mlflow_sink import CHILD_PARAMS, SHARED_TAG, split_params
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
+from pipelines.ui import LEGS_VIEW_ID, compare_url, find_views, urls
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = [pytest.mark.slow,  # an MLflow server and a browser
-              pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (`make test` installs it)")]
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (`make test` installs it)")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+# --- what the runs carry (no MLflow, no browser) -----------------------------------------------
+def test_a_jobs_run_carries_only_what_identifies_it_and_the_rest_in_one_tag():
+    hps = {"leg": "trn1", "seed": 1, "lr": 0.003, "max_steps": 30, "per_device_batch_size": 8,
+           "gradient_accumulation_steps": 2, "global_batch_size": 16}
+    tags = {"bakeoff.backend": "neuron", "bakeoff.instance_type": "ml.trn1.2xlarge", "bakeoff.precision": "bf16"}
+    params, shared = split_params(hps, tags)
+    assert params == {"leg": "trn1", "backend": "neuron", "instance_type": "ml.trn1.2xlarge", "precision": "bf16",
+                      "seed": "1", "per_device_batch_size": "8", "gradient_accumulation_steps": "2"}
+    assert json.loads(shared[SHARED_TAG]) == {"global_batch_size": 16, "lr": 0.003, "max_steps": 30}
+    assert split_params({"leg": "a", "x": "y" * 9000}, {})[1] == {}  # over MLflow's tag limit: left out
+
+
+def test_every_legs_summary_has_the_same_metric_names_parity_first():
+    trn = {"metric": {"mean": 2.5, "std": 0.1}, "throughput_mean": 900.0, "cost_per_run_usd_mean": 0.5,
+           "compile_time_s_mean": 12.0, "completed": 2}
+    gpu = {**trn, "compile_time_s_mean": None, "throughput_mean": float("nan")}
+    a, b = summary_metrics("val_loss", trn), summary_metrics("val_loss", gpu)
+    assert set(b) < set(a) and set(a) - set(b) == {"summary/compile_time_s", "summary/throughput"}  # never 0 or NaN
+    assert sorted(a)[0] == "parity/val_loss_mean" and a["parity/val_loss_mean"] == 2.5
+    colours = leg_colours(["p4d", "trn1", "g5"])
+    assert len(set(colours.values())) == 3 and all(re.fullmatch(r"#[0-9a-fA-F]{6}", c) for c in colours.values())
+    assert leg_colours(["p4d", "trn1"]) == {"p4d": colours["p4d"], "trn1": colours["trn1"]}  # by position in the spec
+
+
+def test_the_ui_links_to_the_compare_views_of_the_latest_bakeoff(tmp_path):
+    db = tmp_path / "mlflow.db"
+    con = sqlite3.connect(db)
+    con.executescript("""
+        CREATE TABLE runs (run_uuid TEXT, name TEXT, experiment_id INTEGER, lifecycle_stage TEXT, start_time INTEGER);
+        CREATE TABLE tags (key TEXT, value TEXT, run_uuid TEXT);
+        CREATE TABLE params (key TEXT, value TEXT, run_uuid TEXT);
+        CREATE TABLE experiment_tags (key TEXT, value TEXT, experiment_id INTEGER);""")
+    runs = [("old", "tiny", 1, "active", 1), ("P", "tiny", 1, "active", 5),
+            ("s-trn1", "trn1 (summary)", 1, "active", 6), ("s-p4d", "p4d (summary)", 1, "active", 6),
+            ("c1", "trn1-s0", 1, "active", 6),
+            ("c0", "p4d-s0", 1, "active", 6), ("gone", "p4d-s0", 1, "deleted", 6)]
+    con.executemany("INSERT INTO runs VALUES (?,?,?,?,?)", runs)
+    tags = [("bakeoff.role", "parent", "old"), ("bakeoff.role", "parent", "P"),
+            ("bakeoff.role", "summary", "s-trn1"), ("bakeoff.leg", "trn1", "s-trn1"),
+            ("bakeoff.role", "summary", "s-p4d"), ("bakeoff.leg", "p4d", "s-p4d")]
+    tags += [("mlflow.parentRunId", "P", r) for r in ("s-trn1", "s-p4d", "c1", "c0", "gone")]
+    con.executemany("INSERT INTO tags VALUES (?,?,?)", tags)
+    con.execute("INSERT INTO params VALUES ('legs', 'p4d,trn1', 'P')")
+    con.execute("INSERT INTO experiment_tags VALUES (?, '{}', 1)", (LEGS_VIEW_TAG,))
+    con.commit()
+    con.close()
+    views = find_views(db)
+    assert (views.parent_run_id, views.summary_run_ids, views.seed_run_ids) == ("P", ["s-p4d", "s-trn1"], ["c0", "c1"])
+    links = urls("http://127.0.0.1:5000", views)
+    assert unquote(links["legs"]) == 'http://127.0.0.1:5000/#/compare-runs?runs=["s-p4d","s-trn1"]&experiments=["1"]'
+    assert links["experiment"] == "http://127.0.0.1:5000/#/experiments/1/runs"
+    assert links["charts"] == f"http://127.0.0.1:5000/#/experiments/1/runs?viewStateShareKey={LEGS_VIEW_ID}&" \
+                              "compareRunsMode=CHART"
+    assert f"mlflow.sharedViewState.{LEGS_VIEW_ID}" == LEGS_VIEW_TAG  # the evaluation writes what the UI links
+    assert " " not in compare_url("http://h", "1", ["a"]) and '"' not in compare_url("http://h", "1", ["a"])
 
 
 def _port() -> int:
@@ -69,6 +135,8 @@ def logged(server, tmp_path_factory):
     return server, ev
 
 
+@pytest.mark.slow  # an MLflow server and a browser
+@needs_chromium
 def test_parent_children_and_report_are_visible_in_the_ui(logged):
     from mlflow.tracking import MlflowClient
     from playwright.sync_api import sync_playwright
@@ -78,9 +146,7 @@ def test_parent_children_and_report_are_visible_in_the_ui(logged):
     parent = ev["mlflow"]["parent_run_id"]
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs")
@@ -104,6 +170,7 @@ def test_parent_children_and_report_are_visible_in_the_ui(logged):
     assert (ARTIFACTS / "mlflow-ui-runs.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_children_have_loss_curves_to_compare(logged):
     from mlflow.tracking import MlflowClient
 
@@ -114,3 +181,136 @@ def test_children_have_loss_curves_to_compare(logged):
             history = client.get_metric_history(run["mlflow_run_id"], "train_loss")
             assert len(history) >= 4
             assert client.get_run(run["mlflow_run_id"]).data.tags["mlflow.parentRunId"] == ev["mlflow"]["parent_run_id"]
+
+
+# --- `bakeoff ui` on the suite's local run -------------------------------------------------------
+@pytest.fixture(scope="module")
+def ui(tiny_run):
+    from pipelines.ui import launch, stop
+
+    assert tiny_run["proc"].returncode in (0, 1, 3), tiny_run["proc"].stderr[-2000:]
+    proc, links = launch(tiny_run["out"], _port())
+    ev = json.loads((tiny_run["out"] / "evaluation" / "evaluation.json").read_text())
+    names = {run_id: f"{leg} (summary)" for leg, run_id in ev["mlflow"]["summary_runs"].items()}
+    names.update({run["mlflow_run_id"]: run["job"] for fig in ev["legs"].values() for run in fig["runs"]})
+    yield links, names
+    stop(proc)
+
+
+@pytest.mark.slow
+def test_local_runs_carry_legs_summaries_colours_and_the_real_duration(tiny_run):
+    from mlflow.tracking import MlflowClient
+
+    out = tiny_run["out"]
+    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow' / 'mlflow.db'}")
+    runs = client.search_runs([ev["mlflow"]["experiment_id"]])
+    parent = next(r for r in runs if r.info.run_id == ev["mlflow"]["parent_run_id"])
+    kids = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    seeds = [r for r in kids if r.data.tags.get("bakeoff.role") != "summary"]
+    summaries = {r.data.tags["bakeoff.leg"]: r for r in kids if r.data.tags.get("bakeoff.role") == "summary"}
+    assert sorted(r.info.run_name for r in summaries.values()) == ["p4d (summary)", "trn1 (summary)"]
+    assert ev["mlflow"]["summary_runs"] == {leg: r.info.run_id for leg, r in summaries.items()}
+    for run in seeds:  # what identifies a seed's run, and nothing every run shares
+        assert set(run.data.params) <= set(CHILD_PARAMS)
+        assert {"leg", "backend", "instance_type", "precision", "seed"} <= set(run.data.params)
+        assert run.data.tags["mlflow.runColor"] == summaries[run.data.params["leg"]].data.tags["mlflow.runColor"]
+    assert {r.data.params["instance_type"] for r in seeds} == {"ml.trn1.2xlarge", "ml.p4d.24xlarge"}
+    assert parent.data.params["lr"] and parent.data.params["parity.metric"] == "val_loss"  # shared ones: on the parent
+    assert summaries["trn1"].data.tags["mlflow.runColor"] != summaries["p4d"].data.tags["mlflow.runColor"]
+    names = [set(r.data.metrics) - {"summary/compile_time_s"} for r in summaries.values()]
+    assert names[0] == names[1] and "parity/val_loss_mean" in names[0]
+    assert summaries["trn1"].data.metrics["parity/val_loss_mean"] == pytest.approx(ev["legs"]["trn1"]["metric"]["mean"])
+    assert not [k for k in parent.data.metrics if k.startswith(("trn1.", "p4d."))]  # no single-bar charts
+    # The parent spans the bake-off: from its first job's start, not the evaluation's few hundred ms.
+    assert parent.info.start_time == min(r.info.start_time for r in seeds)
+    assert parent.info.end_time >= max(r.info.end_time for r in seeds)
+
+
+def _show_tables(page) -> None:
+    """Scroll MLflow's compare page so the run, parameter and metric tables fill the screenshot."""
+    page.get_by_text("Run details", exact=True).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    time.sleep(0.5)
+
+
+def _close_assistant(page) -> None:
+    """MLflow 3 opens an assistant panel beside every page; close it so the screenshot shows the runs."""
+    close = page.get_by_role("button", name=re.compile("close", re.I))
+    if close.count():
+        close.first.click()
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_bakeoff_ui_compare_views_show_identities_and_legs_side_by_side(ui):
+    from playwright.sync_api import sync_playwright
+
+    links, run_names = ui
+    assert set(links) == {"charts", "experiment", "legs", "seeds"}
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    def table_row(text: str, name: str) -> list[str]:
+        """A row of the compare view's tables, as the page renders it: name, then one cell per run."""
+        rows = [line.split("\t") for line in text.splitlines() if "\t" in line and line.split("\t")[0].strip() == name]
+        assert rows, f"no row {name!r} in the compare view"
+        return [cell.strip() for cell in rows[0][1:]]
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1400})
+            page.goto(links["legs"])
+            page.get_by_text("trn1 (summary)").first.wait_for(timeout=60_000)
+            page.get_by_text("p4d (summary)").first.wait_for(timeout=30_000)
+            page.get_by_text("Parameters", exact=True).first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            text = page.inner_text("body")
+            names = [run_names[run_id] for run_id in table_row(text, "Run ID:")]
+            assert sorted(names) == ["p4d (summary)", "trn1 (summary)"]  # the legs, one column each
+            assert sorted(table_row(text, "instance_type")) == ["ml.p4d.24xlarge", "ml.trn1.2xlarge"]
+            assert sorted(table_row(text, "leg")) == ["p4d", "trn1"]
+            # The parity metric is the one the parallel-coordinates plot starts with, and the first metric row.
+            metric_rows = text.split("Metrics\n", 1)[1].split("Artifacts", 1)[0]
+            assert metric_rows.split("Show diff only\n", 1)[-1].splitlines()[0] == "parity/val_loss_mean"
+            assert "parity/val_loss_mean" in text.split("Metrics:", 1)[1].split("Clear All", 1)[0]
+            page.screenshot(path=str(ARTIFACTS / "mlflow_compare.png"))
+            _show_tables(page)
+            page.screenshot(path=str(ARTIFACTS / "mlflow_compare_tables.png"))
+
+            page.close()  # a fresh page: the two views differ only after `#`, which is no navigation
+            page = browser.new_page(viewport={"width": 1600, "height": 1400})
+            page.goto(links["seeds"])
+            page.get_by_text("trn1-s0").first.wait_for(timeout=60_000)
+            page.get_by_text("Parameters", exact=True).first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            text = page.inner_text("body")
+            runs = [run_names[run_id] for run_id in table_row(text, "Run ID:")]
+            assert sorted(runs) == ["p4d-s0", "p4d-s1", "trn1-s0", "trn1-s1"]
+            cells = {name: table_row(text, name) for name in ("leg", "backend", "instance_type", "precision", "seed")}
+            for name, values in cells.items():
+                assert len(values) == 4, (name, values)
+            by_run = {run: {name: values[i] for name, values in cells.items()} for i, run in enumerate(runs)}
+            assert by_run["trn1-s1"]["leg"] == "trn1" and by_run["trn1-s1"]["seed"] == "1"
+            assert by_run["p4d-s0"]["instance_type"] == "ml.p4d.24xlarge"
+            assert by_run["trn1-s0"]["instance_type"] == "ml.trn1.2xlarge"
+            params = text.split("Parameters\n", 1)[1].split("Metrics\n", 1)[0]
+            assert not re.search(r"^(lr|warmup_steps|weight_decay)\t", params, re.M)  # shared: on the parent
+            _show_tables(page)
+            page.screenshot(path=str(ARTIFACTS / "mlflow_compare_seeds.png"))
+
+            # The runs page's charts through the saved view: grouped by leg, parity first.
+            page.close()
+            page = browser.new_page(viewport={"width": 1600, "height": 1400})
+            page.goto(links["charts"])
+            page.get_by_text("Group: trn1").first.wait_for(timeout=60_000)
+            page.get_by_text("Group: p4d").first.wait_for(timeout=30_000)
+            page.get_by_text("parity/val_loss_mean").first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            text = page.inner_text("body")
+            assert "Group by: bakeoff.leg" in text
+            sections = [line for line in text.splitlines() if line in ("parity", "summary", "Model metrics")]
+            assert sections[:2] == ["parity", "summary"], sections  # the legs' figures before the curves
+            page.screenshot(path=str(ARTIFACTS / "mlflow_charts_by_leg.png"))
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "mlflow_compare.png").stat().st_size > 10_000

@@ -9,9 +9,14 @@ One MLflow run per job: a job that runs again under the same job key (a re-run, 
 retry) replaces the runs of its earlier attempts, which are closed (KILLED if they
 were left RUNNING by a killed process) and moved to MLflow's trash, so the experiment
 shows one child per job and no curve is drawn twice.
+
+Params: a job's run carries only what identifies it or differs between legs (CHILD_PARAMS), so
+MLflow's compare view is not a table of identical rows; the hyperparameters every job shares
+go into one `bakeoff.hyperparameters` tag, which the evaluation logs as params of the parent.
 """
 from __future__ import annotations
 
+import json
 import os
 import queue
 import sys
@@ -20,6 +25,25 @@ import time
 from typing import Any
 
 _STOP = object()
+
+# What identifies a job or differs between legs by design (the batch split follows the devices).
+CHILD_PARAMS = ("leg", "backend", "instance_type", "precision", "seed", "instance_count", "world_size",
+                "per_device_batch_size", "gradient_accumulation_steps", "emulated_on")
+SHARED_TAG = "bakeoff.hyperparameters"
+MAX_TAG_CHARS = 8000  # MLflow's limit on a tag value (mlflow/utils/validation.py MAX_TAG_VAL_LENGTH)
+
+
+def split_params(params: dict[str, Any], tags: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the child's params, the shared hyperparameters as one tag): identifying values come from
+    the run's `bakeoff.*` tags when the hyperparameters do not hold them (backend, instance type)."""
+    child = {}
+    for key in CHILD_PARAMS:
+        value = params.get(key, tags.get(f"bakeoff.{key}"))
+        if value not in (None, ""):
+            child[key] = str(value)
+    shared = {k: v for k, v in sorted(params.items()) if k not in CHILD_PARAMS}
+    body = json.dumps(shared, sort_keys=True, default=str)
+    return child, ({SHARED_TAG: body} if shared and len(body) <= MAX_TAG_CHARS else {})
 
 
 class MlflowSink:
@@ -119,10 +143,11 @@ class MlflowSink:
             else:
                 exp_id = exp.experiment_id
             earlier = self._earlier_attempts(client, exp_id)
-            run = client.create_run(exp_id, run_name=self.run_name, tags=self.tags)
+            child_params, shared_tag = split_params(self.params, self.tags)
+            run = client.create_run(exp_id, run_name=self.run_name, tags={**self.tags, **shared_tag})
             self.run_id = run.info.run_id
             self._replace(client, earlier)
-            params = [mlflow.entities.Param(k, str(v)[:6000]) for k, v in sorted(self.params.items())]
+            params = [mlflow.entities.Param(k, v[:6000]) for k, v in child_params.items()]
             for i in range(0, len(params), 100):
                 client.log_batch(self.run_id, params=params[i:i + 100])
         except Exception as exc:

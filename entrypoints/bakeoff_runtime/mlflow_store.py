@@ -23,6 +23,9 @@ def prepare_store(tracking_uri: str, experiment: str, artifact_location: str) ->
     found = client.get_experiment_by_name(experiment)
     exp_id = found.experiment_id if found else client.create_experiment(experiment,
                                                                         artifact_location=artifact_location)
+    from .mlflow_parent import mark_training_experiment
+
+    mark_training_experiment(client, exp_id)  # the UI opens on the runs, not on a GenAI overview
     default = client.get_experiment("0") if exp_id != "0" else None
     if default is not None and default.lifecycle_stage == "active" and \
             not client.search_runs(["0"], max_results=1):

@@ -1,0 +1,259 @@
+"""`bakeoff ui RUN_DIR`: the MLflow UI of a local run, started in seconds, with links to the comparison.
+
+`mlflow ui` with its defaults is slow and noisy on a small machine: a CLI process that spawns
+uvicorn with 4 workers, a job-execution runner (huey consumers) and a StarletteDeprecationWarning
+per worker (mlflow/server/__init__.py `_run_server` in mlflow 3.17.2: `workers or 4`, and
+MLFLOW_SERVER_ENABLE_JOB_EXECUTION defaults to true in mlflow/environment_variables.py). A local
+bake-off needs none of that, so bakeoff runs MLflow's own ASGI app (`mlflow.server.fastapi_app:app`,
+what `_run_server` hands uvicorn) in one uvicorn worker, configured through the variables
+`_run_server` sets for it (mlflow/server/constants.py), with job execution and the AI gateway off.
+Those variables are MLflow's internals, so the server is checked to see the run's store; if it
+does not, bakeoff falls back to `mlflow server --workers 1` with the same switches.
+
+The links printed come from the store itself (read with sqlite3, no mlflow import): the compare
+view of the per-leg summary runs (legs side by side), of every seed's run, and the experiment.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from .errors import RunError, SpecError
+
+STORE = Path("mlflow") / "mlflow.db"
+LEGS_VIEW_ID = "bakeoff-legs"  # the saved view the evaluation writes (bakeoff_runtime.mlflow_parent)
+QUIET_ENV = {
+    # No job-execution runner: it exists for MLflow's GenAI jobs, which a bake-off never starts.
+    "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+    "MLFLOW_ENABLE_AI_GATEWAY": "false",
+    # starlette.middleware.wsgi's deprecation, raised once per worker by MLflow's own import.
+    "PYTHONWARNINGS": "ignore:starlette.middleware.wsgi is deprecated,ignore::DeprecationWarning",
+}
+
+
+@dataclass(frozen=True)
+class Views:
+    """What a run directory's MLflow store holds for its latest bake-off."""
+
+    experiment_id: str
+    parent_run_id: str | None = None
+    summary_run_ids: list[str] = field(default_factory=list)
+    seed_run_ids: list[str] = field(default_factory=list)
+    legs_view: bool = False
+
+
+def store_path(run_dir: str | Path) -> Path:
+    db = Path(run_dir) / STORE
+    if not db.exists():
+        raise SpecError(f"no MLflow store at {db}; run `bakeoff run SPEC --out {run_dir}` first")
+    return db.resolve()
+
+
+def find_views(db: Path) -> Views | None:
+    """The latest bake-off in the store: its parent, its legs' summary runs (in the order of the
+    parent's `legs` param) and its seeds' runs (by name). None when the store has no runs."""
+    con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        def tag_of(run: str, key: str) -> str | None:
+            row = con.execute("SELECT value FROM tags WHERE run_uuid=? AND key=?", (run, key)).fetchone()
+            return row[0] if row else None
+
+        parent = con.execute(
+            "SELECT r.run_uuid, r.experiment_id FROM runs r JOIN tags t ON t.run_uuid=r.run_uuid "
+            "WHERE t.key='bakeoff.role' AND t.value='parent' AND r.lifecycle_stage='active' "
+            "ORDER BY r.start_time DESC LIMIT 1").fetchone()
+        if parent is None:
+            any_run = con.execute("SELECT experiment_id FROM runs WHERE lifecycle_stage='active' "
+                                  "ORDER BY start_time DESC LIMIT 1").fetchone()
+            return Views(str(any_run[0])) if any_run else None
+        parent_id, exp_id = parent
+        kids = con.execute(
+            "SELECT r.run_uuid, r.name FROM runs r JOIN tags t ON t.run_uuid=r.run_uuid "
+            "WHERE t.key='mlflow.parentRunId' AND t.value=? AND r.lifecycle_stage='active' ORDER BY r.name",
+            (parent_id,)).fetchall()
+        legs_row = con.execute("SELECT value FROM params WHERE run_uuid=? AND key='legs'", (parent_id,)).fetchone()
+        order = legs_row[0].split(",") if legs_row else []
+        summaries: list[str] = []
+        seeds: list[str] = []
+        for run_id, _name in kids:
+            (summaries if tag_of(run_id, "bakeoff.role") == "summary" else seeds).append(run_id)
+        summaries.sort(key=lambda r: order.index(leg) if (leg := tag_of(r, "bakeoff.leg")) in order else len(order))
+        view = con.execute("SELECT 1 FROM experiment_tags WHERE experiment_id=? AND key=?",
+                           (exp_id, f"mlflow.sharedViewState.{LEGS_VIEW_ID}")).fetchone()
+        return Views(str(exp_id), parent_id, summaries, seeds, legs_view=view is not None)
+    finally:
+        con.close()
+
+
+def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
+    """MLflow's compare-runs route (Routes.getCompareRunPageRoute in the MLflow UI's routes.tsx)."""
+    def enc(values: list[str]) -> str:
+        return quote(json.dumps(values, separators=(",", ":")), safe="")
+
+    return f"{base}/#/compare-runs?runs={enc(run_ids)}&experiments={enc([experiment_id])}"
+
+
+def urls(base: str, views: Views | None) -> dict[str, str]:
+    if views is None:
+        return {"experiments": base}
+    runs_page = f"{base}/#/experiments/{views.experiment_id}/runs"
+    found = {}
+    if views.legs_view:  # the runs page's charts, grouped by leg (compareRunsMode: the page's chart tab)
+        found["charts"] = f"{runs_page}?viewStateShareKey={LEGS_VIEW_ID}&compareRunsMode=CHART"
+    if views.summary_run_ids:
+        found["legs"] = compare_url(base, views.experiment_id, views.summary_run_ids)
+    if views.seed_run_ids:
+        found["seeds"] = compare_url(base, views.experiment_id, views.seed_run_ids)
+    found["experiment"] = runs_page
+    return found
+
+
+def server_command(db: Path, port: int, host: str = "127.0.0.1",
+                   python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
+    """MLflow's app in one uvicorn worker, told where the store is the way `mlflow server` tells it."""
+    store = f"sqlite:///{db}"
+    env = {**QUIET_ENV, "_MLFLOW_SERVER_FILE_STORE": store, "_MLFLOW_SERVER_REGISTRY_STORE": store,
+           "_MLFLOW_SERVER_ARTIFACT_ROOT": (db.parent / "artifacts").as_uri(), "_MLFLOW_SGI_NAME": "uvicorn"}
+    return [python, "-m", "uvicorn", "mlflow.server.fastapi_app:app", "--host", host, "--port", str(port),
+            "--workers", "1", "--log-level", "warning", "--no-access-log"], env
+
+
+def fallback_command(db: Path, port: int, host: str = "127.0.0.1",
+                     python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
+    """MLflow's public way, cut down: `mlflow server --workers 1` with the same switches."""
+    return [python, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}", "--host", host,
+            "--port", str(port), "--workers", "1",
+            "--default-artifact-root", (db.parent / "artifacts").as_uri()], dict(QUIET_ENV)
+
+
+def default_command(db: Path, port: int, host: str = "127.0.0.1",
+                    python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
+    """`mlflow ui` with its defaults: what `bakeoff ui` used to run (the benchmark's baseline)."""
+    return [python, "-m", "mlflow", "ui", "--backend-store-uri", f"sqlite:///{db}", "--host", host,
+            "--port", str(port)], {}
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def answers(url: str, timeout: float = 2.0) -> int | None:
+    """The HTTP status `url` answers with, or None when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except OSError:
+        return None
+
+
+def wait_until_up(base: str, proc: subprocess.Popen, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        if answers(f"{base}/health") == 200:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def sees_store(base: str, views: Views | None) -> bool:
+    """Whether the server reads this run's store (MLflow's internal variables were honoured)."""
+    if views is None:
+        return True
+    return answers(f"{base}/api/2.0/mlflow/experiments/get?experiment_id={views.experiment_id}") == 200
+
+
+def start(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "ab")  # noqa: SIM115  (the server's own log, for as long as it runs)
+    try:
+        return subprocess.Popen(argv, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    finally:
+        log.close()
+
+
+def stop(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def launch(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *,
+           ready_timeout_s: float = 120.0) -> tuple[subprocess.Popen, dict[str, str]]:
+    """Start the UI server for `run_dir` and wait until it serves this run's store. Returns the
+    server process (the caller stops it) and the links to print."""
+    db = store_path(run_dir)
+    if not port_free(host, port):
+        raise SpecError(f"port {port} on {host} is in use; choose another with --port")
+    import importlib.util
+
+    if importlib.util.find_spec("mlflow") is None or importlib.util.find_spec("uvicorn") is None:
+        raise RunError("MLflow is not installed in this environment (pip install mlflow)")
+    views = find_views(db)
+    base = f"http://{host}:{port}"
+    log_path = db.parent / "ui.log"
+    for build in (server_command, fallback_command):
+        argv, env = build(db, port, host)
+        proc = start(argv, env, log_path)
+        if wait_until_up(base, proc, ready_timeout_s) and sees_store(base, views):
+            return proc, urls(base, views)
+        stop(proc)
+    raise RunError(f"the MLflow UI did not start within {ready_timeout_s:.0f}s; its log ({log_path}) ends:\n"
+                   f"{_tail(log_path)}")
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def serve(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *,
+          out: Callable[[str], None] = print, ready_timeout_s: float = 120.0) -> int:
+    """Serve the MLflow UI of a local run until Ctrl-C; print where to look first. Exit code 0."""
+    proc, links = launch(run_dir, port, host, ready_timeout_s=ready_timeout_s)
+    labels = {"charts": "Charts, one colour per leg", "legs": "Legs side by side", "seeds": "Every seed's run",
+              "experiment": "All runs", "experiments": "MLflow UI"}
+    for key, url in links.items():
+        out(f"{labels[key]}: {url}")
+    out("(Ctrl-C to stop)")
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the server too, not only bakeoff
+    try:
+        proc.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop(proc)
+    return 0
