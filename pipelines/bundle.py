@@ -24,6 +24,7 @@ LAUNCHER = "launch.py"
 BUILTIN_SCRIPT = "train.py"
 EVALUATE_SCRIPT = "evaluate.py"
 REPORT_SCRIPT = "render_report.py"
+COLLECTIVE_SCRIPT = "collective_check.py"  # the collective check step's script (legs[].collective_check)
 
 
 @lru_cache(maxsize=1)
@@ -113,10 +114,10 @@ def build_bundle(source_dir: Path | None = None, script: str | None = None, *, c
     ep = entrypoints_dir()
     runtime = _files_under(ep / "bakeoff_runtime", "bakeoff_runtime/")
     shipped = {**runtime, LAUNCHER: ep / LAUNCHER, EVALUATE_SCRIPT: ep / EVALUATE_SCRIPT,
-               REPORT_SCRIPT: ep / REPORT_SCRIPT}
+               REPORT_SCRIPT: ep / REPORT_SCRIPT, COLLECTIVE_SCRIPT: ep / COLLECTIVE_SCRIPT}
     if source_dir is None:
         files = {**_files_under(ep), **shipped}
-        script = BUILTIN_SCRIPT
+        script = script or BUILTIN_SCRIPT
     else:
         if not source_dir.is_dir():
             raise SpecError(f"source_dir {source_dir} is not a directory", field="entrypoint.source_dir")
@@ -154,7 +155,9 @@ def inside(base_dir: Path, relative: str, allow_outside: bool, field: str) -> Pa
 
 def bundle_for(spec, base_dir: Path) -> Bundle:
     if spec.entrypoint.builtin:
-        return build_bundle()
+        from .builtins import builtin_script
+
+        return build_bundle(script=builtin_script(spec.entrypoint.builtin))
     ep = spec.entrypoint
     try:
         source = inside(base_dir, ep.source_dir, ep.allow_outside_spec_dir, "entrypoint.source_dir")

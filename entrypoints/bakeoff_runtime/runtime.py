@@ -6,7 +6,7 @@ The built-in trainer uses it, and so can a user's own script, in a few lines:
     with Runtime.from_environment() as rt:
         model = rt.prepare(MyModel())
         opt = torch.optim.AdamW(model.parameters(), lr=rt.hp("lr", 1e-3))
-        for step in range(rt.hp("max_steps", 100)):
+        for step in range(rt.max_steps):
             x, y = next(batches)
             with rt.autocast():
                 loss = loss_fn(model(x.to(rt.device)), y.to(rt.device))

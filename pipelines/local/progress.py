@@ -17,8 +17,10 @@ class Progress:
         self.live = self.console.is_terminal
         self._bar = None
         self._task = None
+        self._total: int | None = None
         self._total_jobs = 0
         self._started = time.time()
+        self._run_walls: list[float] = []  # jobs that ran (not skipped): the basis of the bake-off's ETA
 
     def note(self, message: str) -> None:
         self.console.print(f"[bold]bakeoff[/bold] {message}", highlight=False)
@@ -26,30 +28,44 @@ class Progress:
     def start(self, total_jobs: int) -> None:
         self._total_jobs = total_jobs
         self._started = time.time()
+        self._run_walls = []
         if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
 
             self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                     TextColumn("steps"), TimeElapsedColumn(), console=self.console,
-                                     transient=True)
+                                     TextColumn("steps"), TimeElapsedColumn(), TextColumn("eta"),
+                                     TimeRemainingColumn(), console=self.console, transient=True)
             self._bar.start()
 
     def begin(self, index: int, name: str, total_steps: int | None) -> None:
         label = f"[{index}/{self._total_jobs}] {name}"
+        self._total = total_steps
         if self._bar is not None:
             self._task = self._bar.add_task(label, total=total_steps)
         else:
             self.console.print(f"{label}: running", highlight=False)
 
     def advance(self, completed_steps: int) -> None:
+        # Validation lines carry step max_steps (after the last step): never show "201/200".
+        if self._total is not None:
+            completed_steps = min(completed_steps, self._total)
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, completed=completed_steps)
+
+    def eta_s(self, done_index: int) -> float | None:
+        """Seconds left for the jobs after `done_index`, at the mean wall time of the jobs that ran
+        so far (skipped jobs cost nothing and are left out of the mean)."""
+        left = self._total_jobs - done_index
+        if left <= 0 or not self._run_walls:
+            return None
+        return left * sum(self._run_walls) / len(self._run_walls)
 
     def finish(self, index: int, name: str, status: str, wall: float, summary: dict, reason: str | None) -> None:
         if self._bar is not None and self._task is not None:
             self._bar.remove_task(self._task)
             self._task = None
+        self._run_walls.append(wall)
         metric = (summary.get("metrics") or {}).get("val_loss")
         tps = (summary.get("throughput") or {}).get("tokens_per_sec")
         bits = [f"{status}", f"{_fmt_s(wall)}"]
@@ -60,7 +76,9 @@ class Progress:
         if reason and status != "completed":
             bits.append(f"reason: {reason}")
         style = "green" if status == "completed" else "red"
-        self.console.print(f"[{index}/{self._total_jobs}] {name}: [{style}]{', '.join(bits)}[/{style}]",
+        eta = self.eta_s(index)
+        tail = f" (bake-off: about {_fmt_s(eta)} left)" if eta is not None else ""
+        self.console.print(f"[{index}/{self._total_jobs}] {name}: [{style}]{', '.join(bits)}[/{style}]{tail}",
                            highlight=False)
 
     def skipped(self, index: int, name: str) -> None:

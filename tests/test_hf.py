@@ -1,0 +1,103 @@
+"""The built-in Hugging Face causal LM (`entrypoint.builtin: hf-causal-lm`)."""
+import importlib.util
+import json
+
+import pytest
+
+from conftest import ENTRYPOINTS, tiny_spec, write_spec
+
+HF_TINY = {"entrypoint": {"builtin": "hf-causal-lm"}, "hyperparameters": {"model_type": "llama"}}
+
+
+def _hf_module():
+    spec = importlib.util.spec_from_file_location("hf_causal_lm", ENTRYPOINTS / "hf_causal_lm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_spec_selects_the_hf_trainer(tmp_path):
+    from pipelines.loader import load_spec
+    from pipelines.plan import build_plan
+
+    spec = load_spec(str(write_spec(tmp_path / "hf.yaml", tiny_spec(**HF_TINY))))
+    plan = build_plan(spec)
+    assert plan.bundle.script == "hf_causal_lm.py"
+    assert "hf_causal_lm.py" in dict(plan.bundle.files)
+    hps = plan.jobs[0].hyperparameters
+    assert (hps["d_model"], hps["n_layers"], hps["n_heads"], hps["model_type"]) == (32, 1, 2, "llama")
+    # The reference LM is untouched: same script as before.
+    assert build_plan(load_spec(str(write_spec(tmp_path / "ref.yaml", tiny_spec())))).bundle.script == "train.py"
+
+
+def test_without_transformers_a_run_is_one_line_of_bad_input(tmp_path, monkeypatch, capsys):
+    from pipelines import builtins
+    from pipelines.cli import main
+
+    real = builtins.importlib.util.find_spec
+    monkeypatch.setattr(builtins.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "transformers" else real(name, *a))
+    path = write_spec(tmp_path / "hf.yaml", tiny_spec(**HF_TINY))
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "transformers" in err and "bakeoff[hf]" in err
+    assert not (tmp_path / "out").exists()  # refused before anything started
+
+
+@pytest.mark.parametrize("model_type,width_key", [("llama", "intermediate_size"), ("gpt2", "n_inner")])
+def test_config_takes_its_sizes_from_the_spec(model_type, width_key):
+    hf = _hf_module()
+    hps = {"model_type": model_type, "d_model": 48, "n_layers": 3, "n_heads": 4, "mlp_ratio": 2, "dropout": 0.0}
+    config = hf.build_config(hps.get, 64)
+    assert config.model_type == model_type
+    assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads) == (48, 3, 4)
+    assert config.vocab_size == 256 and config.max_position_embeddings == 64
+    assert getattr(config, width_key) == 96
+    drops = {k: v for k, v in config.to_dict().items() if isinstance(v, float) and ("dropout" in k or "pdrop" in k)}
+    assert drops and set(drops.values()) == {0.0}  # GPT-2's 0.1 defaults would make legs differ by chance
+
+
+def test_config_overrides_as_run_clm_takes_them():
+    hf = _hf_module()
+    config = hf.build_config({"model_type": "llama", "d_model": 32, "n_heads": 4,
+                              "config_overrides": "num_key_value_heads=2,rms_norm_eps=1e-5"}.get, 32)
+    assert config.num_key_value_heads == 2 and config.rms_norm_eps == 1e-5
+
+
+def test_optimum_neuron_names_win_and_tensor_parallel_is_refused():
+    hf = _hf_module()
+
+    class Rt:
+        precision, seed, log_interval = "bf16", 3, 10
+
+    hps = {"lr": 0.003, "learning_rate": 1e-4, "grad_clip": 1.0, "max_grad_norm": 0.5, "schedule": "cosine"}
+    args = hf.training_arguments(hps.get, Rt, per_device=4, accumulation=2)
+    assert args["learning_rate"] == 1e-4 and args["max_grad_norm"] == 0.5 and args["lr_scheduler_type"] == "cosine"
+    assert args["bf16"] is True and args["per_device_train_batch_size"] == 4
+    with pytest.raises(ValueError, match="tensor_parallel_size"):
+        hf.training_arguments({"tensor_parallel_size": 8}.get, Rt, 1, 1)
+
+
+@pytest.mark.slow
+def test_tiny_hf_bakeoff_runs_on_both_legs_to_a_verdict(tmp_path):
+    from conftest import bakeoff
+
+    data = tiny_spec(**HF_TINY)
+    data["training"].update({"max_steps": 12, "log_interval": 4})
+    path = write_spec(tmp_path / "hf.yaml", data)
+    out = tmp_path / "out"
+    proc = bakeoff("run", path, "--out", out, "--no-mlflow")
+    assert proc.returncode in (0, 1, 3), proc.stdout + proc.stderr
+    evaluation = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    assert evaluation["verdict"] in ("pass", "fail", "inconclusive")
+    summaries = {job: json.loads((out / "jobs" / job / "opt" / "ml" / "model" / "summary.json").read_text())
+                 for job in ("trn1-s0", "trn1-s1", "p4d-s0", "p4d-s1")}
+    for job, summary in summaries.items():
+        assert summary["status"] == "completed" and summary["steps_completed"] == 12, job
+        assert summary["hf_config"]["architecture"] == "LlamaForCausalLM"
+        assert summary["training_arguments"]["max_steps"] == 12
+    # Both legs trained the same model: the xla:cpu leg did not untie or lose a weight.
+    assert summaries["trn1-s0"]["parameters"] == summaries["p4d-s0"]["parameters"]
+    assert "xla" in str(summaries["trn1-s0"]["environment"]["backend_device"]).lower()
+    # The model loads back with from_pretrained's config.
+    assert (out / "jobs" / "trn1-s0" / "opt" / "ml" / "model" / "config.json").exists()
