@@ -5,8 +5,9 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 VENV := .venv
 STAMP := $(VENV)/.bakeoff-synced
+API_DOC_MODULES := pipelines.api pipelines.api.results pipelines.errors
 
-.PHONY: setup browser quickstart test test-fast lint bench clean
+.PHONY: setup browser quickstart test test-fast lint bench docs clean
 
 $(STAMP): pyproject.toml uv.lock cdk/package-lock.json
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -45,6 +46,10 @@ bench: setup
 	$(VENV)/bin/python benchmarks/preflight_wall.py
 	$(VENV)/bin/python benchmarks/verdict_oc.py
 	$(VENV)/bin/python benchmarks/evaluation_scale.py
+
+# The Python API's reference, from its docstrings (offline): docs/api/index.html.
+docs: setup
+	$(VENV)/bin/python -m pdoc $(API_DOC_MODULES) -o docs/api
 
 clean:
 	rm -rf runs .pytest_cache

@@ -1,14 +1,29 @@
 """bakeoff: decide by measurement whether a model should train on AWS Trainium or NVIDIA GPUs.
 
-Build a spec in Python the same way YAML does:
+The package root is the Python API: the command line's verbs as functions (`pipelines.api`), the spec's
+models, and the errors to branch on. Build a spec in Python the same way YAML does and run it here:
 
     from pipelines import BakeoffSpec, Leg, run_local
     spec = BakeoffSpec(name="demo", legs=[Leg(name="trn1", instance_type="ml.trn1.32xlarge"),
                                            Leg(name="p4d", instance_type="ml.p4d.24xlarge")])
     result = run_local(spec, "runs/demo")
     print(result.verdict)
+
+or drive it on SageMaker from orchestration code:
+
+    from pipelines import load_spec, synth, deploy, start, wait, report
+    execution = start(deploy(load_spec("bakeoff.yaml"), role_arn=ROLE, bucket=BUCKET))
+    wait(execution, poll_s=60)
+    verdict = report(execution).verdict
+
+Each verb returns a frozen pydantic model (`pipelines.api.results`) that serialises to the JSON
+`bakeoff COMMAND --json` prints; nothing prints; errors are `pipelines.errors` classes with the CLI's
+exit codes. `pipelines.prices` is the Price List module; the `prices` verb is `pipelines.api.prices`.
 """
 from __future__ import annotations
+
+import sys
+import types
 
 
 def _version() -> str:
@@ -23,20 +38,44 @@ def _version() -> str:
 
 __version__ = _version()
 
+_API_VERBS = ("load_spec", "validate", "plan", "synth", "run_local", "preflight", "deploy", "start",
+              "start_until_decided", "wait", "status", "report", "stop", "instances", "images", "schema")
+_API_TYPES = ("Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Deployment", "Execution",
+              "ExecutionStatus", "StepStatus", "Report", "Instances", "Images", "Preflight", "ProgressEvent",
+              "Decision", "Round")
+_ERRORS = ("BakeoffError", "SpecError", "AwsError", "RunError", "TimedOut", "Cancelled", "ParityError",
+           "ParityFailed", "ParityInconclusive")
+
 _EXPORTS = {
     "BakeoffSpec": "pipelines.spec", "Leg": "pipelines.spec", "Entrypoint": "pipelines.spec",
     "ModelConfig": "pipelines.spec", "Training": "pipelines.spec", "Optimizer": "pipelines.spec",
     "Parity": "pipelines.spec", "Mlflow": "pipelines.spec", "Storage": "pipelines.spec", "Data": "pipelines.spec",
-    "load_spec": "pipelines.loader", "spec_from_dict": "pipelines.loader",
-    "SpecError": "pipelines.errors", "BakeoffError": "pipelines.errors",
+    "spec_from_dict": "pipelines.loader",
     "LocalExecutor": "pipelines.local", "RunResult": "pipelines.local",
     "build_plan": "pipelines.plan", "prepare_corpus": "pipelines.data",
+    **dict.fromkeys(_API_VERBS + _API_TYPES, "pipelines.api"),
+    **dict.fromkeys(_ERRORS, "pipelines.errors"),
 }
 
-__all__ = sorted(_EXPORTS) + ["run_local", "__version__"]
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+# Three verbs share their names with submodules (pipelines/plan.py, report.py, preflight.py). Importing a
+# submodule binds it on its package, which would replace the verb; this package keeps the verbs
+# instead. The submodules stay importable by their full names (`from pipelines.report import ...`).
+_VERBS_OVER_SUBMODULES = frozenset({"plan", "report", "preflight"})
 
 
-def __getattr__(name):
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _VERBS_OVER_SUBMODULES and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> object:
     # Lazy: `bakeoff --help` must not pay for pydantic, boto3 or rich.
     if name in _EXPORTS:
         import importlib
@@ -45,8 +84,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'pipelines' has no attribute {name!r}")
 
 
-def run_local(spec, out_dir, force: bool = False, **kwargs):
-    """Run a bake-off on this machine; returns a RunResult (verdict, evaluation, paths)."""
-    from .local import LocalExecutor
-
-    return LocalExecutor(spec, out_dir, force=force, **kwargs).run()
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
 from . import __version__
+from .cli_output import LocalDisplay, emit, output_args
 from .errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL  # noqa: F401
 from .errors import EXIT_PASS as EXIT_OK
 
@@ -17,9 +17,9 @@ EXIT_CODES_HELP = ("exit codes: 0 parity holds (pass), 1 parity fails (fail), 2 
 
 
 def _console():
-    from rich.console import Console
+    from .cli_output import console
 
-    return Console()
+    return console()
 
 
 def _spec_arg(p: argparse.ArgumentParser) -> None:
@@ -36,75 +36,54 @@ def _load(args):
 
 # --- commands -------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    from .local import LocalExecutor
-    from .report import render_summary
-
-    spec = _load(args)
-    console = _console()
+    from . import api
     from .cli_aws import _params
 
-    result = LocalExecutor(spec, Path(args.out), force=args.force, mlflow=False if args.no_mlflow else None,
-                           rule_change=args.rule_change, parameters=_params(args.param)).run()
-    render_summary(result.evaluation, console)
-    console.print(f"evaluation: {result.evaluation_path}", highlight=False)
-    report = result.evaluation_path.with_name("report.html")
-    if report.exists():
-        console.print(f"report: {report}", highlight=False)
-    if result.evaluation.get("mlflow", {}).get("parent_run_id"):
-        where = spec.mlflow.tracking_uri or f"bakeoff ui {args.out}"
-        console.print(f"MLflow: {where} (parent run {result.evaluation['mlflow']['parent_run_id']})", highlight=False)
+    result = api.run_local(args.spec, args.out, overrides=args.overrides, force=args.force,
+                           mlflow=False if args.no_mlflow else None, rule_change=args.rule_change,
+                           parameters=_params(args.param), until_decided=getattr(args, "until_decided", False),
+                           max_seeds=getattr(args, "max_seeds", None),
+                           progress=None if args.quiet else LocalDisplay())
+
+    def text(r) -> None:
+        from .report import render_summary
+
+        console = _console()
+        render_summary(r.evaluation, console)
+        console.print(f"evaluation: {r.evaluation_path}", highlight=False)
+        if r.report_path:
+            console.print(f"report: {r.report_path}", highlight=False)
+        if r.mlflow_parent_run_id:
+            where = r.mlflow_tracking_uri or f"bakeoff ui {args.out}"
+            console.print(f"MLflow: {where} (parent run {r.mlflow_parent_run_id})", highlight=False)
+
+    emit(args, result, text)
     return result.exit_code
 
 
 def cmd_validate(args) -> int:
-    from .plan import build_plan
-    from .validation_advice import design_warnings, seed_warnings
+    from . import api
 
-    spec = _load(args)
-    plan = build_plan(spec)  # packs the code bundle: a missing script or an unsafe source_dir is found here
-    _check_compiles(spec, plan)
-    print(f"{args.spec}: ok: {spec.name}, {len(spec.legs)} legs x {len(spec.seed_list)} seeds = {len(plan.jobs)} "
-          f"training jobs, spec hash {plan.spec_hash}")
-    for leg in plan.legs:
-        b = leg.batching
-        print(f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} devices), "
-              f"backend {leg.backend}, {leg.precision}; per-device batch {b.per_device_batch_size} x "
-              f"accumulation {b.gradient_accumulation_steps} = global {b.global_batch_size}")
-    for warning in seed_warnings(spec, Path(args.previous) if args.previous else None) + design_warnings(spec):
-        print(f"  warning: {warning}")
-    return EXIT_OK
+    result = api.validate(args.spec, overrides=args.overrides, previous_run=args.previous)
 
+    def text(r) -> None:
+        print(f"{args.spec}: ok: {r.name}, {len(r.legs)} legs x {len(r.seeds)} seeds = {r.jobs} "
+              f"training jobs, spec hash {r.spec_hash}")
+        for leg in r.legs:
+            print(f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} "
+                  f"device{'s' if leg.devices != 1 else ''}), backend {leg.backend}, {leg.precision}; per-device "
+                  f"batch {leg.per_device_batch_size} x accumulation {leg.gradient_accumulation_steps} = global "
+                  f"{leg.global_batch_size}")
+        for warning in r.warnings:
+            print(f"  warning: {warning}")
 
-def _check_compiles(spec, plan) -> None:
-    """What `synth` would refuse, found by `validate`: the definition is compiled offline and
-    checked against botocore's SageMaker model; a problem is blamed on the spec field it comes from."""
-    from .errors import SpecError
-    from .loader import locate
-    from .names import parse_step_name
-    from .sagemaker.compiler import compile_plan
-    from .sagemaker.validate import definition_problems
-
-    problems = definition_problems(compile_plan(plan).definition)
-    if not problems:
-        return
-    first = problems[0]
-    field: tuple = ("seeds",)
-    named = re.search(r"\b(Train-[A-Za-z0-9-]+)", first)
-    step = parse_step_name(named.group(1)) if named else None
-    if "Environment" in first and step:
-        field = ("legs", [leg.name for leg in spec.legs].index(step[0]), "environment")
-    elif "HyperParameters" in first:
-        field = ("hyperparameters",)
-    file, line = locate(spec, field)
-    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-    raise SpecError(f"SageMaker would refuse the pipeline: {first}{more}", file=file, line=line,
-                    field=".".join(str(p) for p in field))
+    return emit(args, result, text)
 
 
 def cmd_schema(args) -> int:
-    from .spec import BakeoffSpec
+    from . import api
 
-    text = json.dumps(BakeoffSpec.model_json_schema(), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(api.schema(), indent=2, sort_keys=True) + "\n"
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -116,6 +95,11 @@ def cmd_data(args) -> int:
     from .data import prepare_corpus
 
     manifest = prepare_corpus(Path(args.out))
+    if args.json:
+        print(json.dumps(manifest, indent=2))
+        return EXIT_OK
+    if args.quiet:
+        return EXIT_OK
     for name, ch in sorted(manifest["channels"].items()):
         print(f"{name}: {Path(args.out) / ch['path']}  {ch['bytes']:,} bytes  sha256 {ch['sha256']}")
     print(f"corpus: {manifest['corpus']} (Python {manifest['python']}), manifest {Path(args.out) / 'manifest.json'}")
@@ -123,65 +107,53 @@ def cmd_data(args) -> int:
 
 
 def cmd_instances(args) -> int:
-    from estimators import kinds
-    from estimators.prices import BUNDLED
+    from . import api
 
-    for kind in kinds().values():
-        print(f"{kind.name}: {kind.description} (backends: {', '.join(kind.backends)})")
-        for name, inst in kind.instances.items():
-            row = BUNDLED.get(name)
-            price = f"${row.price.usd_per_hour:.2f}/h ({row.basis}, {row.price.as_of})" if row else "no bundled price"
-            acc = f"{inst.accelerators} x {inst.accelerator}" if inst.accelerator else "cpu"
-            print(f"  {name:22} {acc:18} {inst.devices:3} devices  {price}")
-    return EXIT_OK
+    def text(r) -> None:
+        for kind in r.kinds:
+            print(f"{kind.name}: {kind.description} (backends: {', '.join(kind.backends)})")
+            for inst in kind.instances:
+                price = (f"${inst.usd_per_hour:.2f}/h ({inst.price_basis}, {inst.price_as_of})"
+                         if inst.usd_per_hour is not None else "no bundled price")
+                acc = f"{inst.accelerators} x {inst.accelerator}" if inst.accelerator else "cpu"
+                print(f"  {inst.name:22} {acc:18} {inst.devices:3} {'devices' if inst.devices != 1 else 'device '}  "
+                      f"{price}")
+
+    return emit(args, api.instances(), text)
 
 
 def cmd_images(args) -> int:
-    from estimators.images import CATALOG, LOOKED_UP, SOURCES, registry_account
+    from estimators.images import LOOKED_UP, SOURCES, registry_account
 
-    rows = [{"backend": i.backend, "default": i.default, "uri": i.uri(args.region), "framework": i.framework,
-             "python": i.python, "detail": i.detail, "source": SOURCES[i.source], "note": i.note} for i in CATALOG]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return EXIT_OK
-    print(f"Training images in {args.region} (registry account {registry_account(args.region)}), "
-          f"looked up {LOOKED_UP}; * marks each backend's default, a leg's `image:` overrides it")
-    for r in rows:
-        print(f"{'*' if r['default'] else ' '} {r['backend']:7} {r['uri']}")
-        print(f"          {r['framework']}, {r['python']}, {r['detail']}" + (f"; {r['note']}" if r["note"] else ""))
-    print("backend torchneuron: no published image (TorchNeuron is a closed beta on Trn2/Trn3); give `image:`")
-    print("sources: " + "; ".join(f"{k}: {v}" for k, v in SOURCES.items()))
-    return EXIT_OK
+    from . import api
+
+    def text(result) -> None:
+        print(f"Training images in {args.region} (registry account {registry_account(args.region)}), "
+              f"looked up {LOOKED_UP}; * marks each backend's default, a leg's `image:` overrides it")
+        for r in result.root:
+            print(f"{'*' if r.default else ' '} {r.backend:7} {r.uri}")
+            print(f"          {r.framework}, {r.python}, {r.detail}" + (f"; {r.note}" if r.note else ""))
+        print("backend torchneuron: no published image (TorchNeuron is a closed beta on Trn2/Trn3); give `image:`")
+        print("sources: " + "; ".join(f"{k}: {v}" for k, v in SOURCES.items()))
+
+    return emit(args, api.images(args.region), text)
 
 
 def cmd_preflight(args) -> int:
-    from .preflight import render, run_preflight
+    from . import api
+    from .preflight import render
 
     spec = _load(args)
-    console = _console()
-    results = run_preflight(spec, args.leg or None, steps=args.steps,
-                            out_dir=Path(args.out) if args.out else None)  # progress on stderr
-    if args.json:
-        print(json.dumps(dict(results), indent=2))
-    else:
-        render(results, spec, console)
-    return EXIT_FAIL if any(r["blockers"] for _, r in results) else EXIT_OK
+    result = api.preflight(spec, legs=args.leg or None, steps=args.steps, out_dir=args.out,
+                           progress=None if args.quiet else LocalDisplay())  # progress on stderr
+    emit(args, result, lambda r: render(list(r.root.items()), spec, _console()))
+    return EXIT_FAIL if result.blockers else EXIT_OK
 
 
 def cmd_ui(args) -> int:
-    import shutil
-    import subprocess
+    from .ui import serve
 
-    db = Path(args.dir) / "mlflow" / "mlflow.db"
-    if not db.exists():
-        from .errors import SpecError
-
-        raise SpecError(f"no MLflow store at {db}; run `bakeoff run SPEC --out {args.dir}` first")
-    exe = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
-    cmd = [exe, "ui", "--backend-store-uri", f"sqlite:///{db.resolve()}", "--host", "127.0.0.1",
-           "--port", str(args.port)]
-    print(f"MLflow UI on http://127.0.0.1:{args.port} (Ctrl-C to stop)")
-    return subprocess.call(cmd)
+    return serve(args.dir, args.port)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -204,6 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rule-change", metavar="WHY", help="re-decide finished jobs under a parity rule (metric, "
                    "margin, alpha, test, baseline) that differs from the one they ran under; the report shows "
                    "both rules and this reason")
+    p.add_argument("--until-decided", action="store_true", help="run seeds in rounds (the first is the spec's "
+                   "seeds) and stop at pass or fail; a group-sequential design keeps the error rates")
+    p.add_argument("--max-seeds", type=int, metavar="N", help="with --until-decided: the cap on seeds per leg "
+                   "(default 4 x the spec's seeds); at the cap the run ends inconclusive with a recommendation")
+    output_args(p, "print the final summary (verdict, exit code, paths, jobs run, evaluation) as JSON; "
+                   "progress stays on stderr")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("preflight", help="a few steps on PyTorch/XLA's CPU device: recompilations, CPU "
@@ -212,13 +190,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--leg", action="append", default=[], help="leg to check (default: every trn leg)")
     p.add_argument("--steps", type=int, default=6, help="training steps to run (default 6)")
     p.add_argument("--out", help="keep the job's files here (default: a temporary directory)")
-    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    output_args(p, "print each leg's report as JSON, by leg name")
     p.set_defaults(func=cmd_preflight)
 
     p = sub.add_parser("validate", help="check a spec and show the jobs it makes")
     _spec_arg(p)
     p.add_argument("--from", dest="previous", metavar="RUN_DIR", help="a previous run of this bake-off: warn when "
                    "its spread says the declared seeds are unlikely to decide the verdict")
+    output_args(p, "print the plan (legs, batching, seeds, jobs, spec hash) and warnings as JSON")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the spec")
@@ -227,24 +206,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("data", help="prepare the built-in corpus as train/validation channels")
     p.add_argument("out", help="directory for the channels")
+    output_args(p, "print the corpus manifest (channels, bytes, sha256) as JSON")
     p.set_defaults(func=cmd_data)
 
     p = sub.add_parser("instances", help="list known instance types, backends and bundled prices")
+    output_args(p, "print every leg kind, its backends and instance types with bundled prices as JSON")
     p.set_defaults(func=cmd_instances)
 
     p = sub.add_parser("images", help="the default training image of each backend, per region, with its source")
     p.add_argument("--region", default="us-east-1", help="region whose registry to show (default us-east-1)")
-    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    output_args(p, "print the table as JSON")
     p.set_defaults(func=cmd_images)
 
     p = sub.add_parser("ui", help="serve the MLflow UI of a local run on 127.0.0.1")
     p.add_argument("dir", help="run directory given to `bakeoff run --out`")
-    p.add_argument("--port", type=int, default=5000)
+    p.add_argument("--port", type=int, default=5000, help="port on 127.0.0.1 to serve the UI on (default 5000)")
     p.set_defaults(func=cmd_ui)
 
     from .cli_aws import register as register_aws
 
     register_aws(sub)
+    from .cli_plan import register as register_plan
+
+    register_plan(sub)
+    from .completion import register as register_completion
+    from .init import register as register_init
+
+    register_init(sub)
+    register_completion(sub)
     return ap
 
 
@@ -259,7 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except BakeoffError as exc:
-        print(f"bakeoff: error: {exc}", file=sys.stderr)
+        import os
+
+        if os.environ.get("BAKEOFF_DEBUG") and exc.__cause__ is not None:
+            raise  # the API wrapped something unexpected: show where it came from
+        hint = " (BAKEOFF_DEBUG=1 shows the traceback)" if exc.__cause__ is not None else ""
+        print(f"bakeoff: error: {exc}{hint}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
         import signal

@@ -1,9 +1,20 @@
-"""SageMaker commands of the CLI: synth, deploy, start, status, wait, report."""
+"""SageMaker commands of the CLI: synth, deploy, start, status, wait, stop, report, prices.
+
+Each command calls the Python API (`pipelines.api`) and formats its result: `--json` prints the
+result's own serialisation, so the two cannot drift."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+
+from .cli_output import emit, output_args, stderr_line
+
+REGION_HELP = "AWS region (default: the region the ARN or spec names, else AWS_DEFAULT_REGION or the profile's)"
+
+
+def _aws_args(p) -> None:
+    p.add_argument("--region", help=REGION_HELP)
+    p.add_argument("--profile", help="AWS profile to use (default: AWS_PROFILE or the default chain)")
 
 
 def _spec_args(p) -> None:
@@ -17,51 +28,37 @@ def _spec_args(p) -> None:
     p.add_argument("--region", help="AWS region (default: storage.region in the spec)")
 
 
-def _compile(args, role_required: bool = False):
-    from .errors import SpecError
-    from .loader import load_spec
-    from .sagemaker.compiler import compile_pipeline
-    from .sagemaker.validate import check_definition
-
-    if role_required and not args.role:
-        raise SpecError("--role is required: the SageMaker execution role ARN the jobs run as",
-                        field="--role")
-    spec = load_spec(args.spec, args.overrides)
-    if args.bucket:
-        from .spec import BUCKET_RE
-
-        if not BUCKET_RE.match(args.bucket):
-            raise SpecError(f"{args.bucket!r} is not an S3 bucket name", field="--bucket")
-    compiled = compile_pipeline(spec, bucket=args.bucket, role_arn=args.role, region=args.region)
-    check_definition(compiled.definition)
-    return spec, compiled
-
-
 def cmd_synth(args) -> int:
-    spec, compiled = _compile(args)
-    text = compiled.to_json(indent=2)
+    from . import api
+
+    result = api.synth(args.spec, overrides=args.overrides, bucket=args.bucket, role_arn=args.role,
+                       region=args.region)
+    if args.json:
+        return emit(args, result, lambda r: None)
+    text = result.definition_json()
     if args.output:
         Path(args.output).write_text(text)
-        steps = len(compiled.definition["Steps"])
-        print(f"{args.output}: pipeline {compiled.name}, {steps} top-level steps, {len(text):,} characters, "
-              f"{len(compiled.assets)} assets for s3://{compiled.bucket}", file=sys.stderr)
+        if not args.quiet:
+            stderr_line(f"{args.output}: pipeline {result.pipeline_name}, {len(result.definition['Steps'])} top-level "
+                        f"steps, {len(text):,} characters, {len(result.assets)} assets for s3://{result.bucket}")
     else:
         sys.stdout.write(text)
     return 0
 
 
 def cmd_deploy(args) -> int:
-    from .plan import spec_hash
-    from .sagemaker.ops import SageMakerOps
+    from . import api
 
-    spec, compiled = _compile(args, role_required=True)
-    ops = SageMakerOps(region=args.region or spec.storage.region)
-    result = ops.deploy(compiled, tags={"bakeoff:name": spec.name, "bakeoff:spec-hash": spec_hash(spec)},
-                        progress=lambda m: print(m, file=sys.stderr))
-    print(f"{result['action']} {result['pipeline_arn']} ({len(result['uploaded'])} assets uploaded, "
-          f"{len(result['already_present'])} already present)")
-    print(f"start it: bakeoff start {compiled.name}")
-    return 0
+    result = api.deploy(args.spec, role_arn=args.role, bucket=args.bucket, region=args.region,
+                        overrides=args.overrides, profile=args.profile,
+                        progress=None if args.quiet else lambda ev: stderr_line(ev.message))
+
+    def text(r) -> None:
+        print(f"{r.action} {r.pipeline_arn} ({len(r.uploaded)} assets uploaded, {len(r.already_present)} already "
+              "present)")
+        print(f"start it: bakeoff start {r.pipeline_name}")
+
+    return emit(args, result, text)
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
@@ -76,225 +73,184 @@ def _params(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _pipeline_name(value: str) -> tuple[str, str | None]:
-    """The pipeline's name and region: from a spec file, or the name as given (no region)."""
-    if Path(value).is_file():
-        from .loader import load_spec
-        from .sagemaker.compiler import pipeline_name
-
-        spec = load_spec(value)
-        return pipeline_name(spec), spec.storage.region
-    return value, None
-
-
 def cmd_start(args) -> int:
-    from .sagemaker.ops import SageMakerOps
+    from . import api
 
-    name, spec_region = _pipeline_name(args.pipeline)
-    ops = SageMakerOps(region=args.region or spec_region)
-    arn = ops.start(name, _params(args.param))
-    print(arn)
+    if args.until_decided:
+        from .errors import SpecError
+
+        if not args.role:
+            raise SpecError("--until-decided deploys each round's pipeline: --role (the SageMaker execution role "
+                            "ARN) is required", field="--role")
+        decision = api.start_until_decided(
+            args.pipeline, role_arn=args.role, bucket=args.bucket, max_seeds=args.max_seeds,
+            parameters=_params(args.param), poll_s=args.poll, timeout_s=args.timeout, region=args.region,
+            profile=args.profile, progress=None if args.quiet else lambda ev: stderr_line(ev.message))
+        emit(args, decision, lambda d: print(
+            "\n".join(f"round {r.round}: {len(r.seeds)} seeds, {r.verdict} ({r.execution_arn})" for r in d.rounds)
+            + f"\nverdict: {d.verdict}"))
+        return decision.exit_code
+    execution = api.start(args.pipeline, _params(args.param), region=args.region, profile=args.profile)
     if args.wait:
-        return _wait(ops, arn, args.poll, args.timeout)
-    return 0
+        return _wait(args, execution)
+    return emit(args, execution, lambda r: print(r.arn))
 
 
-def _print_status(status: dict) -> None:
-    print(f"{status['execution_arn']}: {status['status']}"
-          + (f" ({status['failure_reason']})" if status.get("failure_reason") else ""))
-    for s in status["steps"]:
-        extra = " (cache hit)" if s["cache_hit"] else ""
-        reason = f": {s['failure_reason']}" if s.get("failure_reason") else ""
-        print(f"  {s['name']:<28} {s['status'] or '-':<10}{extra}{reason}")
+def _print_status(status) -> None:
+    print(f"{status.execution_arn}: {status.status}" + (f" ({status.failure_reason})" if status.failure_reason else ""))
+    for s in status.steps:
+        extra = " (cache hit)" if s.cache_hit else ""
+        reason = f": {s.failure_reason}" if s.failure_reason else ""
+        print(f"  {s.name:<28} {s.status or '-':<10}{extra}{reason}")
 
 
 def cmd_status(args) -> int:
-    from .sagemaker.ops import SageMakerOps
+    from . import api
 
-    status = SageMakerOps(region=args.region, arn=args.execution_arn).status(args.execution_arn)
-    if args.json:
-        print(json.dumps(status, indent=2, default=str))
-    else:
-        _print_status(status)
-    return 0 if status["status"] != "Failed" else 1
+    status = api.status(args.execution_arn, region=args.region, profile=args.profile)
+    emit(args, status, _print_status)
+    return 0 if status.status != "Failed" else 1
 
 
-def _wait(ops, arn: str, poll: float, timeout: float) -> int:
-    last: dict[str, str] = {}
+def _wait(args, execution) -> int:
+    from . import api
 
-    def progress(ex):
-        state = ex.get("PipelineExecutionStatus")
-        if last.get("state") != state:
-            print(f"{arn}: {state}", file=sys.stderr)
-            last["state"] = state
-
-    final = ops.wait(arn, poll_s=poll, timeout_s=timeout, progress=progress)
-    print(f"{arn}: {final['status']}" + (f" ({final['failure_reason']})" if final.get("failure_reason") else ""))
-    return 0 if final["status"] == "Succeeded" else 1
+    final = api.wait(execution, poll_s=args.poll, timeout_s=args.timeout, region=args.region, profile=args.profile,
+                     progress=None if args.quiet else lambda ev: stderr_line(ev.message))
+    emit(args, final, lambda r: print(f"{r.execution_arn}: {r.status}"
+                                      + (f" ({r.failure_reason})" if r.failure_reason else "")))
+    return 0 if final.succeeded else 1
 
 
 def cmd_wait(args) -> int:
-    from .sagemaker.ops import SageMakerOps
-
-    return _wait(SageMakerOps(region=args.region, arn=args.execution_arn), args.execution_arn, args.poll, args.timeout)
+    return _wait(args, args.execution_arn)
 
 
-def render_reports(evaluation_path: Path, out_dir: Path) -> Path:
-    """Run the entrypoints' report writer (the same code the evaluation step runs)."""
-    import subprocess
+def cmd_stop(args) -> int:
+    from . import api
 
-    from .bundle import REPORT_SCRIPT, entrypoints_dir
-
-    proc = subprocess.run([sys.executable, str(entrypoints_dir() / REPORT_SCRIPT), "--evaluation",
-                           str(evaluation_path), "--out", str(out_dir)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        from .errors import BakeoffError
-
-        raise BakeoffError(f"could not write the report: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
-    return out_dir / "report.html"
-
-
-def _current_evaluation(run_dir: Path, path: Path) -> dict:
-    """The verdict of a local run directory, decided again from its jobs when they changed
-    after it was written (or it was never written): a stale verdict is never shown."""
-    from .errors import RunError, SpecError
-    from .local.executor import stale_evaluation
-
-    why = stale_evaluation(run_dir)
-    if why is None:
-        return dict(json.loads(path.read_text()))
-    if not (run_dir / "spec.json").exists() or not (run_dir / "pipeline.json").exists():
-        if path.exists():
-            raise RunError(f"{run_dir}: {why}, and it holds no spec to decide again from; run `bakeoff run SPEC "
-                           f"--out {run_dir}`")
-        raise SpecError(f"no evaluation at {path}; run `bakeoff run SPEC --out {run_dir}` first")
-    from .local.executor import LocalExecutor
-    from .spec import BakeoffSpec
-
-    print(f"bakeoff: {run_dir}: {why}; deciding again from its jobs", file=sys.stderr)
-    spec = BakeoffSpec.model_validate(json.loads((run_dir / "spec.json").read_text()))
-    return dict(LocalExecutor(spec, run_dir).reevaluate().evaluation)
+    status = api.stop(args.execution_arn, region=args.region, profile=args.profile)
+    return emit(args, status, lambda r: print(f"{r.execution_arn}: {r.status}"))
 
 
 def cmd_report(args) -> int:
-    from rich.console import Console
+    from . import api
 
-    from .errors import SpecError
-    from .report import apply_billable_time, render_summary
+    target = args.target
+    if not target.startswith("arn:"):
+        target = Path(target)
+    result = api.report(target, out_dir=args.out, region=args.region, profile=args.profile,
+                        progress=None if args.quiet else lambda ev: stderr_line(f"bakeoff: {ev.message}"))
 
-    target = Path(args.target)
-    if target.is_dir():
-        path = target / "evaluation" / "evaluation.json"
-        evaluation = _current_evaluation(target, path)
-        out_dir = path.parent
-    elif args.target.startswith("arn:"):
-        from .sagemaker.ops import SageMakerOps
+    def text(r) -> None:
+        from .cli_output import console
+        from .report import render_summary
 
-        evaluation, billable = SageMakerOps(region=args.region, arn=args.target).fetch_evaluation(args.target)
-        evaluation = apply_billable_time(evaluation, billable)
-        out_dir = Path(args.out or f"bakeoff-report-{args.target.rsplit('/', 1)[-1]}")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / "evaluation.json"
-        path.write_text(json.dumps(evaluation, indent=2, sort_keys=True, default=str) + "\n")
-    else:
-        raise SpecError(f"{args.target!r} is neither a run directory nor a pipeline execution ARN")
-    report = render_reports(path, out_dir)
-    if args.json:
-        print(json.dumps(evaluation, indent=2, sort_keys=True, default=str))
-    else:
-        render_summary(evaluation, Console())
-        print(f"report: {report}")
-    if args.open:
+        render_summary(r.evaluation, console())
+        print(f"report: {r.report_path}")
+
+    emit(args, result, text)
+    if args.open and result.report_path:
         import webbrowser
 
-        webbrowser.open(report.resolve().as_uri())
-    from .errors import VERDICT_EXIT
-
-    return VERDICT_EXIT.get(evaluation["verdict"], 4)
+        webbrowser.open(Path(result.report_path).resolve().as_uri())
+    return result.exit_code
 
 
 def cmd_prices(args) -> int:
-    from estimators import all_instance_types
-    from estimators.prices import BUNDLED
+    from . import api
 
-    from .prices import cache_path, cached, refresh
+    result = api.prices(args.region, refresh=args.refresh, profile=args.profile)
+    if result.refreshed is not None and not args.quiet:
+        stderr_line(f"cached {result.refreshed} instance prices at {result.cache}")
 
-    if args.refresh:
-        body = refresh(args.region)
-        print(f"cached {len(body['prices'])} instance prices from {body['source']} at {cache_path(args.region)}",
-              file=sys.stderr)
-    live = cached(args.region) or {}
-    rows = []
-    for name in all_instance_types():
-        row = BUNDLED.get(name)
-        rows.append({"instance": name,
-                     "bundled_usd_per_hour": row.price.usd_per_hour if row else None,
-                     "bundled_basis": row.basis if row else None,
-                     "bundled_source": f"{row.price.source} ({row.price.as_of})" if row else None,
-                     "price_list_usd_per_hour": (live.get(name) or {}).get("usd_per_hour"),
-                     "price_list_spot_usd_per_hour": (live.get(name) or {}).get("spot"),
-                     "price_list_as_of": (live.get(name) or {}).get("as_of")})
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    for r in rows:
-        bundled = f"${r['bundled_usd_per_hour']:.4g}/h ({r['bundled_basis']}; {r['bundled_source']})" \
-            if r["bundled_usd_per_hour"] else "no bundled price"
-        live_txt = (f"  price list {r['price_list_as_of']}: ${r['price_list_usd_per_hour']:.4g}/h"
-                    + (f", spot ${r['price_list_spot_usd_per_hour']:.4g}/h"
-                       if r["price_list_spot_usd_per_hour"] else "")
-                    ) if r["price_list_usd_per_hour"] else ""
-        print(f"{r['instance']:22} {bundled}{live_txt}")
-    if not live:
-        print(f"(no Price List cache for {args.region}: `bakeoff prices --refresh` reads current prices)")
-    return 0
+    def text(r) -> None:
+        for row in r.rows:
+            bundled = (f"${row.bundled_usd_per_hour:.4g}/h ({row.bundled_basis}; {row.bundled_source})"
+                       if row.bundled_usd_per_hour else "no bundled price")
+            live = ""
+            if row.price_list_usd_per_hour:
+                live = f"  price list {row.price_list_as_of}: ${row.price_list_usd_per_hour:.4g}/h" + (
+                    f", spot ${row.price_list_spot_usd_per_hour:.4g}/h" if row.price_list_spot_usd_per_hour else "")
+            print(f"{row.instance:22} {bundled}{live}")
+        if r.cache is None:
+            print(f"(no Price List cache for {r.region}: `bakeoff prices --refresh` reads current prices)")
+
+    return emit(args, result, text)
 
 
 def register(sub) -> None:
     p = sub.add_parser("synth", help="write the SageMaker pipeline definition JSON (offline, deterministic)")
     _spec_args(p)
-    p.add_argument("-o", "--output", help="write here instead of stdout")
+    p.add_argument("-o", "--output", help="write the definition here instead of stdout")
+    output_args(p, "print the pipeline's name, bucket, assets (key, sha256, size) and definition as one JSON "
+                   "object instead of the bare definition")
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("deploy", help="upload code/data if absent and create or update the SageMaker pipeline")
     _spec_args(p)
+    p.add_argument("--profile", help="AWS profile to use (default: AWS_PROFILE or the default chain)")
+    output_args(p, "print the pipeline ARN, action and uploaded keys as JSON")
     p.set_defaults(func=cmd_deploy)
 
     p = sub.add_parser("start", help="start an execution of a deployed pipeline")
     p.add_argument("pipeline", help="pipeline name (or the spec file it was deployed from)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="pipeline parameter for this execution, e.g. MaxSteps=500 (repeatable)")
-    p.add_argument("--wait", action="store_true", help="wait for the execution to finish")
-    p.add_argument("--poll", type=float, default=30.0, help="seconds between status checks with --wait")
-    p.add_argument("--timeout", type=float, default=7 * 86400, help="give up waiting after this many seconds")
-    p.add_argument("--region")
+    p.add_argument("--wait", action="store_true", help="wait for the execution to finish (exit 1 unless it succeeds)")
+    p.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds between status checks with --wait (default 30)")
+    p.add_argument("--timeout", type=float, default=7 * 86400, metavar="SECONDS",
+                   help="with --wait: give up waiting after this many seconds, exit 4 (default 7 days)")
+    p.add_argument("--until-decided", action="store_true",
+                   help="PIPELINE is a spec: run it in rounds, adding the seeds the evaluation recommends, until "
+                        "pass or fail or --max-seeds; finished seeds are served by the step cache")
+    p.add_argument("--max-seeds", type=int, metavar="N",
+                   help="with --until-decided: the most seeds per leg (default 4x the spec's seeds, at most 100)")
+    p.add_argument("--role", help="with --until-decided: the SageMaker execution role ARN the jobs run as")
+    p.add_argument("--bucket", help="with --until-decided: S3 bucket for code, data and outputs "
+                                    "(default: storage.bucket in the spec)")
+    _aws_args(p)
+    output_args(p, "print the execution handle (ARN, pipeline, region, parameters) as JSON; with --wait, the "
+                   "final state")
     p.set_defaults(func=cmd_start)
 
     p = sub.add_parser("status", help="each step of a pipeline execution: state and failure reason")
-    p.add_argument("execution_arn")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--region")
+    p.add_argument("execution_arn", help="the pipeline execution ARN `bakeoff start` printed")
+    _aws_args(p)
+    output_args(p, "print the execution's and each step's state as JSON")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("wait", help="wait for a pipeline execution to finish")
-    p.add_argument("execution_arn")
-    p.add_argument("--poll", type=float, default=30.0)
-    p.add_argument("--timeout", type=float, default=7 * 86400)
-    p.add_argument("--region")
+    p = sub.add_parser("wait", help="wait for a pipeline execution to finish (exit 0 if it succeeded, else 1)")
+    p.add_argument("execution_arn", help="the pipeline execution ARN `bakeoff start` printed")
+    p.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds between status checks (default 30)")
+    p.add_argument("--timeout", type=float, default=7 * 86400, metavar="SECONDS",
+                   help="give up waiting after this many seconds, exit 4; the execution goes on (default 7 days)")
+    _aws_args(p)
+    output_args(p, "print the final state as JSON")
     p.set_defaults(func=cmd_wait)
 
-    p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution")
+    p = sub.add_parser("stop", help="stop a pipeline execution (its running jobs are stopped)")
+    p.add_argument("execution_arn", help="the pipeline execution ARN `bakeoff start` printed")
+    _aws_args(p)
+    output_args(p, "print the execution's state after the request as JSON")
+    p.set_defaults(func=cmd_stop)
+
+    p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution",
+                       epilog="exit codes: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 could not run")
     p.add_argument("target", help="run directory (local) or pipeline execution ARN (SageMaker)")
-    p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     p.add_argument("--open", action="store_true", help="regenerate report.html and open it in a browser")
     p.add_argument("--out", help="for an execution ARN: where to write the report (default ./bakeoff-report-ID)")
-    p.add_argument("--region")
+    _aws_args(p)
+    output_args(p, "print the evaluation as JSON, with a `files` key holding the report's paths")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("prices", help="SageMaker training prices: bundled (with source and date), or "
                                       "--refresh from the AWS Price List API")
     p.add_argument("--refresh", action="store_true", help="read current on-demand and spot prices "
                                                           "(pricing:GetProducts) and cache them")
-    p.add_argument("--region", default="us-east-1")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--region", default="us-east-1", help="region whose prices to show (default us-east-1)")
+    p.add_argument("--profile", help="AWS profile for --refresh (default: AWS_PROFILE or the default chain)")
+    output_args(p, "print the region, cache file and one row per instance type as JSON")
     p.set_defaults(func=cmd_prices)

@@ -217,6 +217,7 @@ def format_validation_error(exc: ValidationError, file: str | None, lines: dict[
 
 def spec_from_dict(data: dict[str, Any], file: str | None = None,
                    lines: dict[tuple, int] | None = None) -> BakeoffSpec:
+    """A validated spec from a mapping shaped like the YAML; SpecError (naming the field) on bad input."""
     try:
         return BakeoffSpec.model_validate(data)
     except ValidationError as exc:

@@ -39,6 +39,8 @@ def _cold_warm(cache) -> str:
     if not cache:
         return "-"
     cold, warm = cache.get("time_to_first_step_s_cold"), cache.get("time_to_first_step_s_warm")
+    if cold is None and warm is None:
+        return "-"
     return f"{_num(cold, '{:.1f}s')} ({cache['cold_runs']}) / {_num(warm, '{:.1f}s')} ({cache['warm_runs']})"
 
 
@@ -76,7 +78,9 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
         ("parity", lambda f: f.get("parity", "baseline")),
     ]
     for label, get in rows:
-        table.add_row(label, *[get(f) for f in legs.values()])
+        cells = [get(f) for f in legs.values()]
+        if any(c != "-" for c in cells):  # a row of dashes says nothing (no device memory on CPU, say)
+            table.add_row(label, *cells)
     console.print(table)
     for check in evaluation["checks"]:
         mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]"}.get(check["status"],

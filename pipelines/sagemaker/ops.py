@@ -12,7 +12,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import AwsError, SpecError
+from ..errors import AwsError, Cancelled, RunError, SpecError, TimedOut
 from .compiler import CompiledPipeline
 
 RETRIES = {"max_attempts": 10, "mode": "adaptive"}
@@ -48,6 +48,7 @@ def aws(action: str):
         NoCredentialsError,
         NoRegionError,
         ParamValidationError,
+        ProfileNotFound,
     )
 
     try:
@@ -55,17 +56,23 @@ def aws(action: str):
     except ClientError as exc:
         err = exc.response.get("Error", {})
         code = str(err.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-        raise AwsError(_hint(code, err.get("Message") or str(exc), action)) from None
+        message = " ".join(str(err.get("Message") or exc).split())  # one line, whatever the service sent
+        raise AwsError(_hint(code, message, action), code=code, operation=action) from None
     except NoCredentialsError:
         raise AwsError(f"cannot {action}: no AWS credentials found; configure them (aws configure, "
-                       "AWS_PROFILE or an instance role)") from None
+                       "AWS_PROFILE or an instance role)", code="NoCredentials", operation=action) from None
     except NoRegionError:
-        raise AwsError(f"cannot {action}: no AWS region set; pass --region or set AWS_DEFAULT_REGION") from None
+        raise AwsError(f"cannot {action}: no AWS region set; pass --region or set AWS_DEFAULT_REGION",
+                       code="NoRegion", operation=action) from None
     except EndpointConnectionError as exc:
         raise AwsError(f"cannot {action}: cannot reach {exc.kwargs.get('endpoint_url')}; "
-                       "check the network/region") from None
+                       "check the network/region", code="EndpointConnectionError", operation=action) from None
+    except ProfileNotFound as exc:
+        raise SpecError(f"no AWS profile named {exc.kwargs.get('profile')!r} in the AWS config files",
+                        field="--profile") from None
     except ParamValidationError as exc:
-        raise AwsError(f"cannot {action}: request refused before sending: {exc}") from None
+        raise AwsError(f"cannot {action}: request refused before sending: {' '.join(str(exc).split())}",
+                       code="ParamValidation", operation=action) from None
 
 
 def region_of(arn: str | None) -> str | None:
@@ -75,17 +82,27 @@ def region_of(arn: str | None) -> str | None:
 
 
 class SageMakerOps:
-    def __init__(self, region: str | None = None, session=None, arn: str | None = None):
+    """The SageMaker and S3 clients of one session and region, and what bakeoff does with them.
+
+    boto3 clients are thread-safe once made, sessions are not
+    (https://github.com/boto/boto3/issues/1592, boto3's guide "Multithreading or multiprocessing with
+    clients"): make one SageMakerOps per session and region, then share it between threads."""
+
+    def __init__(self, region: str | None = None, session=None, arn: str | None = None, profile: str | None = None):
         """`region` wins; else the region of `arn` (an execution is where its ARN says);
-        else the session's (AWS_DEFAULT_REGION, the profile)."""
+        else the session's (AWS_DEFAULT_REGION, the profile). `session` (a boto3.Session) carries
+        the credentials; without one, a new session of `profile` (or the default chain) is made."""
         import boto3
         from botocore.config import Config
 
+        wanted = region or region_of(arn)
         with aws("connect to AWS"):
-            self.session = session or boto3.session.Session(region_name=region or region_of(arn))
+            self.session = session or boto3.session.Session(region_name=wanted, profile_name=profile)
             cfg = Config(retries=dict(RETRIES), user_agent_extra="bakeoff")  # botocore mutates it
-            self.sm = self.session.client("sagemaker", config=cfg)
-            self.s3 = self.session.client("s3", config=cfg)
+            self.sm = self.session.client("sagemaker", region_name=wanted, config=cfg)
+            self.s3 = self.session.client("s3", region_name=wanted, config=Config(retries=dict(RETRIES),
+                                                                                  user_agent_extra="bakeoff"))
+        self.region = self.sm.meta.region_name
 
     # --- deploy ---------------------------------------------------------------------
     def upload_assets(self, compiled: CompiledPipeline, progress: Callable[[str], None] = lambda m: None) -> dict:
@@ -98,7 +115,8 @@ class SageMakerOps:
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
                     raise AwsError(f"S3 bucket {compiled.bucket!r} does not exist; create it (or deploy the CDK "
-                                   "stack) or pass --bucket with one that does") from None
+                                   "stack) or pass --bucket with one that does", code="NoSuchBucket",
+                                   operation=f"reach bucket {compiled.bucket}") from None
                 raise
         for asset in compiled.assets:
             try:
@@ -196,19 +214,42 @@ class SageMakerOps:
                 "failure_reason": ex.get("FailureReason"), "steps": steps}
 
     def wait(self, execution_arn: str, poll_s: float = 30.0, timeout_s: float = 7 * 86400,
-             progress: Callable[[dict], None] = lambda s: None, sleep=time.sleep) -> dict[str, Any]:
+             progress: Callable[[dict], None] = lambda s: None, sleep=time.sleep,
+             cancelled: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+        """Poll until the execution ends. `sleep(seconds)` may return True to say the wait was
+        cancelled meanwhile (threading.Event.wait does); `cancelled()` is asked before each poll."""
         deadline = time.monotonic() + timeout_s
         while True:
+            if cancelled():
+                raise Cancelled(f"stopped waiting for {execution_arn} (cancelled); the execution goes on: "
+                                "`bakeoff stop` ends it")
             with aws(f"describe execution {execution_arn}"):
                 ex = self.sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
             state = ex.get("PipelineExecutionStatus")
             progress(ex)
             if state in TERMINAL:
                 return {"execution_arn": execution_arn, "status": state, "failure_reason": ex.get("FailureReason")}
-            if time.monotonic() > deadline:
-                raise AwsError(f"execution {execution_arn} still {state} after {timeout_s:.0f}s; "
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimedOut(f"execution {execution_arn} still {state} after {timeout_s:g}s; "
                                "`bakeoff wait` again or `bakeoff status` to see its steps")
-            sleep(poll_s)
+            if sleep(min(poll_s, left)) is True:
+                raise Cancelled(f"stopped waiting for {execution_arn} (cancelled); the execution goes on: "
+                                "`bakeoff stop` ends it")
+
+    def stop(self, execution_arn: str) -> dict[str, Any]:
+        """StopPipelineExecution: running steps are stopped and the execution ends as Stopped.
+        ClientRequestToken is required by the API and makes the call idempotent
+        (docs.aws.amazon.com/sdk-for-ruby/v3/api/Aws/SageMaker/Types/StopPipelineExecutionRequest.html):
+        the execution's own ARN as the token makes a repeated stop the same request."""
+        from ..hashing import digest
+
+        with aws(f"stop execution {execution_arn}"):
+            self.sm.stop_pipeline_execution(PipelineExecutionArn=execution_arn,
+                                            ClientRequestToken=digest(execution_arn, 32))
+            ex = self.sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
+        return {"execution_arn": execution_arn, "status": ex.get("PipelineExecutionStatus"),
+                "failure_reason": ex.get("FailureReason")}
 
     # --- report ---------------------------------------------------------------------
     def fetch_evaluation(self, execution_arn: str) -> tuple[dict[str, Any], dict[tuple[str, int], float]]:
@@ -236,7 +277,7 @@ class SageMakerOps:
                     if out.get("OutputName") == "evaluation":
                         evaluation_uri = out["S3Output"]["S3Uri"].rstrip("/") + "/evaluation.json"
         if evaluation_uri is None:
-            raise AwsError(f"execution {execution_arn} has no finished Evaluate step yet; "
+            raise RunError(f"execution {execution_arn} has no finished Evaluate step yet; "
                            "`bakeoff status` shows where it is")
         bucket, _, key = evaluation_uri[len("s3://"):].partition("/")
         with aws(f"read {evaluation_uri}"):

@@ -1,0 +1,69 @@
+"""The Python API: everything the `bakeoff` command line does, as functions named after its verbs.
+
+    from pipelines import load_spec, synth, deploy, start, wait, report
+
+    spec = load_spec("bakeoff.yaml")
+    deployment = deploy(spec, role_arn="arn:aws:iam::123456789012:role/bakeoff", bucket="my-bucket")
+    execution = start(deployment, {"MaxSteps": 500})
+    final = wait(execution, poll_s=60, timeout_s=6 * 3600)
+    result = report(execution)          # result.verdict: "pass", "fail" or "inconclusive"
+    result.raise_for_verdict()          # ParityFailed / ParityInconclusive, carrying the evaluation
+
+Offline: `load_spec`, `validate`, `plan`, `synth`, `run_local`, `preflight`, `schema`, `instances`, `images`.
+On SageMaker: `deploy`, `start`, `start_until_decided`, `wait`, `status`, `report`, `stop`, `prices(refresh=True)`.
+
+Each returns a frozen pydantic model (`pipelines.api.results`) whose `model_dump(mode="json")` is
+exactly what the matching `bakeoff COMMAND --json` prints. Nothing prints; long operations take a
+`progress` callback that receives `ProgressEvent`s. Errors are `pipelines.errors` classes, each with the
+CLI's exit code: SpecError (2), ParityFailed (1), ParityInconclusive (3), AwsError (4, with the
+service's error `code`), RunError (4); nothing else escapes.
+
+AWS functions take `session=` (a boto3.Session) or `region=`/`profile=`; an `Execution` handle carries
+its region. Clients are made once per session and region and shared, so the functions can be called
+from several threads with one session.
+"""
+from __future__ import annotations
+
+from .aws import deploy, render_report, report, start, start_until_decided, status, stop, wait
+from .catalog import images, instances, prices
+from .local import load_spec, plan, preflight, run_local, schema, synth, validate
+from .results import (
+    AssetInfo,
+    Decision,
+    Deployment,
+    Execution,
+    ExecutionStatus,
+    ImageRow,
+    Images,
+    InstanceInfo,
+    Instances,
+    LegKind,
+    LegPlan,
+    Preflight,
+    PriceRow,
+    Prices,
+    ProgressEvent,
+    Report,
+    Result,
+    Round,
+    RunSummary,
+    StepStatus,
+    Synth,
+    Validation,
+)
+
+__all__ = [
+    # the verbs, in the order a bake-off uses them
+    "load_spec", "validate", "plan", "synth", "run_local", "preflight", "deploy", "start",
+    "start_until_decided", "wait", "status", "report", "stop", "instances", "images", "prices", "schema",
+    # what they return
+    "Result", "ProgressEvent", "Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Deployment",
+    "Execution", "ExecutionStatus", "StepStatus", "Report", "Instances", "LegKind", "InstanceInfo", "Prices",
+    "PriceRow", "Images", "ImageRow", "Preflight", "Decision", "Round",
+    # the report writer `report` runs
+    "render_report",
+]
+#: The verbs: one per CLI command.
+VERBS = tuple(__all__[:17])
+#: The result types the verbs return.
+RESULTS = tuple(__all__[17:-1])

@@ -1,0 +1,278 @@
+"""The façade's SageMaker verbs: deploy, start, wait, status, report, stop.
+
+Every function takes `session` (a boto3.Session: its credentials and region), or `region` and
+`profile` to make one; nothing is read from anywhere a caller cannot override. The clients made for
+a session are kept with it and shared: the functions are safe to call from several threads.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunError, SpecError
+from ._support import Progress, SpecLike, as_spec, note, ops_for, public
+from .results import (
+    Decision,
+    Deployment,
+    Execution,
+    ExecutionStatus,
+    Report,
+    Round,
+    StepStatus,
+    Synth,
+    exit_code_of,
+)
+from .results import ProgressEvent as _Event
+
+ExecutionLike = Execution | str
+Cancel = threading.Event | Callable[[], bool]
+
+
+@public
+def deploy(spec: SpecLike | Synth, *, role_arn: str, bucket: str | None = None, region: str | None = None,
+           overrides: Sequence[str] = (), session: Any = None, profile: str | None = None,
+           progress: Progress | None = None) -> Deployment:
+    """Upload the assets S3 lacks, then create or update the SageMaker pipeline (`bakeoff deploy`).
+
+    `spec` is anything `load_spec` takes, or a `synth` result from this process. `role_arn` is the
+    SageMaker execution role the jobs run as. The pipeline is tagged with the bake-off's name and
+    spec hash. Returns the pipeline's ARN and what was uploaded; raises AwsError (with the service's
+    error code) when AWS refuses."""
+    from ..plan import spec_hash
+    from .local import synth
+
+    if not role_arn:
+        raise SpecError("--role is required (role_arn= in Python): the SageMaker execution role ARN the jobs run as")
+    if isinstance(spec, Synth):
+        if spec._compiled is None:
+            raise SpecError("this Synth was read back from JSON and carries no asset bodies; pass the spec")
+        if spec.role_arn != role_arn or (bucket and bucket != spec.bucket) or (region and region != spec.region):
+            spec = synth(spec._spec, bucket=bucket or spec.bucket, role_arn=role_arn, region=region or spec.region)
+        synthesized = spec
+    else:
+        synthesized = synth(spec, overrides=overrides, bucket=bucket, role_arn=role_arn, region=region)
+    loaded, compiled = synthesized._spec, synthesized._compiled
+    ops = ops_for(session, region or synthesized.region, profile)
+    result = ops.deploy(compiled, tags={"bakeoff:name": loaded.name, "bakeoff:spec-hash": spec_hash(loaded)},
+                        progress=lambda m: note(progress, m, kind="upload"))
+    return Deployment(pipeline_arn=result["pipeline_arn"], pipeline_name=compiled.name, action=result["action"],
+                      region=ops.region, bucket=compiled.bucket, uploaded=tuple(result["uploaded"]),
+                      already_present=tuple(result["already_present"]))
+
+
+def _pipeline_name(pipeline: SpecLike | Deployment) -> tuple[str, str | None]:
+    """The pipeline's name and region: from a deployment, a spec (file, mapping or object), or a name."""
+    from ..sagemaker.compiler import pipeline_name
+
+    if isinstance(pipeline, Deployment):
+        return pipeline.pipeline_name, pipeline.region
+    if isinstance(pipeline, str) and not Path(pipeline).is_file():
+        return pipeline, None
+    loaded = as_spec(pipeline)
+    return pipeline_name(loaded), loaded.storage.region
+
+
+@public
+def start(pipeline: SpecLike | Deployment, parameters: Mapping[str, Any] | None = None, *,
+          region: str | None = None, session: Any = None, profile: str | None = None) -> Execution:
+    """Start an execution of a deployed pipeline (`bakeoff start`) and return its handle.
+
+    `pipeline` is the pipeline's name, a `deploy` result, or the spec it was deployed from.
+    `parameters` (`{"MaxSteps": 50}`) are checked against the deployed definition first: an unknown
+    one is a SpecError and nothing is started."""
+    name, spec_region = _pipeline_name(pipeline)
+    ops = ops_for(session, region or spec_region, profile)
+    params = {k: str(v) for k, v in (parameters or {}).items()}
+    arn = ops.start(name, params)
+    return Execution(arn=arn, pipeline_name=name, region=ops.region, parameters=params)
+
+
+@public
+def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = None, max_seeds: int | None = None,
+                        parameters: Mapping[str, Any] | None = None, poll_s: float = 60.0,
+                        timeout_s: float = 7 * 86400, region: str | None = None, session: Any = None,
+                        profile: str | None = None, progress: Progress | None = None) -> Decision:
+    """Run a bake-off on SageMaker in rounds until it is decided (`bakeoff start SPEC --until-decided`).
+
+    The first round is the spec's seeds. After each round the pipeline is updated with more seeds
+    and started again: the steps of the seeds already run keep their names and cache keys, so
+    SageMaker's step cache serves them and only the new seeds train (checked before each update).
+    Stops at pass or fail, or at `max_seeds` (default 4x the first round) with inconclusive and its
+    recommendation. The group-sequential design (alpha spent per look) is in each round's evaluation."""
+    from ..sagemaker import sequential
+
+    loaded = as_spec(spec)
+    if not role_arn:
+        raise SpecError("--role is required (role_arn= in Python): the SageMaker execution role ARN the jobs run as")
+    ops = ops_for(session, region or loaded.storage.region, profile)
+    executions: list[str] = []
+
+    def run_round(compiled: Any) -> dict[str, Any]:
+        ops.deploy(compiled, progress=lambda m: note(progress, m, kind="upload"))
+        arn = ops.start(compiled.name, {k: str(v) for k, v in (parameters or {}).items()})
+        executions.append(arn)
+        note(progress, f"round {len(executions)} started: {arn}", kind="state")
+        ops.wait(arn, poll_s=poll_s, timeout_s=timeout_s)
+        evaluation, billable = ops.fetch_evaluation(arn)
+        from ..report import apply_billable_time
+
+        return apply_billable_time(evaluation, billable)
+
+    evaluation, rounds = sequential.run_until_decided(loaded, run_round=run_round, max_seeds=max_seeds,
+                                                      bucket=bucket, role_arn=role_arn, region=ops.region)
+    evaluation = json.loads(json.dumps(evaluation, default=str))
+    return Decision(verdict=evaluation["verdict"], exit_code=exit_code_of(evaluation["verdict"]),
+                    pipeline_name=executions and _name_of(executions[-1]) or loaded.name, region=ops.region,
+                    rounds=tuple(Round(round=r["round"], seeds=tuple(r["seeds"]), verdict=r.get("verdict"),
+                                       execution_arn=executions[i] if i < len(executions) else None)
+                                 for i, r in enumerate(rounds)),
+                    evaluation=evaluation)
+
+
+def _name_of(execution_arn: str) -> str:
+    # arn:aws:sagemaker:REGION:ACCOUNT:pipeline/NAME/execution/ID
+    return execution_arn.split(":pipeline/", 1)[-1].split("/", 1)[0]
+
+
+def _arn(execution: ExecutionLike) -> tuple[str, str | None]:
+    if isinstance(execution, Execution):
+        return execution.arn, execution.region
+    if isinstance(execution, str) and execution.startswith("arn:"):
+        return execution, None
+    raise SpecError(f"{execution!r} is not a pipeline execution ARN (arn:aws:sagemaker:REGION:ACCOUNT:pipeline/"
+                    "NAME/execution/ID) or an Execution")
+
+
+def _ops_of(execution: ExecutionLike, region: str | None, session: Any, profile: str | None) -> tuple[str, Any]:
+    arn, own_region = _arn(execution)
+    return arn, ops_for(session, region or own_region, profile, arn=arn)
+
+
+@public
+def status(execution: ExecutionLike, *, region: str | None = None, session: Any = None,
+           profile: str | None = None) -> ExecutionStatus:
+    """The execution's state and each step's state, failure reason, job ARN and cache hit (`bakeoff status`)."""
+    arn, ops = _ops_of(execution, region, session, profile)
+    raw = ops.status(arn)
+    return ExecutionStatus(execution_arn=arn, status=raw["status"], failure_reason=raw["failure_reason"],
+                           steps=tuple(StepStatus(**s) for s in raw["steps"]))
+
+
+@public
+def wait(execution: ExecutionLike, *, timeout_s: float = 7 * 86400, poll_s: float = 30.0, cancel: Cancel | None = None,
+         progress: Progress | None = None, region: str | None = None, session: Any = None,
+         profile: str | None = None) -> ExecutionStatus:
+    """Wait until the execution ends (`bakeoff wait`); returns its final state (Succeeded, Failed, Stopped).
+
+    Polls every `poll_s` seconds. `cancel` is a threading.Event (setting it ends the wait at once) or a
+    callable asked before each poll; a cancelled wait raises Cancelled, one past `timeout_s` raises
+    TimedOut (both RunError; the execution goes on). `progress` gets a `state` event whenever the
+    execution's state changes."""
+    arn, ops = _ops_of(execution, region, session, profile)
+    if poll_s <= 0 or timeout_s < 0:
+        raise SpecError(f"poll_s must be above 0 and timeout_s at least 0 (got {poll_s}, {timeout_s})",
+                        field="--poll")
+    last: dict[str, Any] = {}
+
+    def on_state(ex: dict[str, Any]) -> None:
+        state = ex.get("PipelineExecutionStatus")
+        if progress is not None and last.get("state") != state:
+            progress(_Event(kind="state", status=state, message=f"{arn}: {state}"))
+        last["state"] = state
+
+    if isinstance(cancel, threading.Event):
+        event = cancel
+        final = ops.wait(arn, poll_s=poll_s, timeout_s=timeout_s, progress=on_state, sleep=event.wait,
+                         cancelled=event.is_set)
+    else:
+        asked = cancel or (lambda: False)
+        final = ops.wait(arn, poll_s=poll_s, timeout_s=timeout_s, progress=on_state, cancelled=asked)
+    return ExecutionStatus(execution_arn=arn, status=final["status"], failure_reason=final["failure_reason"])
+
+
+@public
+def stop(execution: ExecutionLike, *, region: str | None = None, session: Any = None,
+         profile: str | None = None) -> ExecutionStatus:
+    """Stop an execution (StopPipelineExecution): its running jobs are stopped and it ends as Stopped.
+    Returns its state right after the request (usually Stopping); `wait` for the end."""
+    arn, ops = _ops_of(execution, region, session, profile)
+    raw = ops.stop(arn)
+    return ExecutionStatus(execution_arn=arn, status=raw["status"], failure_reason=raw["failure_reason"])
+
+
+@public
+def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLike[str] | None = None,
+           render: bool = True, region: str | None = None, session: Any = None, profile: str | None = None,
+           progress: Progress | None = None) -> Report:
+    """The verdict and evaluation of a local run directory or a SageMaker execution (`bakeoff report`).
+
+    For a run directory: its evaluation, decided again from its jobs when they changed after it was
+    written (a stale verdict is never returned). For an execution: evaluation.json from S3, each job
+    re-costed by its BillableTimeInSeconds, written to `out_dir` (default `./bakeoff-report-ID`).
+    `render` writes report.html beside it. The verdict is `.verdict`; `.raise_for_verdict()` turns a
+    fail or inconclusive verdict into ParityFailed / ParityInconclusive."""
+    from ..report import apply_billable_time
+
+    if isinstance(target, Execution) or (isinstance(target, str) and target.startswith("arn:")):
+        arn, ops = _ops_of(target, region, session, profile)
+        evaluation, billable = ops.fetch_evaluation(arn)
+        evaluation = apply_billable_time(evaluation, billable)
+        out = Path(out_dir or f"bakeoff-report-{arn.rsplit('/', 1)[-1]}")
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "evaluation.json"
+        path.write_text(json.dumps(evaluation, indent=2, sort_keys=True, default=str) + "\n")
+        source = arn
+    else:
+        run_dir = Path(target)
+        if not run_dir.is_dir():
+            raise SpecError(f"{str(target)!r} is neither a run directory nor a pipeline execution ARN")
+        path = run_dir / "evaluation" / "evaluation.json"
+        evaluation = _current_evaluation(run_dir, path, progress)
+        source = str(run_dir)
+    html = render_report(path, path.parent) if render else None
+    if html is None and (path.parent / "report.html").exists():
+        html = path.parent / "report.html"
+    evaluation = json.loads(json.dumps(evaluation, default=str))  # plain JSON values, as a reader gets them
+    return Report(verdict=evaluation["verdict"], exit_code=exit_code_of(evaluation["verdict"]), source=source,
+                  evaluation_path=str(path), report_path=str(html) if html else None, evaluation=evaluation)
+
+
+def render_report(evaluation_path: Path, out_dir: Path) -> Path:
+    """Write report.html (and report.md) with the entrypoints' report writer, the code the
+    evaluation step runs; returns report.html's path."""
+    import subprocess
+
+    from ..bundle import REPORT_SCRIPT, entrypoints_dir
+
+    proc = subprocess.run([sys.executable, str(entrypoints_dir() / REPORT_SCRIPT), "--evaluation",
+                           str(evaluation_path), "--out", str(out_dir)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RunError(f"could not write the report: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return out_dir / "report.html"
+
+
+def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) -> dict[str, Any]:
+    """The verdict of a local run directory, decided again from its jobs when they changed
+    after it was written (or it was never written): a stale verdict is never shown."""
+    from ..local.executor import stale_evaluation
+
+    why = stale_evaluation(run_dir)
+    if why is None:
+        return dict(json.loads(path.read_text()))
+    if not (run_dir / "spec.json").exists() or not (run_dir / "pipeline.json").exists():
+        if path.exists():
+            raise RunError(f"{run_dir}: {why}, and it holds no spec to decide again from; run `bakeoff run SPEC "
+                           f"--out {run_dir}`")
+        raise SpecError(f"no evaluation at {path}; run `bakeoff run SPEC --out {run_dir}` first")
+    from ..local.executor import LocalExecutor
+    from ..spec import BakeoffSpec
+    from ._support import EventProgress
+
+    note(progress, f"{run_dir}: {why}; deciding again from its jobs")
+    spec = BakeoffSpec.model_validate(json.loads((run_dir / "spec.json").read_text()))
+    return dict(LocalExecutor(spec, run_dir, progress=EventProgress(progress)).reevaluate().evaluation)

@@ -1,0 +1,324 @@
+"""What the façade returns: frozen pydantic models that serialise to JSON.
+
+`result.model_dump(mode="json")` is what `bakeoff COMMAND --json` prints, so the two cannot drift;
+`result.to_json()` gives the same as text. Fields cannot be reassigned (the models are frozen);
+a model read back with `Model.model_validate(json.loads(text))` compares equal to the original.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, RootModel, model_serializer, model_validator
+
+from ..errors import VERDICT_EXIT, verdict_error
+
+
+class Result(BaseModel):
+    """Base of every result: frozen, no unknown fields, JSON out and back."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The result as `--json` prints it."""
+        return json.dumps(self.model_dump(mode="json"), indent=indent)
+
+
+class ProgressEvent(Result):
+    """One step of a long operation, given to a `progress` callback as it happens.
+
+    `kind` names what happened: `note` (a line worth showing), `start` (jobs to run: `total`),
+    `begin`/`advance`/`finish`/`skipped`/`stop` (a local training job), `upload` (an asset went to S3),
+    `state` (an execution's state while waiting)."""
+
+    kind: str = Field(description="what happened (see the class docstring)")
+    message: str = Field("", description="a line a person can read")
+    job: str | None = Field(None, description="the job it is about (`trn1-s0`), if any")
+    index: int | None = Field(None, description="the job's position, counting from 1")
+    total: int | None = Field(None, description="how many jobs (or steps) in all")
+    steps: int | None = Field(None, description="training steps completed so far")
+    status: str | None = Field(None, description="a job's or an execution's state")
+    args: tuple[Any, ...] = Field((), description="the local progress display's own arguments (for renderers)",
+                                  exclude=True, repr=False)
+
+
+class LegPlan(Result):
+    """One leg as the spec plans it, with its batch derivation on the target hardware."""
+
+    name: str
+    instance_type: str
+    instance_count: int
+    devices: int = Field(description="accelerator devices across the leg's instances")
+    backend: str
+    precision: str
+    per_device_batch_size: int
+    gradient_accumulation_steps: int
+    global_batch_size: int
+
+
+class Validation(Result):
+    """`validate`: the spec is valid and compiles to a pipeline SageMaker accepts; what it makes."""
+
+    spec_file: str | None = Field(description="the spec file, None for a spec built in Python")
+    name: str
+    spec_hash: str
+    seeds: tuple[int, ...]
+    jobs: int = Field(description="training jobs (legs x seeds)")
+    legs: tuple[LegPlan, ...]
+    warnings: tuple[str, ...] = Field(description="design and seed-count warnings; none stops the bake-off")
+
+
+class RunSummary(Result):
+    """`run_local`: a finished local bake-off (`bakeoff run`'s final summary)."""
+
+    out_dir: str
+    verdict: Literal["pass", "fail", "inconclusive"]
+    exit_code: int = Field(description="the CLI's exit code for this verdict: 0 pass, 1 fail, 3 inconclusive")
+    evaluation_path: str
+    report_path: str | None = Field(description="report.html, when the evaluation step wrote one")
+    executed: tuple[str, ...] = Field(description="jobs run this time")
+    skipped: tuple[str, ...] = Field(description="jobs whose inputs did not change, not run again")
+    mlflow_parent_run_id: str | None = None
+    mlflow_tracking_uri: str | None = Field(None, description="the spec's MLflow server; None: the run "
+                                                              "directory's own store (`bakeoff ui OUT_DIR`)")
+    evaluation: dict[str, Any] = Field(repr=False)
+
+    def raise_for_verdict(self) -> RunSummary:
+        """Raise ParityFailed or ParityInconclusive (carrying the evaluation) unless the verdict is a pass;
+        returns the summary itself when it is."""
+        error = verdict_error(self.evaluation)
+        if error is not None:
+            raise error
+        return self
+
+
+class AssetInfo(Result):
+    """A file the pipeline reads from S3, addressed by its content."""
+
+    key: str
+    sha256: str
+    size: int
+
+
+class Synth(Result):
+    """`synth`: the SageMaker pipeline definition and the assets it reads (offline, deterministic:
+    the same spec gives the same bytes)."""
+
+    pipeline_name: str
+    bucket: str
+    role_arn: str
+    region: str
+    definition: dict[str, Any] = Field(repr=False)
+    assets: tuple[AssetInfo, ...]
+    _compiled: Any = PrivateAttr(default=None)
+    _spec: Any = PrivateAttr(default=None)
+
+    def definition_json(self) -> str:
+        """The definition as `bakeoff synth` writes it (sorted keys, two-space indent)."""
+        return json.dumps(self.definition, indent=2, sort_keys=True) + "\n"
+
+
+class Deployment(Result):
+    """`deploy`: the pipeline as created or updated, and what was uploaded for it."""
+
+    pipeline_arn: str
+    pipeline_name: str
+    action: Literal["created", "updated"]
+    region: str
+    bucket: str
+    uploaded: tuple[str, ...] = Field(description="S3 keys uploaded this time")
+    already_present: tuple[str, ...] = Field(description="S3 keys that were there already")
+
+
+class Execution(Result):
+    """A handle on a pipeline execution: pass it (or its `arn`) to wait, status, report and stop.
+    It is JSON, so it travels between tasks (Airflow XCom, a Step Functions state)."""
+
+    arn: str
+    pipeline_name: str
+    region: str
+    parameters: dict[str, str] = Field(default_factory=dict, description="parameters it was started with")
+
+
+class StepStatus(Result):
+    """One step of an execution."""
+
+    name: str
+    status: str | None
+    failure_reason: str | None = None
+    job_arn: str | None = None
+    cache_hit: bool = False
+    attempts: int | None = None
+
+
+class ExecutionStatus(Result):
+    """An execution's state (`status`, `wait`, `stop`); `steps` is empty from `wait` and `stop`."""
+
+    execution_arn: str
+    status: str | None = Field(description="Executing, Stopping, Stopped, Failed or Succeeded")
+    failure_reason: str | None = None
+    steps: tuple[StepStatus, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        """True once the execution can change no more (Succeeded, Failed or Stopped)."""
+        return self.status in ("Succeeded", "Failed", "Stopped")
+
+    @property
+    def succeeded(self) -> bool:
+        """True when the execution succeeded (every step, the parity gate included)."""
+        return self.status == "Succeeded"
+
+
+class Report(Result):
+    """`report`: the verdict and evaluation of a run directory or an execution, and its files.
+
+    Serialised, it is the evaluation itself (as `bakeoff report --json` always printed) with one more
+    key, `files`, holding the paths and where it came from."""
+
+    verdict: Literal["pass", "fail", "inconclusive"]
+    exit_code: int = Field(description="the CLI's exit code for this verdict: 0 pass, 1 fail, 3 inconclusive")
+    source: str = Field(description="the run directory or execution ARN it was read from")
+    evaluation_path: str
+    report_path: str | None
+    evaluation: dict[str, Any] = Field(repr=False)
+
+    @model_serializer(mode="plain")
+    def _as_evaluation(self) -> dict[str, Any]:
+        return {**self.evaluation, "files": {"source": self.source, "evaluation": self.evaluation_path,
+                                             "report": self.report_path, "exit_code": self.exit_code}}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_evaluation(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "files" in data and "evaluation" not in data:
+            evaluation = {k: v for k, v in data.items() if k != "files"}
+            files = data["files"]
+            return {"verdict": evaluation.get("verdict"), "exit_code": files.get("exit_code"),
+                    "source": files.get("source"), "evaluation_path": files.get("evaluation"),
+                    "report_path": files.get("report"), "evaluation": evaluation}
+        return data
+
+    def raise_for_verdict(self) -> Report:
+        """Raise ParityFailed or ParityInconclusive (carrying the evaluation) unless the verdict is a pass;
+        returns the report itself when it is."""
+        error = verdict_error(self.evaluation)
+        if error is not None:
+            raise error
+        return self
+
+
+class Round(Result):
+    """One round of a bake-off run until decided on SageMaker."""
+
+    round: int
+    seeds: tuple[int, ...]
+    verdict: str | None
+    execution_arn: str | None = Field(None, description="the execution that ran this round")
+
+
+class Decision(Result):
+    """`start_until_decided`: the rounds SageMaker ran and the verdict they ended with."""
+
+    verdict: Literal["pass", "fail", "inconclusive"]
+    exit_code: int = Field(description="the CLI's exit code for this verdict: 0 pass, 1 fail, 3 inconclusive")
+    pipeline_name: str
+    region: str
+    rounds: tuple[Round, ...]
+    evaluation: dict[str, Any] = Field(repr=False, description="evaluation.json of the last round")
+
+
+class InstanceInfo(Result):
+    """An instance type a leg kind runs on, with its bundled price."""
+
+    name: str
+    accelerator: str | None
+    accelerators: int
+    devices: int
+    usd_per_hour: float | None = Field(description="bundled on-demand price, None where none is bundled")
+    price_basis: str | None = None
+    price_as_of: str | None = None
+
+
+class LegKind(Result):
+    """A kind of leg (Trainium, GPU, CPU): its backends and instance types."""
+
+    name: str
+    description: str
+    backends: tuple[str, ...]
+    instances: tuple[InstanceInfo, ...]
+
+
+class Instances(Result):
+    """`instances`: every leg kind and the instance types it knows."""
+
+    kinds: tuple[LegKind, ...]
+
+
+class PriceRow(Result):
+    """One instance type's training price: bundled, and from the Price List cache when refreshed."""
+
+    instance: str
+    bundled_usd_per_hour: float | None
+    bundled_basis: str | None
+    bundled_source: str | None
+    price_list_usd_per_hour: float | None
+    price_list_spot_usd_per_hour: float | None
+    price_list_as_of: str | None
+
+
+class Prices(Result):
+    """`prices`: every known instance type's price in a region."""
+
+    region: str
+    cache: str | None = Field(description="the Price List cache file read, None when there is none")
+    refreshed: int | None = Field(None, description="prices fetched by this call (`refresh=True`)")
+    rows: tuple[PriceRow, ...]
+
+
+class ImageRow(Result):
+    """A backend's training image in a region."""
+
+    backend: str
+    default: bool
+    uri: str
+    framework: str
+    python: str
+    detail: str
+    source: str
+    note: str | None
+
+
+class Images(RootModel[tuple[ImageRow, ...]]):
+    """`images`: the training images of each backend in a region (a list, as `images --json` prints)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The result as `--json` prints it."""
+        return json.dumps(self.model_dump(mode="json"), indent=indent)
+
+
+class Preflight(RootModel[dict[str, dict[str, Any]]]):
+    """`preflight`: each checked leg's preflight report, by leg name (as `preflight --json` prints)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    @property
+    def blockers(self) -> bool:
+        """True when any leg has a problem that stops it from running well on Trainium."""
+        return any(report.get("blockers") for report in self.root.values())
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The result as `--json` prints it."""
+        return json.dumps(self.model_dump(mode="json"), indent=indent)
+
+
+def exit_code_of(verdict: str) -> int:
+    """The CLI's exit code for a verdict (an unknown one is could-not-run, 4)."""
+    return VERDICT_EXIT.get(verdict, 4)
+
+
+def path_or_none(path: Path | None) -> str | None:
+    return str(path) if path is not None and path.exists() else None

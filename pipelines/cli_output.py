@@ -1,0 +1,69 @@
+"""How the CLI shows results: `--json` (the API result's own serialisation), `--quiet`, and plain
+text when stdout is not a terminal (no colour, no live bar, lines never wrapped mid-sentence).
+
+Imported at start-up: nothing heavy at module level."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def output_args(p, json_help: str | None = "print the result as JSON (what the Python API returns)") -> None:
+    """`--json` (when the command has a result to print) and `-q/--quiet` on a subcommand."""
+    if json_help:
+        p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print nothing but errors (and --json output); the exit code carries the result")
+
+
+def is_terminal(stream=None) -> bool:
+    stream = stream or sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def console(stderr: bool = False):
+    """A rich Console for tables and verdict lines: colour on a terminal; piped or captured, plain
+    text whose lines are never wrapped (a table takes the width it needs)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if is_terminal(stream):
+        return Console(stderr=stderr, soft_wrap=True)
+    return Console(file=stream, soft_wrap=True, width=1000, no_color=True, color_system=None, highlight=False,
+                   emoji=False)
+
+
+def stderr_line(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def emit(args, result: Any, text: Callable[[Any], None]) -> int:
+    """Print `result`: its JSON with --json, nothing with --quiet, else `text(result)`."""
+    if getattr(args, "json", False):
+        sys.stdout.write(result.to_json() + "\n")
+    elif not getattr(args, "quiet", False):
+        text(result)
+    return 0
+
+
+class LocalDisplay:
+    """Shows the façade's ProgressEvents of a local run with the terminal display
+    (`pipelines.local.progress.Progress`): a live bar on a terminal, plain lines elsewhere, on stderr."""
+
+    def __init__(self) -> None:
+        from .local.progress import Progress
+
+        self.display = Progress()
+
+    def __call__(self, event) -> None:
+        method = getattr(self.display, event.kind, None)
+        if callable(method) and event.args:
+            method(*event.args)
+        elif callable(method) and event.kind == "stop":
+            method()
+        elif event.message:
+            self.display.note(event.message)
