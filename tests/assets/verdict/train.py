@@ -3,6 +3,7 @@ for the end-to-end verdict tests (each job trains in well under a second).
 
     plant: none                 the same computation on every leg
     plant: lr_on_neuron         3x the learning rate on the neuron backend only
+    plant: blowup_on_neuron     40x the learning rate on the neuron backend only (the loss explodes)
     plant: reshuffle_leg=NAME   leg NAME draws its data in another order (equal in expectation, unpaired)
     plant: sigkill=LEG/SEED     that job kills itself with SIGKILL (an infrastructure loss)
     plant: sigkill_once=LEG/SEED     the same, on the job's first attempt only (its checkpoint dir remembers)
@@ -36,7 +37,8 @@ with Runtime.from_environment() as rt:
     true_w = torch.randn(dim, 1, generator=torch.Generator().manual_seed(7))
     torch.manual_seed(rt.seed)
     model = rt.prepare(nn.Linear(dim, 1))
-    lr = 0.02 * (3.0 if plant == "lr_on_neuron" and rt.backend_name == "neuron" else 1.0)
+    factor = {"lr_on_neuron": 3.0, "blowup_on_neuron": 40.0}.get(plant, 1.0) if rt.backend_name == "neuron" else 1.0
+    lr = 0.02 * factor
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     for step in range(steps):
         x = torch.randn(batch, dim, generator=gen)

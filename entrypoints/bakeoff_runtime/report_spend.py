@@ -1,0 +1,77 @@
+"""The report's "What this verdict cost" section: the jobs, instance-hours and money the verdict
+took, the design that decided when to stop, and what the fixed design sized for 80% power at the
+spread this run found would have spent, so a budget owner sees the price of the answer."""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from . import stats
+from .report_format import usd
+
+FIXED_POWER = 0.8
+
+
+def _spent(ev: dict[str, Any]) -> dict[str, Any]:
+    jobs = hours = cost = 0.0
+    priced = True
+    for f in (ev.get("legs") or {}).values():
+        runs = f.get("runs") or []
+        jobs += len(runs)
+        count = f.get("instance_count") or 1
+        hours += sum((r.get("billable_s") or 0.0) for r in runs) * count / 3600
+        costs = [r.get("cost_usd") for r in runs]
+        if any(c is None for c in costs):
+            priced = False
+        cost += sum(c or 0.0 for c in costs)
+    return {"jobs": int(jobs), "instance_hours": hours, "cost_usd": cost if priced else None}
+
+
+def _fixed(ev: dict[str, Any]) -> dict[str, Any] | None:
+    """Seeds per leg a fixed design would run for 80% power at the largest paired spread found,
+    and its cost at this run's mean cost per job of each leg."""
+    parity = ev.get("parity") or {}
+    sds = [c["sd"] for c in ev.get("checks") or [] if c.get("test") == "paired" and c.get("sd")]
+    if not sds or not parity.get("margin"):
+        return None
+    sigma = max(sds)
+    seeds = stats.seeds_for_power(sigma, float(parity["margin"]), float(parity["alpha"]), FIXED_POWER,
+                                  test=parity.get("test", stats.EQUIVALENCE))
+    if seeds is None:
+        return {"seeds": None, "sigma": sigma}
+    legs = list((ev.get("legs") or {}).values())
+    per_job = [f.get("cost_per_run_usd_mean") for f in legs]
+    cost = seeds * sum(per_job) if all(c is not None for c in per_job) else None
+    return {"seeds": seeds, "sigma": sigma, "jobs": seeds * len(legs), "cost_usd": cost}
+
+
+def _lines(ev: dict[str, Any]) -> list[str]:
+    spent, fixed, design = _spent(ev), _fixed(ev), ev.get("sequential")
+    emulated = " (emulated locally: not what the target hardware would bill)" if (ev.get("speed") or {}).get(
+        "emulated") else ""
+    out = [f"This verdict took {spent['jobs']} jobs, {spent['instance_hours']:.3g} instance-hours, "
+           f"{usd(spent['cost_usd'])}{emulated}."]
+    if design:
+        out.append(f"Decided by a group-sequential paired test ({design['spending']} alpha spending, look "
+                   f"{design['look']} at {design['looks'][-1]} of at most {design['max_seeds']} seeds per leg; "
+                   f"interval level {design['ci_level']:.3g}), which stops as soon as the verdict is pass or fail.")
+    else:
+        out.append("Decided by a fixed design: every declared seed ran (`bakeoff run --until-decided` stops "
+                   "as soon as the verdict is decided).")
+    if fixed and fixed.get("seeds"):
+        out.append(f"A fixed design sized for {FIXED_POWER:.0%} power at this spread (paired SD "
+                   f"{fixed['sigma']:.3g}) would run {fixed['seeds']} seeds per leg: {fixed['jobs']} jobs, "
+                   f"{usd(fixed['cost_usd'])}.")
+    elif fixed:
+        out.append(f"At this spread (paired SD {fixed['sigma']:.3g}) no fixed design of up to "
+                   f"{stats.MAX_RECOMMENDED_SEEDS} seeds per leg reaches {FIXED_POWER:.0%} power.")
+    return out
+
+
+def section_markdown(ev: dict[str, Any]) -> list[str]:
+    return ["", "## What this verdict cost", ""] + [f"- {line}" for line in _lines(ev)]
+
+
+def section_html(ev: dict[str, Any]) -> str:
+    return ("<h2>What this verdict cost</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in _lines(ev))
+            + "</ul>")

@@ -1,0 +1,208 @@
+"""`bakeoff plan`: what a verdict will cost before anyone pays for it.
+
+From a previous run's paired spread (`--from RUN`): the seeds per leg for 80% and 95%
+power at the declared margin (a fixed design: legs that truly agree pass, and a leg
+worse by twice the margin fails, each with that probability), and the expected seeds of
+the sequential design (`bakeoff run --until-decided`) at the same spread, each as jobs,
+instance-hours and cost at catalog prices. Without data, the pilot it would run.
+
+Job hours come from the run's billed time per job (emulated wall time for a local run,
+which says nothing about the target hardware: the plan says so), else from each leg's
+`max_runtime_s` as an upper bound.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import SpecError
+from .runtime_modules import runtime_module
+from .spec import BakeoffSpec
+
+SIM_REPS = 4000  # the sequential design's expected seeds: a fixed-seed simulation (deterministic)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LegCost(_Frozen):
+    name: str = Field(description="Leg name.")
+    instance_type: str = Field(description="Instance type the leg runs on.")
+    instance_count: int = Field(description="Instances per job.")
+    usd_per_hour: float | None = Field(description="Catalog price per instance-hour (None: unknown).")
+    price_source: str | None = Field(description="Where the price comes from.")
+    hours_per_job: float = Field(description="Wall hours of one job.")
+    hours_basis: str = Field(description="Where hours_per_job comes from.")
+
+
+class Spend(_Frozen):
+    seeds_per_leg: float = Field(description="Seeds per leg (expected, for the sequential design).")
+    jobs: float = Field(description="Training jobs (legs x seeds).")
+    instance_hours: float = Field(description="Instance-hours of those jobs.")
+    cost_usd: float | None = Field(description="Their cost at catalog prices (None: a price is unknown).")
+
+
+class Design(_Frozen):
+    name: str = Field(description="fixed_80, fixed_95, sequential_if_equal, sequential_if_2x_margin, ...")
+    what: str = Field(description="One sentence on the design and its operating point.")
+    spend: Spend | None = Field(description="Its expected spend; None when the seeds needed exceed 100.")
+
+
+class BudgetPlan(_Frozen):
+    bakeoff: str = Field(description="Bake-off name.")
+    margin: float | None = Field(description="The margin in metric units (None: relative, no run to scale it).")
+    alpha: float = Field(description="One-sided alpha of each test.")
+    sigma: float | None = Field(description="SD of a per-seed paired difference used for planning (None: no data).")
+    sigma_source: str = Field(description="Where sigma comes from.")
+    legs: list[LegCost] = Field(description="Per-leg price and job hours.")
+    designs: list[Design] = Field(description="The designs compared.")
+    pilot: Design | None = Field(description="Without data: the pilot that would measure the spread.")
+    spent: Spend | None = Field(description="With --from: what the previous run's verdict cost.")
+    max_seeds: int = Field(description="The sequential design's cap on seeds per leg.")
+    notes: list[str] = Field(default_factory=list, description="Caveats a reader must see.")
+
+
+def _evaluation(run: Path) -> dict[str, Any]:
+    path = run / "evaluation" / "evaluation.json"
+    if not path.exists() and (run / "evaluation.json").exists():
+        path = run / "evaluation.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"--from {run}: no evaluation.json there (a run directory of `bakeoff run`, or a folder "
+                        "holding evaluation.json)") from None
+    except ValueError as exc:
+        raise SpecError(f"--from {path}: not JSON ({exc})") from None
+
+
+def _spread(ev: dict[str, Any]) -> tuple[float | None, int, str]:
+    """The largest paired SD across legs (the one that decides the seeds) and its pairs."""
+    best: tuple[float | None, int, str] = (None, 0, "no paired comparison in the run")
+    for c in ev.get("checks", []):
+        if c.get("test") == "paired" and c.get("sd") is not None and (best[0] is None or c["sd"] > best[0]):
+            best = (float(c["sd"]), int(c["n_pairs"]), f"{c['name']}: paired SD on {c['n_pairs']} seeds")
+    return best
+
+
+def _legs(spec: BakeoffSpec, ev: dict[str, Any] | None) -> tuple[list[LegCost], list[str]]:
+    from estimators.prices import price_for
+
+    from .prices import cached
+
+    refreshed = cached(spec.storage.region)
+    from .scaling import expand
+
+    notes, out = [], []
+    # Sweep sizes and ablations are legs that run every seed too: they are part of the bill.
+    for leg in expand(spec).legs:
+        price = price_for(leg.instance_type, leg.price_per_hour, refreshed)
+        figures = (ev or {}).get("legs", {}).get(leg.name) or {}
+        billed = [r["billable_s"] for r in figures.get("runs", []) if r.get("billable_s")]
+        if billed:
+            hours = sum(billed) / len(billed) / 3600
+            basis = f"mean billed time of {len(billed)} job(s) of the previous run"
+            if figures.get("emulated"):
+                basis += " (emulated locally: not the target hardware's time)"
+        else:
+            hours, basis = leg.max_runtime_s / 3600, "max_runtime_s (an upper bound: no run to measure)"
+        out.append(LegCost(name=leg.name, instance_type=leg.instance_type, instance_count=leg.instance_count,
+                           usd_per_hour=price.usd_per_hour if price else None,
+                           price_source=price.source if price else None, hours_per_job=hours, hours_basis=basis))
+    if any(c.hours_basis.endswith("(emulated locally: not the target hardware's time)") for c in out):
+        notes.append("job hours come from a local run (CPU emulation): the seeds and jobs hold, the hours and "
+                     "cost do not describe the target hardware; plan from a SageMaker run for real figures")
+    return out, notes
+
+
+def _spend(seeds: float, legs: list[LegCost]) -> Spend:
+    hours = sum(seeds * leg.hours_per_job * leg.instance_count for leg in legs)
+    known = all(leg.usd_per_hour is not None for leg in legs)
+    cost = (sum(seeds * leg.hours_per_job * leg.instance_count * (leg.usd_per_hour or 0.0) for leg in legs)
+            if known else None)
+    return Spend(seeds_per_leg=seeds, jobs=seeds * len(legs), instance_hours=hours, cost_usd=cost)
+
+
+def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: int | None = None) -> BudgetPlan:
+    stats = runtime_module("stats")
+    seq = runtime_module("sequential")
+    from .local.sequential import check_design, default_cap
+
+    ev = _evaluation(Path(from_run)) if from_run else None
+    legs, notes = _legs(spec, ev)
+    p = spec.parity
+    first = len(spec.seed_list)
+    cap = max_seeds or default_cap(max(first, 2))
+    check_design(max(first, 2), cap)
+    margin: float | None = p.margin
+    if p.margin_type == "relative":
+        base = ((ev or {}).get("legs", {}).get(spec.baseline) or {}).get("metric", {}).get("mean")
+        margin = p.margin * abs(base) if base is not None else None
+    sigma, pairs, source = _spread(ev) if ev else (None, 0, "no previous run (--from RUN)")
+    spent = None
+    if ev:
+        runs = [(r, leg) for leg in ev.get("legs", {}).values() for r in leg.get("runs", [])]
+        hours = sum((r.get("billable_s") or 0) * int(leg.get("instance_count") or 1) for r, leg in runs) / 3600
+        costs = [r.get("cost_usd") for r, _ in runs]
+        spent = Spend(seeds_per_leg=max((len(leg.get("runs", [])) for leg in ev.get("legs", {}).values()), default=0),
+                      jobs=len(runs), instance_hours=hours,
+                      cost_usd=sum(costs) if costs and all(c is not None for c in costs) else None)
+    designs: list[Design] = []
+    pilot = None
+    if sigma is None or margin is None:
+        n = max(first, 3)
+        pilot = Design(name="pilot", what=f"no spread to plan from: a pilot of {n} seeds per leg (`bakeoff run`) "
+                       "measures it; then `bakeoff plan --from RUN_DIR`, or run `--until-decided` and let the "
+                       "rounds find the seeds", spend=_spend(n, legs))
+    else:
+        for power in (0.8, 0.95):
+            n = stats.seeds_for_power(sigma, margin, p.alpha, power, test=p.test, sigma_df=max(pairs - 1, 1))
+            designs.append(Design(
+                name=f"fixed_{int(power * 100)}",
+                what=(f"fixed design: {n} seeds per leg give {power:.0%} probability that legs that truly agree "
+                      f"pass and that a leg worse by twice the margin fails (at SD {sigma:.3g}, allowing for its "
+                      "uncertainty)") if n else f"fixed design: more than 100 seeds per leg for {power:.0%} power",
+                spend=_spend(n, legs) if n else None))
+        for label, delta in (("if_equal", 0.0), ("if_2x_margin", 2 * margin)):
+            r = seq.simulate(max(first, 2), cap, sigma, margin, delta, p.alpha, reps=SIM_REPS, test=p.test)
+            designs.append(Design(
+                name=f"sequential_{label}",
+                what=(f"--until-decided, first round {max(first, 2)}, cap {cap}: if the legs "
+                      f"{'truly agree' if delta == 0 else 'differ by twice the margin'}, expected "
+                      f"{r['mean_seeds']:.1f} seeds per leg; pass {r['pass']:.0%}, fail {r['fail']:.0%}, "
+                      f"inconclusive {r['inconclusive']:.0%}"),
+                spend=_spend(r["mean_seeds"], legs)))
+        designs.append(Design(name="sequential_at_cap", what=f"--until-decided at its cap of {cap} seeds per leg "
+                              "(the most it can spend)", spend=_spend(cap, legs)))
+    return BudgetPlan(bakeoff=spec.name, margin=margin, alpha=p.alpha, sigma=sigma, sigma_source=source,
+                      legs=legs, designs=designs, pilot=pilot, spent=spent, max_seeds=cap, notes=notes)
+
+
+def render(plan: BudgetPlan) -> list[str]:
+    """The plan as lines for a terminal."""
+    def money(s: Spend | None) -> str:
+        if s is None:
+            return "not affordable (over 100 seeds per leg)"
+        cost = "cost unknown (no price)" if s.cost_usd is None else f"${s.cost_usd:,.2f}"
+        return (f"{s.seeds_per_leg:.1f} seeds/leg, {s.jobs:.1f} jobs, {s.instance_hours:,.2f} instance-hours, "
+                f"{cost}")
+
+    margin = "relative (unknown without a run)" if plan.margin is None else f"{plan.margin:.4g}"
+    lines = [f"bake-off {plan.bakeoff}: margin {margin}, alpha {plan.alpha}",
+             f"spread: {'none' if plan.sigma is None else f'{plan.sigma:.4g}'} ({plan.sigma_source})"]
+    for leg in plan.legs:
+        price = "no price" if leg.usd_per_hour is None else f"${leg.usd_per_hour:,.2f}/h ({leg.price_source})"
+        lines.append(f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type}, {price}; "
+                     f"{leg.hours_per_job:.3g} h/job ({leg.hours_basis})")
+    if plan.spent:
+        lines.append(f"the previous run's verdict cost: {money(plan.spent)}")
+    if plan.pilot:
+        lines.append(f"pilot: {plan.pilot.what}: {money(plan.pilot.spend)}")
+    for d in plan.designs:
+        lines.append(f"{d.name}: {money(d.spend)}")
+        lines.append(f"    {d.what}")
+    lines += [f"note: {n}" for n in plan.notes]
+    return lines

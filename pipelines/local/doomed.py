@@ -1,0 +1,97 @@
+"""Stop a doomed leg early: after each seed a leg and the baseline both finished, compare the
+leg's validation curve with the baseline's of the same seed (same eval steps) by the rule in
+bakeoff_runtime/sequential.py `doomed`: diverged, or beyond the margin by more than 3 SD of the
+eval noise at each of its last two evals. The noise is the SD of the paired end-of-training
+differences of the seeds already finished (so the second rule needs 2 finished pairs); the
+divergence rule needs none, and neither does a run the runtime stopped as diverged where the
+baseline's run of that seed trained. A doomed leg's remaining seeds are not run: they are recorded as
+failed with the reason, which the verdict reads as that leg's own training breaking (fail), and
+the terminal says so. `benchmarks/cost_of_verdict.py` measures how often the rule stops a leg
+that would have passed (0 of 4000 simulated legs within the margin)."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from ..runtime_modules import runtime_module
+
+
+def _diverged(job_dir: Path) -> str | None:
+    try:
+        summary = json.loads((job_dir / "opt" / "ml" / "model" / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return (summary.get("reason") or "diverged") if summary.get("status") == "diverged" else None
+
+
+def eval_curve(job_dir: Path, metric: str) -> list[tuple[int, float]]:
+    """(step, value) of the parity metric at each evaluation of a finished job."""
+    path = job_dir / "opt" / "ml" / "model" / "metrics.jsonl"
+    out = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("kind") == "eval" and metric in rec:
+            value = rec[metric]
+            out.append((int(rec.get("step", 0)), float(value) if value is not None else math.nan))
+    return out
+
+
+class DoomWatch:
+    """Which legs to stop, from the curves of the jobs finished so far."""
+
+    def __init__(self, spec: Any):
+        self.metric = spec.parity.metric
+        self.direction = spec.parity.direction
+        self.margin = float(spec.parity.margin) if spec.parity.margin_type == "absolute" else None
+        self.baseline = spec.baseline
+        self.curves: dict[tuple[str, int], list[tuple[int, float]]] = {}
+        self.diverged: dict[tuple[str, int], str | None] = {}
+        self.doomed: dict[str, str] = {}
+
+    def finished(self, leg: str, seed: int, job_dir: Path) -> str | None:
+        """Record a finished job; returns the reason when this makes a leg doomed (once per leg)."""
+        self.curves[(leg, seed)] = eval_curve(job_dir, self.metric)
+        self.diverged[(leg, seed)] = _diverged(job_dir)
+        legs = [leg] if leg != self.baseline else sorted({k[0] for k in self.curves} - {self.baseline})
+        for name in legs:
+            if name in self.doomed or (name, seed) not in self.curves or (self.baseline, seed) not in self.curves:
+                continue
+            why = self._judge(name, seed)
+            if why:
+                self.doomed[name] = f"stopped early after seed {seed}: {why}"
+                return self.doomed[name]
+        return None
+
+    def _judge(self, leg: str, seed: int) -> str | None:
+        # The runtime stops a run whose loss blows up (it has no validation then): broken on this
+        # leg where the baseline trained, which the verdict calls a fail whatever the other seeds do.
+        if self.diverged.get((leg, seed)) and not self.diverged.get((self.baseline, seed)):
+            return f"it diverged where {self.baseline} did not ({self.diverged[(leg, seed)]})"
+        mine, base = dict(self.curves[(leg, seed)]), dict(self.curves[(self.baseline, seed)])
+        steps = sorted(set(mine) & set(base))
+        if not steps:
+            return None
+        seq = runtime_module("sequential")
+        if self.margin is None:  # a relative margin: only divergence is judged here
+            return seq.doomed([mine[s] for s in steps], [base[s] for s in steps], math.inf,
+                              direction=self.direction)
+        return seq.doomed([mine[s] for s in steps], [base[s] for s in steps], self.margin,
+                          direction=self.direction, noise_sd=self._noise(leg))
+
+    def _noise(self, leg: str) -> float | None:
+        diffs = []
+        for (name, seed), curve in self.curves.items():
+            base = self.curves.get((self.baseline, seed))
+            if name == leg and curve and base and math.isfinite(curve[-1][1]) and math.isfinite(base[-1][1]):
+                diffs.append(curve[-1][1] - base[-1][1])
+        return statistics.stdev(diffs) if len(diffs) >= 2 else None

@@ -1,0 +1,189 @@
+"""`bakeoff run SPEC --until-decided`: seeds in rounds, stopping as soon as parity is decided.
+
+Round 1 runs the spec's seeds; after each round the Evaluate step decides at that look of
+the group-sequential design (bakeoff_runtime.sequential: repeated confidence intervals with
+Lan-DeMets alpha spending over `max_seeds`), and the run stops at pass or fail. Otherwise
+the next round grows the seeds to the evaluation's recommendation, at least one first
+round more, at most the cap; at the cap it ends inconclusive with its recommendation.
+
+Each round is an ordinary run into the same directory: the job cache keys on the request
+as run, which does not name the seed count, so every finished job is reused and only the
+new seeds run. `sequential.json` in the run directory records the rounds and their spend.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..runtime_modules import runtime_module
+from ..spec import BakeoffSpec
+from .executor import LocalExecutor, RunResult
+
+DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds
+
+
+def with_seeds(spec: BakeoffSpec, seeds: list[int]) -> BakeoffSpec:
+    """The spec with another seed list, validated again; `seeds: N` stays a count while the
+    seeds are 0..N-1, so the spec reads as it would have been written."""
+    data = spec.model_dump(mode="json")
+    data["seeds"] = len(seeds) if seeds == list(range(len(seeds))) else list(seeds)
+    grown = BakeoffSpec.model_validate(data)
+    grown._source_path = spec._source_path
+    grown._source_lines = dict(spec._source_lines)
+    return grown
+
+
+def grow(seeds: list[int], n: int) -> list[int]:
+    """`seeds` plus the next unused seeds, up to n in all."""
+    out, candidate = list(seeds), 0
+    while len(out) < n:
+        if candidate not in out:
+            out.append(candidate)
+        candidate += 1
+    return out
+
+
+def default_cap(first: int) -> int:
+    return min(100, DEFAULT_CAP_FACTOR * first)
+
+
+def check_design(first: int, max_seeds: int) -> None:
+    if first < 2:
+        raise SpecError(f"--until-decided needs at least 2 seeds in the first round (the spec has {first}): a "
+                        "spread needs two", field="seeds")
+    if max_seeds < first:
+        raise SpecError(f"--max-seeds {max_seeds} is below the first round's {first} seeds", field="--max-seeds")
+    if max_seeds > 100:
+        raise SpecError(f"--max-seeds {max_seeds}: at most 100 seeds per leg", field="--max-seeds")
+
+
+def next_size(n: int, first: int, max_seeds: int, evaluation: dict[str, Any]) -> int:
+    rec = (evaluation.get("recommendation") or {}).get("seeds")
+    return min(max_seeds, max(n + first, int(rec) if rec else 0))
+
+
+def _spend(evaluation: dict[str, Any]) -> dict[str, float | None]:
+    """Instance-hours and cost of every job the verdict read."""
+    hours = 0.0
+    cost: float | None = 0.0
+    for leg in evaluation.get("legs", {}).values():
+        count = int(leg.get("instance_count") or 1)
+        for run in leg.get("runs", []):
+            hours += (run.get("billable_s") or 0.0) * count / 3600
+            if run.get("cost_usd") is None:
+                cost = None if run.get("billable_s") else cost
+            elif cost is not None:
+                cost += run["cost_usd"]
+    return {"instance_hours": hours, "cost_usd": cost}
+
+
+def futile_checks(evaluation: dict[str, Any], looks: list[int], max_seeds: int, spending: str) -> list[str]:
+    """The undecided parity checks that look undecidable even at the cap (sequential.futile);
+    empty unless every undecided check is one of them and each is a paired comparison."""
+    seq = runtime_module("sequential")
+    undecided = [c for c in evaluation.get("checks", []) if c.get("status") == "inconclusive"]
+    if not undecided or any(c.get("test") != "paired" or c.get("sd") is None for c in undecided):
+        return []
+    alpha = float(evaluation["parity"]["alpha"])
+    final = seq.nominal_levels([*looks, max_seeds] if looks[-1] < max_seeds else looks, max_seeds, alpha,
+                               spending)[-1]
+    out = [c["name"] for c in undecided
+           if bool(seq.futile(c["diff"], c["sd"], int(c["n_pairs"]), max_seeds, final, float(c["margin"]),
+                              c.get("test_kind", "equivalence"), c.get("direction", "minimize")))]
+    return out if len(out) == len(undecided) else []
+
+
+def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None = None,
+                      spending: str | None = None, futility: bool = False, **executor_kwargs: Any) -> RunResult:
+    """Rounds until pass, fail or the cap (see the module). `futility`: also stop early, inconclusive,
+    from the second round on when even the cap would likely leave it undecided (saves the seeds a
+    difference sitting at the margin would burn; never makes a pass or fail more likely)."""
+    seq = runtime_module("sequential")
+    spending = spending or seq.POCOCK
+    if spending not in seq.SPENDING:
+        raise SpecError(f"unknown spending function {spending!r} ({', '.join(seq.SPENDING)})", field="--spending")
+    first = len(spec.seed_list)
+    max_seeds = max_seeds or default_cap(first)
+    check_design(first, max_seeds)
+    out = Path(out_dir)
+    seeds = list(spec.seed_list)
+    looks: list[int] = []
+    rounds: list[dict[str, Any]] = []
+    executed: list[str] = []
+    result: RunResult | None = None
+    stopped_early = ""
+    while True:
+        looks.append(len(seeds))
+        design = {"looks": list(looks), "max_seeds": max_seeds, "spending": spending}
+        executor = LocalExecutor(with_seeds(spec, seeds), out, sequential=design, **executor_kwargs)
+        executor_kwargs["force"] = False  # --force re-runs the first round's jobs, never an earlier round's
+        executor.progress.note(f"round {len(looks)}: {len(seeds)} seeds per leg of at most {max_seeds} "
+                               f"(look {len(looks)} of the sequential design)")
+        result = executor.run()
+        executed += [j for j in result.executed if j not in executed]
+        ev = result.evaluation
+        record = ev.get("sequential") or {}
+        rounds.append({"round": len(looks), "seeds": list(seeds), "verdict": result.verdict,
+                       "ran": list(result.executed), "reused": list(result.skipped),
+                       "ci_level": record.get("ci_level"), **_spend(ev)})
+        decided = result.verdict in ("pass", "fail")
+        if decided or len(seeds) >= max_seeds:
+            break
+        hopeless = futile_checks(ev, looks, max_seeds, spending) if futility and len(looks) > 1 else []
+        if hopeless:
+            stopped_early = (f"inconclusive, stopped early: {', '.join(hopeless)} would likely stay undecided "
+                             f"even at the cap of {max_seeds} seeds per leg (futility)")
+            break
+        n = next_size(len(seeds), first, max_seeds, ev)
+        executor.progress.note(f"round {len(looks)}: inconclusive at {len(seeds)} seeds; adding "
+                               f"{n - len(seeds)} (to {n} per leg)")
+        seeds = grow(seeds, n)
+    assert result is not None
+    why = ("decided" if result.verdict in ("pass", "fail")
+           else stopped_early or f"inconclusive at the cap of {max_seeds} seeds per leg")
+    spend = _spend(result.evaluation)
+    record = result.evaluation.get("sequential") or {}
+    executor.progress.note(f"until-decided: {result.verdict} after {len(looks)} round(s), {looks[-1]} seeds per leg "
+                           f"of at most {max_seeds} ({why}; {record.get('ci_level', 0):.1%} interval at this look, "
+                           f"Lan-DeMets {spending} alpha spending); {len(executed)} job(s) run, "
+                           f"{spend['instance_hours']:.3g} instance-hours")
+    fixed = _fixed_counterfactual(with_seeds(spec, seeds), out, max_seeds)
+    if fixed:
+        executor.progress.note(f"until-decided: {fixed['what']}")
+    _write_record(out, {"fixed_design_at_this_spread": fixed,
+                        "design": (result.evaluation.get("sequential") or {}).get("design"), "spending": spending,
+                        "max_seeds": max_seeds, "first_round": first, "looks": looks, "stopped": why,
+                        "verdict": result.verdict, "rounds": rounds,
+                        "jobs_run": len(executed), **_spend(result.evaluation)})
+    return dataclasses.replace(result, executed=executed,
+                               skipped=[j for j in result.skipped if j not in executed])
+
+
+def _fixed_counterfactual(spec: BakeoffSpec, out: Path, max_seeds: int) -> dict[str, Any] | None:
+    """What the fixed design sized for 80% power at the spread this run found would have spent."""
+    from ..budget import plan_budget
+
+    try:
+        plan = plan_budget(spec, out, max_seeds=max_seeds)
+    except (SpecError, ValueError):
+        return None
+    fixed = next((d for d in plan.designs if d.name == "fixed_80"), None)
+    if fixed is None:
+        return None
+    if fixed.spend is None:
+        return {"what": "a fixed design at this spread would need over 100 seeds per leg for 80% power"}
+    s = fixed.spend
+    cost = "" if s.cost_usd is None else f", ${s.cost_usd:,.4g}"
+    return {**s.model_dump(mode="json"), "what": (
+        f"a fixed design sized for 80% power at this spread ({plan.sigma:.3g}) would run {s.seeds_per_leg:g} "
+        f"seeds per leg: {s.jobs:g} jobs, {s.instance_hours:.3g} instance-hours{cost}")}
+
+
+def _write_record(out: Path, body: dict[str, Any]) -> None:
+    path = out / "sequential.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
+    tmp.replace(path)

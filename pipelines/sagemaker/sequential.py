@@ -1,0 +1,115 @@
+"""`--until-decided` on SageMaker: each round is the same pipeline upserted with more seeds
+and started again, so that the step cache serves the seeds already run.
+
+That works only if a finished seed's training step keeps its name and every attribute the
+step cache keys on when the seed list grows. For a training step those are
+AlgorithmSpecification, CheckpointConfig, DebugHookConfig, DebugRuleConfigurations,
+Environment, HyperParameters and InputDataConfig (AWS docs, "Default cache key attributes
+by pipeline step type": https://docs.aws.amazon.com/sagemaker/latest/dg/pipelines-default-keys.html);
+Tags are not among them, so the spec-hash tag may change. `reuse_problems` checks it on
+two definitions; the round's design (its looks) travels in the Evaluate step's config
+asset only, never in a training step.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..local.sequential import check_design, default_cap, grow, next_size, with_seeds
+from ..names import EVALUATE_STEP
+from ..runtime_modules import runtime_module
+from ..spec import BakeoffSpec
+from .compiler import Asset, CompiledPipeline, compile_pipeline
+
+# The CreateTrainingJob attributes SageMaker's step cache keys a training step on (source above).
+TRAINING_CACHE_KEYS = ("AlgorithmSpecification", "CheckpointConfig", "DebugHookConfig", "DebugRuleConfigurations",
+                       "Environment", "HyperParameters", "InputDataConfig")
+
+
+def reuse_problems(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Why a training step of `before` would not be served from the cache in `after` (empty: all would)."""
+    later = {s["Name"]: s for s in after["Steps"]}
+    problems = []
+    for step in before["Steps"]:
+        if step["Type"] != "Training":  # every seed's step, and each leg's Precompile and the Preflight
+            continue
+        other = later.get(step["Name"])
+        if other is None:
+            problems.append(f"{step['Name']}: gone from the grown pipeline")
+            continue
+        if not (other.get("CacheConfig") or {}).get("Enabled"):
+            problems.append(f"{step['Name']}: step caching is off")
+        for key in TRAINING_CACHE_KEYS:
+            if step["Arguments"].get(key) != other["Arguments"].get(key):
+                problems.append(f"{step['Name']}: {key} changed")
+    return problems
+
+
+def with_design(compiled: CompiledPipeline, design: dict[str, Any]) -> CompiledPipeline:
+    """The pipeline with the round's sequential design in the Evaluate step's config (a new
+    content-addressed asset); the training steps are untouched."""
+    definition = json.loads(json.dumps(compiled.definition))
+    evaluate = next(s for s in definition["Steps"] if s["Name"] == EVALUATE_STEP)
+    config_input = next(i for i in evaluate["Arguments"]["ProcessingInputs"] if i["InputName"] == "config")
+    old_uri = config_input["S3Input"]["S3Uri"]
+    old = next(a for a in compiled.assets if old_uri.endswith(a.key))
+    body = json.loads(old.body)
+    body["sequential"] = design
+    raw = (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
+    prefix = old.key.rsplit("/", 2)[0]
+    asset = Asset(f"{prefix}/{hashlib.sha256(raw).hexdigest()}/config.json", raw)
+    config_input["S3Input"]["S3Uri"] = f"s3://{compiled.bucket}/{asset.key}"
+    assets = tuple(sorted([a for a in compiled.assets if a.key != old.key] + [asset], key=lambda a: a.key))
+    return replace(compiled, definition=definition, assets=assets)
+
+
+def round_pipeline(spec: BakeoffSpec, seeds: list[int], looks: list[int], max_seeds: int, spending: str,
+                   **compile_kwargs: Any) -> CompiledPipeline:
+    """The pipeline of one round: the spec with these seeds, and the design's looks so far."""
+    compiled = compile_pipeline(with_seeds(spec, seeds), **compile_kwargs)
+    return with_design(compiled, {"looks": list(looks), "max_seeds": max_seeds, "spending": spending})
+
+
+def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipeline], dict[str, Any]],
+                      max_seeds: int | None = None, spending: str | None = None,
+                      **compile_kwargs: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Rounds until pass, fail or the cap. `run_round(compiled)` upserts the pipeline, starts an
+    execution, waits for it and returns its evaluation.json (ops.py's deploy/start/wait do that).
+    Returns the last evaluation and one record per round."""
+    seq = runtime_module("sequential")
+    spending = spending or seq.POCOCK
+    first = len(spec.seed_list)
+    max_seeds = max_seeds or default_cap(first)
+    check_design(first, max_seeds)
+    seeds, looks, rounds = list(spec.seed_list), [], []
+    previous: dict[str, Any] | None = None
+    while True:
+        looks.append(len(seeds))
+        compiled = round_pipeline(spec, seeds, looks, max_seeds, spending, **compile_kwargs)
+        if previous is not None:
+            problems = reuse_problems(previous, compiled.definition)
+            if problems:  # a bug in the compiler, not the user's: never pay twice silently
+                raise RuntimeError("growing the seeds would re-run finished steps: " + "; ".join(problems[:3]))
+        evaluation = run_round(compiled)
+        rounds.append({"round": len(looks), "seeds": list(seeds), "verdict": evaluation.get("verdict")})
+        if evaluation.get("verdict") in ("pass", "fail") or len(seeds) >= max_seeds:
+            return evaluation, rounds
+        previous = compiled.definition
+        seeds = grow(seeds, next_size(len(seeds), first, max_seeds, evaluation))
+
+
+def ops_round(ops: Any, parameters: dict[str, str] | None = None,
+              progress: Callable[[str], None] = lambda m: None) -> Callable[[CompiledPipeline], dict[str, Any]]:
+    """A `run_round` from SageMakerOps (or anything with its deploy/start/wait/fetch_evaluation):
+    upsert the grown pipeline, start it, wait for it and read its evaluation.json."""
+    def run_round(compiled: CompiledPipeline) -> dict[str, Any]:
+        ops.deploy(compiled, progress=progress)
+        arn = ops.start(compiled.name, parameters)
+        progress(f"round started: {arn}")
+        ops.wait(arn)
+        evaluation, _ = ops.fetch_evaluation(arn)
+        return evaluation
+    return run_round

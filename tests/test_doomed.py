@@ -1,0 +1,56 @@
+"""A doomed leg stops early: once a seed of it and of the baseline are both done and the leg is
+shown broken, its remaining seeds are recorded as failed with the reason instead of run."""
+import json
+import shutil
+
+import pytest
+
+from conftest import ROOT, bakeoff, write_spec
+
+TRN = {"name": "trn1", "instance_type": "ml.trn1.2xlarge", "backend": "neuron", "precision": "fp32"}
+G5 = {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}
+
+
+def _spec(tmp_path, plant, seeds=3):
+    shutil.copytree(ROOT / "tests" / "assets" / "verdict", tmp_path / "verdict")
+    return write_spec(tmp_path / "bakeoff.yaml", {
+        "name": "doomed", "entrypoint": {"source_dir": "verdict", "script": "train.py"},
+        "hyperparameters": {"plant": plant},
+        "training": {"global_batch_size": 16, "max_steps": 40, "log_interval": 10},
+        "legs": [TRN, G5], "seeds": seeds, "parity": {"metric": "val_mse", "margin": 0.05, "baseline": "g5"}})
+
+
+def test_the_rule_reads_curves_of_the_same_seed(tmp_path):
+    from pipelines.loader import load_spec
+    from pipelines.local.doomed import DoomWatch
+
+    watch = DoomWatch(load_spec(_spec(tmp_path, "none")))
+
+    def job(name, values):
+        model = tmp_path / name / "opt" / "ml" / "model"
+        model.mkdir(parents=True)
+        model.joinpath("metrics.jsonl").write_text("".join(
+            json.dumps({"kind": "eval", "step": 10 * (i + 1), "val_mse": v}) + "\n" for i, v in enumerate(values)))
+        return tmp_path / name
+
+    assert watch.finished("trn1", 0, job("a", [0.30, 0.20])) is None  # no baseline of seed 0 yet
+    assert watch.finished("g5", 1, job("b", [0.001, 0.0005])) is None  # another seed: nothing to pair
+    why = watch.finished("g5", 0, job("c", [0.31, 0.19]))
+    assert why is None and not watch.doomed  # within the margin
+    assert watch.finished("trn1", 1, job("d", [0.5, float("nan")])).startswith("stopped early after seed 1")
+    assert "nan" in watch.doomed["trn1"]
+
+
+@pytest.mark.slow
+def test_a_leg_that_blows_up_is_not_run_again(tmp_path):
+    out = tmp_path / "out"
+    proc = bakeoff("run", _spec(tmp_path, "blowup_on_neuron"), "--out", out, "--no-mlflow")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "leg trn1: stopped early after seed 0" in proc.stderr
+    assert proc.stderr.count("trn1-s") == proc.stderr.count("trn1-s0")  # trn1-s1 and -s2 never start
+    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    assert ev["verdict"] == "fail"
+    runs = {r["seed"]: r for r in ev["legs"]["trn1"]["runs"]}
+    assert {runs[s]["failure_kind"] for s in (1, 2)} == {"doomed"}
+    assert "stopped early after seed 0" in runs[1]["reason"]
+    assert ev["legs"]["g5"]["completed"] == 3

@@ -1,0 +1,239 @@
+"""The sequential design (`--until-decided`): boundary arithmetic against published values and an
+independent simulation, error rates that hold at bake-off seed counts, the rounds end to end, and
+the SageMaker step cache serving finished seeds when the seed list grows."""
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from bakeoff_runtime import sequential as seq
+from bakeoff_runtime import stats
+from conftest import ROOT, write_spec
+from pipelines.loader import load_spec
+from pipelines.local.sequential import grow, next_size, with_seeds
+from pipelines.sagemaker.sequential import reuse_problems, round_pipeline
+
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+
+
+# --- boundaries -------------------------------------------------------------------------------
+@pytest.mark.parametrize("spending, fractions, published", [
+    # Lan-DeMets O'Brien-Fleming (gsDesign's sfLDOF), 5 equally spaced looks, one-sided 0.025, as
+    # commonly tabulated for this spending function (Jennison & Turnbull 2000, ch. 7): 4.877 ... 2.031.
+    (seq.OBRIEN_FLEMING, [0.2, 0.4, 0.6, 0.8, 1.0], [4.877, 3.357, 2.680, 2.290, 2.031]),
+    # Lan-DeMets Pocock, the same looks: 2.438, 2.427, 2.410, 2.397, 2.386.
+    (seq.POCOCK, [0.2, 0.4, 0.6, 0.8, 1.0], [2.438, 2.427, 2.410, 2.397, 2.386]),
+    (seq.OBRIEN_FLEMING, [0.5, 1.0], [2.963, 1.969]),
+])
+def test_boundaries_match_published_values(spending, fractions, published):
+    assert seq.boundaries(fractions, 0.025, spending) == pytest.approx(published, abs=2e-3)
+
+
+@pytest.mark.parametrize("spending", seq.SPENDING)
+def test_boundaries_spend_what_the_function_says_by_simulation(spending):
+    """An independent check: Brownian motion observed at the looks crosses each boundary for the
+    first time with the spent increments (200k paths, 5 standard errors of slack)."""
+    t = np.array([0.25, 0.5, 0.75, 1.0])
+    z = np.array(seq.boundaries(t, 0.05, spending))
+    rng = np.random.default_rng(12345)
+    reps = 200_000
+    s = np.cumsum(rng.normal(0, np.sqrt(np.diff(np.concatenate([[0], t]))), (reps, 4)), axis=1)
+    crossed = s / np.sqrt(t) > z
+    first = np.where(crossed.any(1), crossed.argmax(1), -1)
+    for k in range(4):
+        want = seq.spent(t[k], 0.05, spending) - (seq.spent(t[k - 1], 0.05, spending) if k else 0)
+        got = (first == k).mean()
+        assert abs(got - want) < 5 * math.sqrt(want * (1 - want) / reps) + 1e-4, (k, got, want)
+    assert crossed.any(1).mean() == pytest.approx(0.05, abs=5 * math.sqrt(0.05 * 0.95 / reps))
+
+
+def test_one_look_is_the_fixed_design():
+    assert seq.nominal_levels([3], 3, 0.05) == pytest.approx([0.05])
+    assert seq.critical_t(0.05, 3) == pytest.approx(stats.t_quantile(0.95, 2))
+
+
+@pytest.mark.parametrize("spending", seq.SPENDING)
+@pytest.mark.parametrize("first, cap", [(3, 12), (2, 8)])
+def test_error_rates_hold_with_an_estimated_spread(spending, first, cap):
+    """At a true difference equal to the margin neither a pass nor a fail may exceed alpha over all
+    looks (a fresh simulation, not the calibration's draws; 4 standard errors of slack)."""
+    reps = 60_000
+    r = seq.simulate(first, cap, 1.0, 1.0, 1.0, 0.05, spending=spending, reps=reps, seed=99)
+    slack = 4 * math.sqrt(0.05 * 0.95 / reps)
+    assert r["pass"] <= 0.05 + slack and r["fail"] <= 0.05 + slack
+    assert r["looks"] == seq.schedule(first, cap)
+
+
+def test_uncalibrated_t_looks_would_overspend():
+    """Why the calibration exists: the z boundaries read with t quantiles cross too often."""
+    looks = (3, 6, 9, 12)
+    assert seq.calibration(looks, 12, 0.05, seq.POCOCK) < 0.97
+
+
+def test_design_record_states_design_looks_and_spent_alpha():
+    rec = seq.from_config({"looks": [3, 6], "max_seeds": 12, "spending": "pocock"}, 0.05)
+    assert rec["design"].startswith("group-sequential") and rec["looks"] == [3, 6] and not rec["final"]
+    assert rec["alpha_spent"][0] < rec["alpha_spent"][1] < 0.05
+    assert rec["ci_level"] > 0.9  # wider than the fixed design's 90% interval
+    assert seq.from_config(None, 0.05) is None
+    with pytest.raises(ValueError):
+        seq.nominal_levels([3, 13], 12, 0.05)
+
+
+def test_evaluation_reads_the_wider_interval_of_the_look():
+    """The same differences pass a fixed design's 90% interval and not the first look's."""
+    from bakeoff_runtime.evaluation import _parity_check
+
+    base = {0: 1.0, 1: 1.0, 2: 1.0}
+    leg = {0: 1.02, 1: 1.05, 2: 1.07}
+    parity = {"metric": "m", "margin": 0.1, "alpha": 0.05, "test": "equivalence", "direction": "minimize"}
+    fixed = _parity_check("a", "b", {"a": leg, "b": base}, parity, 0.8)
+    look = seq.from_config({"looks": [3], "max_seeds": 12}, 0.05)["nominal_alpha"][-1]
+    first = _parity_check("a", "b", {"a": leg, "b": base}, parity, 0.8, look)
+    assert fixed["outcome"] == "pass" and first["outcome"] == "inconclusive"
+    assert first["ci_level"] > fixed["ci_level"]
+
+
+def test_futility_only_stops_what_the_cap_would_likely_leave_undecided():
+    final = seq.nominal_levels([3, 6, 12], 12, 0.05)[-1]
+    # at the margin with a wide spread: undecidable; well inside or far beyond: not
+    assert seq.futile(0.1, 0.05, 6, 12, final, 0.1)
+    assert not seq.futile(0.0, 0.02, 6, 12, final, 0.1)
+    assert not seq.futile(0.5, 0.02, 6, 12, final, 0.1)
+    assert list(seq.futile(np.array([0.1, 0.0]), np.array([0.05, 0.02]), 6, 12, final, 0.1)) == [True, False]
+
+
+def test_futility_lowers_seeds_at_the_margin_and_never_raises_error_rates():
+    plain = seq.simulate(3, 12, 1.0, 1.0, 1.0, 0.05, reps=20_000, seed=5)
+    early = seq.simulate(3, 12, 1.0, 1.0, 1.0, 0.05, reps=20_000, seed=5, futility=True)
+    assert early["mean_seeds"] < plain["mean_seeds"]
+    assert early["pass"] <= plain["pass"] and early["fail"] <= plain["fail"]  # same draws: only fewer decisions
+
+
+def test_run_stops_on_futility_only_when_every_undecided_check_is_futile():
+    from pipelines.local.sequential import futile_checks
+
+    check = {"name": "parity:a~b", "status": "inconclusive", "test": "paired", "diff": 0.1, "sd": 0.05,
+             "n_pairs": 6, "margin": 0.1, "test_kind": "equivalence", "direction": "minimize"}
+    ev = {"parity": {"alpha": 0.05}, "checks": [check]}
+    assert futile_checks(ev, [3, 6], 12, "pocock") == ["parity:a~b"]
+    hopeful = {**check, "name": "parity:c~b", "diff": 0.0, "sd": 0.02}
+    assert futile_checks({**ev, "checks": [check, hopeful]}, [3, 6], 12, "pocock") == []
+    assert futile_checks({**ev, "checks": [{**check, "test": "welch"}]}, [3, 6], 12, "pocock") == []
+
+
+# --- the doomed-leg rule ----------------------------------------------------------------------
+def test_doomed_rule():
+    assert seq.doomed([2.0, float("nan")], [2.0, 1.9], 0.1)
+    assert "10x" in seq.doomed([2.0, 30.0], [2.0, 1.9], 0.1)
+    assert seq.doomed([2.0, 2.5, 2.4], [2.0, 1.9, 1.8], 0.1, noise_sd=0.05)
+    assert seq.doomed([2.0, 2.5, 1.85], [2.0, 1.9, 1.8], 0.1, noise_sd=0.05) is None  # recovered
+    assert seq.doomed([2.0, 2.5, 2.4], [2.0, 1.9, 1.8], 0.1) is None  # no noise estimate: margin rule off
+
+
+# --- rounds --------------------------------------------------------------------------------------
+def test_rounds_grow_by_at_least_a_first_round_and_stop_at_the_cap():
+    assert grow([0, 1, 2], 5) == [0, 1, 2, 3, 4] and grow([5, 7], 4) == [5, 7, 0, 1]
+    assert next_size(3, 3, 12, {"recommendation": {"seeds": 4}}) == 6
+    assert next_size(3, 3, 12, {"recommendation": {"seeds": 9}}) == 9
+    assert next_size(9, 3, 12, {"recommendation": {"seeds": 40}}) == 12
+    assert next_size(3, 3, 12, {"recommendation": None}) == 6
+    spec = load_spec(QUICKSTART)
+    assert with_seeds(spec, [0, 1, 2, 3]).seeds == 4 and with_seeds(spec, [0, 1, 5]).seeds == [0, 1, 5]
+
+
+def test_finished_seeds_keep_their_cache_keys_when_seeds_grow():
+    """Against the definition: every finished seed's training step keeps its name and each attribute
+    SageMaker's step cache keys on, including with managed spot (CheckpointConfig)."""
+    for overrides in ([], ["legs.0.managed_spot=true"], ["legs.0.precompile=true", "preflight.enabled=true"]):
+        spec = load_spec(QUICKSTART, overrides)
+        before = round_pipeline(spec, [0, 1, 2], [3], 12, "pocock").definition
+        after = round_pipeline(spec, [0, 1, 2, 3, 4, 5], [3, 6], 12, "pocock").definition
+        assert reuse_problems(before, after) == []
+        names = {s["Name"] for s in after["Steps"]}
+        assert {"Train-trn1-s5", "Train-p4d-s5"} <= names
+        if "legs.0.precompile=true" in overrides:  # the leg's compile cache is warmed once, then served
+            assert {"Precompile-trn1", "Preflight"} <= names
+        evaluate = next(s for s in after["Steps"] if s["Name"] == "Evaluate")
+        assert evaluate != next(s for s in before["Steps"] if s["Name"] == "Evaluate")  # the new look
+    changed = round_pipeline(load_spec(QUICKSTART, ["model.dropout=0.1"]), [0, 1, 2, 3], [3, 4], 12,
+                             "pocock").definition
+    assert any("Environment changed" in p or "HyperParameters changed" in p for p in
+               reuse_problems(before, changed))  # the check can fail
+
+
+# --- end to end (real jobs) ---------------------------------------------------------------------
+def _spec(tmp_path, plant, legs, margin, seeds):
+    shutil.copytree(ROOT / "tests" / "assets" / "verdict", tmp_path / "verdict")
+    return load_spec(write_spec(tmp_path / "bakeoff.yaml", {
+        "name": "verdict", "entrypoint": {"source_dir": "verdict", "script": "train.py"},
+        "hyperparameters": {"plant": plant},
+        "training": {"global_batch_size": 16, "max_steps": 40, "log_interval": 10},
+        "legs": legs, "seeds": seeds, "parity": {"metric": "val_mse", "margin": margin, "baseline": "g5"}}))
+
+
+G5 = {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}
+
+
+@pytest.mark.slow
+def test_a_regression_clear_after_the_first_round_stops_there_with_fail(tmp_path):
+    from pipelines.local.sequential import run_until_decided
+
+    trn = {"name": "trn1", "instance_type": "ml.trn1.2xlarge", "backend": "neuron", "precision": "fp32"}
+    spec = _spec(tmp_path, "lr_on_neuron", [trn, G5], 0.02, 3)
+    result = run_until_decided(spec, tmp_path / "out", max_seeds=9, mlflow=False)
+    assert result.verdict == "fail" and result.exit_code == 1
+    record = json.loads((tmp_path / "out" / "sequential.json").read_text())
+    assert record["looks"] == [3] and len(record["rounds"]) == 1 and record["jobs_run"] == 6
+    assert result.evaluation["sequential"]["looks"] == [3]
+
+
+@pytest.mark.slow
+def test_an_undecidable_comparison_stops_at_the_cap_inconclusive_with_a_recommendation(tmp_path):
+    from pipelines.local.sequential import run_until_decided
+
+    m5 = {"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32"}
+    spec = _spec(tmp_path, "reshuffle_leg=m5", [m5, G5], 0.01, 2)
+    result = run_until_decided(spec, tmp_path / "out", max_seeds=4, mlflow=False)
+    assert result.verdict == "inconclusive" and result.exit_code == 3
+    assert result.evaluation["recommendation"]["why"]
+    record = json.loads((tmp_path / "out" / "sequential.json").read_text())
+    assert record["looks"] == [2, 4] and record["stopped"].startswith("inconclusive at the cap")
+    # the second round ran only the new seeds: the job cache served the first round's
+    assert sorted(record["rounds"][1]["reused"]) == ["g5-s0", "g5-s1", "m5-s0", "m5-s1"]
+    assert sorted(record["rounds"][1]["ran"]) == ["g5-s2", "g5-s3", "m5-s2", "m5-s3"]
+    assert result.evaluation["sequential"]["final"]
+
+
+def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():
+    """Against a stand-in for SageMakerOps: each round upserts the same pipeline with more seeds (the
+    finished seeds' steps unchanged) and stops at the first decided verdict."""
+    from pipelines.sagemaker.sequential import ops_round, run_until_decided
+
+    class Ops:
+        def __init__(self):
+            self.deployed, self.verdicts = [], ["inconclusive", "pass"]
+
+        def deploy(self, compiled, progress=None):
+            self.deployed.append(compiled)
+
+        def start(self, name, parameters=None):
+            return f"arn:{len(self.deployed)}"
+
+        def wait(self, arn):
+            return {"status": "Succeeded"}
+
+        def fetch_evaluation(self, arn):
+            return {"verdict": self.verdicts[len(self.deployed) - 1], "recommendation": {"seeds": 5}}, {}
+
+    ops = Ops()
+    spec = load_spec(QUICKSTART, ["seeds=3"])
+    evaluation, rounds = run_until_decided(spec, run_round=ops_round(ops), max_seeds=12)
+    assert evaluation["verdict"] == "pass" and [r["seeds"] for r in rounds] == [[0, 1, 2], [0, 1, 2, 3, 4, 5]]
+    first, second = (c.definition for c in ops.deployed)
+    assert {c.name for c in ops.deployed} == {ops.deployed[0].name}  # one pipeline, upserted
+    assert reuse_problems(first, second) == []
+    config = next(a for a in ops.deployed[1].assets if a.key.endswith("config.json") and b"sequential" in a.body)
+    assert json.loads(config.body)["sequential"]["looks"] == [3, 6]
