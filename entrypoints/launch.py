@@ -140,6 +140,11 @@ def main(argv: list[str]) -> int:
         record_failure(env, f"training script {script.name} not found in the code bundle", "script")
         print(f"[bakeoff] ERROR: training script {script} not found", file=sys.stderr)
         return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 2
+    blocked = collective_gate(env)
+    if blocked:
+        record_failure(env, blocked, "collective")
+        print(f"[bakeoff] {blocked}", file=sys.stderr, flush=True)
+        return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 1
     from bakeoff_runtime.mlflow_install import ensure_mlflow
 
     ensure_mlflow(HERE)
@@ -149,6 +154,37 @@ def main(argv: list[str]) -> int:
               f"host {env.current_host} is node {env.host_rank}, meeting on {env.master_addr}:{env.master_port}",
               flush=True)
     return supervise(env, cmd)
+
+
+def collective_gate(env: TrainingEnv) -> str | None:
+    """Why this job must not train, when its leg's Collective step found a wrong result (its
+    model.tar.gz, or collective.json, arrives in the `collective` channel); None otherwise."""
+    import tarfile
+
+    from bakeoff_runtime.contract import COLLECTIVE_CHANNEL, COLLECTIVE_RESULT
+
+    channel = env.channels.get(COLLECTIVE_CHANNEL)
+    if channel is None or not channel.exists():
+        return None
+    result = None
+    for path in sorted(channel.rglob("*")):
+        try:
+            if path.name == COLLECTIVE_RESULT:
+                result = json.loads(path.read_text())
+            elif path.name.endswith(".tar.gz"):
+                with tarfile.open(path) as tar:
+                    member = next((m for m in tar.getmembers() if Path(m.name).name == COLLECTIVE_RESULT), None)
+                    handle = tar.extractfile(member) if member else None
+                    result = json.loads(handle.read()) if handle else None
+        except (OSError, ValueError, tarfile.TarError) as exc:
+            return f"collective check result unreadable ({path.name}: {exc}), so the leg did not train"
+        if result is not None:
+            break
+    if result is None:
+        return "the collective check left no result, so the leg did not train"
+    if result.get("ok"):
+        return None
+    return f"collective check failed, so the leg did not train: {result.get('reason') or 'no reason given'}"
 
 
 def record_crash(env: TrainingEnv, exc: BaseException) -> None:

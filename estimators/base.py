@@ -37,6 +37,13 @@ class InstanceType:
     # DescribeInstanceTypes as generated into eksctl pkg/utils/instance/instance_types.go
     # (8b75484b, 2026-08-12): every trn, p and g type here has it; m5 and c5 are EBS only.
     local_storage: bool = False
+    # Published network bandwidth per instance, Gbps (0: not recorded); the collective check's
+    # yardstick for jobs across instances. trn1: "EFA bandwidth (Gbps)" column of the Neuron docs'
+    # Trn1/Trn1n architecture page (awsdocs-neuron.readthedocs-hosted.com, general/arch/neuron-hardware/
+    # trn1-arch): trn1.2xlarge "up-to 25", trn1.32xlarge 800, trn1n.32xlarge 1,600. p4d: "400 Gbps
+    # Elastic Fabric Adapter (EFA)" (AWS Compute blog, "Amazon EC2 P4d instances deep dive", 2020).
+    # p5: "up to 3,200 Gbps" (EC2 User Guide, p5-efa: maximize network bandwidth with EFA).
+    network_gbps: int = 0
 
 
 @dataclass(frozen=True)

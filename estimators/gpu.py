@@ -13,9 +13,11 @@ class Gpu(LegKind):
     instances = {
         i.name: i
         for i in (
-            instance("ml.p4d.24xlarge", "A100 40GB", 8, 8, 96, 1152, 320, efa=True, efa_rdma=True, local_storage=True),
+            instance("ml.p4d.24xlarge", "A100 40GB", 8, 8, 96, 1152, 320, efa=True, efa_rdma=True, local_storage=True,
+                     network_gbps=400),
             instance("ml.p4de.24xlarge", "A100 80GB", 8, 8, 96, 1152, 640, efa=True, efa_rdma=True, local_storage=True),
-            instance("ml.p5.48xlarge", "H100 80GB", 8, 8, 192, 2048, 640, efa=True, efa_rdma=True, local_storage=True),
+            instance("ml.p5.48xlarge", "H100 80GB", 8, 8, 192, 2048, 640, efa=True, efa_rdma=True, local_storage=True,
+                     network_gbps=3200),
             instance("ml.g5.xlarge", "A10G 24GB", 1, 1, 4, 16, 24, local_storage=True),
             # EC2 lists EFA on g5.12xlarge, but SageMaker's own drivers enable it only on g5.48xlarge.
             instance("ml.g5.12xlarge", "A10G 24GB", 4, 4, 48, 192, 96, local_storage=True),

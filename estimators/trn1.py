@@ -19,12 +19,12 @@ class Trn1(LegKind):
     instances = {
         i.name: i
         for i in (
-            instance("ml.trn1.2xlarge", "Trainium", 1, 2, 8, 32, 32, local_storage=True),
+            instance("ml.trn1.2xlarge", "Trainium", 1, 2, 8, 32, 32, local_storage=True, network_gbps=25),
             instance("ml.trn1.32xlarge", "Trainium", 16, 32, 128, 512, 512, efa=True, efa_rdma=True,
-                     local_storage=True),
+                     local_storage=True, network_gbps=800),
             # trn1n: 16 EFA devices; Neuron's multi-node setup sets FI_EFA_USE_DEVICE_RDMA=1 on trn1 and trn1n.
             instance("ml.trn1n.32xlarge", "Trainium", 16, 32, 128, 512, 512, efa=True, efa_rdma=True,
-                     local_storage=True),
+                     local_storage=True, network_gbps=1600),
         )
     }
 

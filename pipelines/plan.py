@@ -68,13 +68,21 @@ class PlannedLeg:
     processes_per_host: int
     image: str | None  # None: no published image (the spec refuses that unless `image:` is given)
     batching: Batching  # on the target hardware
-    local_batching: Batching  # on this machine, one process
+    local_batching: Batching  # on this machine (its world size: the processes that run there)
+    derived_from: Mapping[str, Any] | None = None  # a scaling size or ablation: scaling.Derivation.to_json()
+    local_processes_why: str = "one process (global batch kept)"
+
+    @property
+    def local_processes(self) -> int:
+        return self.local_batching.world_size
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "instance_type": self.instance_type, "instance_count": self.instance_count,
                 "backend": self.backend, "precision": self.precision, "devices": self.devices,
                 "processes_per_host": self.processes_per_host, "image": self.image,
-                "batching": {"target": self.batching.as_dict(), "local": self.local_batching.as_dict()}}
+                "batching": {"target": self.batching.as_dict(), "local": self.local_batching.as_dict()},
+                "derived_from": dict(self.derived_from) if self.derived_from else None,
+                "local_processes": self.local_processes, "local_processes_why": self.local_processes_why}
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,10 @@ class Plan:
 
 
 def spec_hash(spec: BakeoffSpec) -> str:
-    return digest(spec.canonical(), 12)
+    """The hash of the spec as declared (an expanded spec hashes as the spec it came from)."""
+    from .scaling import declared
+
+    return digest(declared(spec).canonical(), 12)
 
 
 def training_hyperparameters(spec: BakeoffSpec) -> dict[str, Any]:
@@ -169,24 +180,39 @@ def _image(spec: BakeoffSpec, leg: Leg) -> str | None:
         return None
 
 
-def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle | None = None) -> Plan:
-    """The plan of `spec`, its code bundle read from `base_dir` (default: the spec file's folder)
-    unless the bundle is given (one already uploaded)."""
+def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle | None = None,
+               local_gpu: bool | None = None) -> Plan:
+    """The plan of `spec` (with the legs its scaling sweeps and ablations derive), its code bundle
+    read from `base_dir` (default: the spec file's folder) unless the bundle is given (one already
+    uploaded). `local_gpu`: whether this machine's runs use a GPU (default: detected)."""
     from .loader import spec_base_dir
+    from .scaling import derivations, expand, local_processes
 
+    spec = expand(spec)
+    derived = derivations(spec)
+    if local_gpu is None:
+        from .local.executor import gpu_available
+
+        local_gpu = gpu_available()
     bundle = bundle or bundle_for(spec, base_dir or spec_base_dir(spec))
     base = training_hyperparameters(spec)
     t = spec.training
     legs, jobs = [], []
     for leg in spec.legs:
-        target = derive_batching(t.global_batch_size, leg.devices, t.max_per_device_batch_size)
-        local = derive_batching(t.global_batch_size, 1, t.max_per_device_batch_size)
+        d = derived.get(leg.name)
+        global_batch = d.global_batch_size if d else t.global_batch_size
+        target = derive_batching(global_batch, leg.devices, t.max_per_device_batch_size)
+        emulation = leg.kind.local_emulation(leg.backend_name, local_gpu).backend
+        processes, why = local_processes(spec, leg.name, leg.devices, global_batch, emulation)
+        local = derive_batching(global_batch, processes, t.max_per_device_batch_size)
         legs.append(PlannedLeg(leg.name, leg.instance_type, leg.instance_count, leg.backend_name, leg.precision,
-                               leg.devices, leg.instance.devices, _image(spec, leg), target, local))
+                               leg.devices, leg.instance.devices, _image(spec, leg), target, local,
+                               _frozen(d.to_json()) if d else None, why))
         env = _frozen(leg_environment(spec, leg))
         for seed in spec.seed_list:
             hps = {**base, "seed": seed, "leg": leg.name, "per_device_batch_size": target.per_device_batch_size,
-                   "gradient_accumulation_steps": target.gradient_accumulation_steps}
+                   "gradient_accumulation_steps": target.gradient_accumulation_steps,
+                   "global_batch_size": global_batch}
             jobs.append(PlannedJob(leg.name, seed, job_name(leg.name, seed), step_name(leg.name, seed),
                                    bundle.script, _frozen(hps), env))
     return Plan(spec, spec_hash(spec), bundle, tuple(legs), tuple(jobs))
@@ -196,16 +222,40 @@ def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict
                       emulated_on: dict[str, str | None], cost_basis: str, mlflow: dict[str, Any]) -> dict[str, Any]:
     """What the evaluation step reads: per leg its hardware, seeds and price (with source), and the parity rule.
     One builder for the local executor and the SageMaker compiler."""
+    from .scaling import derivations, expand
+
+    spec = expand(spec)
+    derived = derivations(spec)
     legs = {}
     for leg in spec.legs:
         price = prices.get(leg.name)
+        d = derived.get(leg.name)
         legs[leg.name] = {
             "image": images.get(leg.name), "instance_type": leg.instance_type, "instance_count": leg.instance_count,
             "backend": leg.backend, "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list,
             "emulated_on": emulated_on.get(leg.name),
             "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
                        "note": price.note} if price else None),
+            **({"derived_from": d.to_json(), "global_batch_size": d.global_batch_size} if d else {}),
         }
     return {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs,
             "parity": {**spec.parity.model_dump(), "baseline": spec.baseline},
-            "cost_basis": cost_basis, "mlflow": mlflow}
+            "cost_basis": cost_basis, "mlflow": mlflow, **_derived_config(spec)}
+
+
+def _derived_config(spec: BakeoffSpec) -> dict[str, Any]:
+    """The scaling sweeps and ablations, for the evaluation (absent when the spec declares none)."""
+    from .scaling import ABLATION, derivations, sweeps
+
+    out: dict[str, Any] = {}
+    groups = sweeps(spec)
+    if groups:
+        out["scaling"] = {source: {"mode": spec.leg(source).scaling_mode, "legs": names,
+                                   "global_batch_size": spec.training.global_batch_size}
+                          for source, names in groups.items()}
+    ablations = [{"leg": d.source, "ablation_leg": d.name, "precision": spec.leg(d.source).precision,
+                  "ablation_precision": spec.leg(d.name).precision}
+                 for d in derivations(spec).values() if d.kind == ABLATION]
+    if ablations:
+        out["ablations"] = ablations
+    return out

@@ -77,7 +77,82 @@ def refresh(region: str, session=None) -> dict[str, Any]:
     path = cache_path(region)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    try:
+        refresh_availability(session=session)
+    except Exception as exc:  # the prices are cached; where else the instances run is a bonus
+        import sys
+
+        print(f"bakeoff: could not refresh where the catalog's instances are offered ({exc}); "
+              "`bakeoff validate` falls back to the bundled snapshot", file=sys.stderr)
     return body
+
+
+# --- where each instance type is offered for training -----------------------------------
+def availability_path() -> Path:
+    return cache_path("all").with_name("training-availability.json")
+
+
+def parse_regions(price_list: Iterable[str | dict[str, Any]]) -> dict[str, list[str]]:
+    """instance type -> regions with an on-demand SageMaker Training row, from GetProducts entries."""
+    out: dict[str, set[str]] = {}
+    for item in price_list:
+        product = json.loads(item) if isinstance(item, str) else item
+        attrs = product.get("product", {}).get("attributes", {})
+        instance = attrs.get("instanceName") or attrs.get("instanceType")
+        region = attrs.get("regionCode")
+        if attrs.get("platoinstancetype") != "Training" or not instance or not region:
+            continue
+        priced = any(float(dim.get("pricePerUnit", {}).get("USD") or 0) > 0
+                     for term in product.get("terms", {}).get("OnDemand", {}).values()
+                     for dim in term.get("priceDimensions", {}).values())
+        if priced:
+            out.setdefault(instance, set()).add(region)
+    return {name: sorted(regions) for name, regions in sorted(out.items())}
+
+
+def refresh_availability(instance_types: Iterable[str] | None = None, session=None) -> dict[str, Any]:
+    """Training rows of each instance type in every region (pricing:GetProducts filtered by
+    instanceName and platoinstancetype=Training, no region filter), cached with their date.
+    The attribute names are those public SageMaker pricing clients filter on (productFamily
+    "ML Instance", regionCode, instanceName, platoinstancetype)."""
+    import boto3
+    from botocore.config import Config
+
+    from estimators import all_instance_types
+
+    from .sagemaker.ops import aws
+
+    session = session or boto3.session.Session()
+    client = session.client("pricing", region_name="us-east-1", config=Config(retries={"mode": "adaptive",
+                                                                                       "max_attempts": 10}))
+    products: list[str] = []
+    for name in instance_types or all_instance_types():
+        token = None
+        with aws(f"read the regions offering {name} for training (needs pricing:GetProducts)"):
+            while True:
+                kw = {"ServiceCode": "AmazonSageMaker", "MaxResults": 100, "FormatVersion": "aws_v1",
+                      "Filters": [{"Type": "TERM_MATCH", "Field": "instanceName", "Value": name},
+                                  {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": "Training"}]}
+                if token:
+                    kw["NextToken"] = token
+                page = client.get_products(**kw)
+                products += page.get("PriceList", [])
+                token = page.get("NextToken")
+                if not token:
+                    break
+    body = {"source": SOURCE, "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "regions": parse_regions(products)}
+    path = availability_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    return body
+
+
+def cached_availability() -> dict[str, Any] | None:
+    try:
+        return json.loads(availability_path().read_text())
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def cached(region: str) -> dict[str, dict[str, Any]] | None:

@@ -82,4 +82,17 @@ def design_warnings(spec: BakeoffSpec) -> list[str]:
     if spec.security.network_isolation and spec.mlflow.enabled and spec.mlflow.tracking_uri:
         out.append("security.network_isolation: the training jobs cannot reach MLflow; their runs are back-filled by "
                    "the Evaluate step from their metrics")
-    return out
+    return out + market_warnings(spec)
+
+
+def market_warnings(spec: BakeoffSpec) -> list[str]:
+    """Price class of the legs against the baseline, and whether the spec's region sells them."""
+    from .price_class import price_class_warnings
+    from .prices import cached
+    from .regions import region_warnings
+
+    try:
+        prices = cached(spec.storage.region)
+    except (ValueError, KeyError):  # a damaged cache must not stop validation: the bundled table stands in
+        prices = None
+    return price_class_warnings(spec, prices) + region_warnings(spec)

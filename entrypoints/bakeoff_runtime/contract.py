@@ -28,6 +28,11 @@ SUMMARY_SCHEMA = "bakeoff.summary/1"
 EVALUATION_SCHEMA = "bakeoff.evaluation/2"
 PLAN_SCHEMA = "bakeoff.plan/1"
 # What decides a verdict; fixed before the data (the evaluation records it).
+# The input channel through which a leg's training jobs receive its Collective step's result
+# (that step's model.tar.gz, holding collective.json): a failed check stops only that leg.
+COLLECTIVE_CHANNEL = "collective"
+COLLECTIVE_RESULT = "collective.json"
+
 PARITY_RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline")
 
 

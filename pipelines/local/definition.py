@@ -19,6 +19,7 @@ class Context:
     execution_arn: str
     training_job_names: dict[str, str] = field(default_factory=dict)  # step name -> TrainingJobName
     property_files: dict[tuple[str, str], Path] = field(default_factory=dict)  # (step, property file) -> file
+    model_artifacts: dict[str, str] = field(default_factory=dict)  # step name -> its model.tar.gz URI
 
     def get(self, path: str) -> Any:
         if path.startswith("Parameters."):
@@ -30,6 +31,9 @@ class Context:
         m = re.fullmatch(r"Steps\.(?P<step>[^.]+)\.TrainingJobName", path)
         if m:
             return self.training_job_names[m["step"]]
+        m = re.fullmatch(r"Steps\.(?P<step>[^.]+)\.ModelArtifacts\.S3ModelArtifacts", path)
+        if m:
+            return self.model_artifacts[m["step"]]
         m = re.fullmatch(r"Steps\.(?P<step>[^.]+)\.PropertyFiles\.(?P<file>.+)", path)
         if m:
             return self.property_files[(m["step"], m["file"])]

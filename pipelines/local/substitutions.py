@@ -95,13 +95,15 @@ class Substitutions:
             emu = self.emulation[leg.name]
             extra = ", ".join(f"{k}={v}" for k, v in emu.environment.items())
             lines.append(f"leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.backend}, "
-                         f"{leg.processes_per_host} processes per host) -> {self.hosts} host x 1 process on "
+                         f"{leg.processes_per_host} processes per host) -> {self.hosts} host x "
+                         f"{leg.local_processes} process{'es' if leg.local_processes > 1 else ''} on "
                          f"{emu.device_label}" + (f" ({extra})" if extra else "")
                          + (f", BAKEOFF_BACKEND={emu.backend}" if emu.backend != leg.backend else "")
                          + f"; per-device batch {leg.batching.per_device_batch_size} x accumulation "
                          f"{leg.batching.gradient_accumulation_steps} -> {leg.local_batching.per_device_batch_size} x "
                          f"{leg.local_batching.gradient_accumulation_steps} (global batch "
-                         f"{leg.local_batching.global_batch_size} kept)")
+                         f"{leg.local_batching.global_batch_size} kept)"
+                         + (f"; {leg.local_processes_why}" if leg.derived_from or leg.local_processes > 1 else ""))
         if self.mlflow:
             lines.append(f"MLflow -> {self.mlflow['MLFLOW_TRACKING_URI']} (the client of this Python; no install)")
         lines.append("the Evaluate step's evaluation config -> emulated: speed and cost labelled, local wall time "
@@ -123,7 +125,7 @@ class Substitutions:
         env = {k: self._local_value(v) for k, v in env_in.items() if k != ENV["mlflow_install"]}
         env.update(emu.environment)
         env[ENV["backend"]] = emu.backend
-        env[ENV["nproc_per_node"]] = "1"
+        env[ENV["nproc_per_node"]] = str(planned.local_processes)  # 1 unless a scaling sweep's leg
         env[ENV["emulated_on"]] = emu.device_label
         env[ENV["spec_hash"]] = self.plan.spec_hash  # a tag on SageMaker; the runtime records it
         env[ENV["checkpoint_dir"]] = str(opt_ml / "checkpoints")
@@ -186,6 +188,9 @@ class Substitutions:
                              "not indicative of the target hardware")
         for name, leg in out["legs"].items():
             leg["emulated_on"] = self.emulation[name].device_label
+            planned = self.plan.leg(name)
+            leg["local_processes"] = planned.local_processes
+            leg["local_processes_why"] = planned.local_processes_why
             price = prices.get(name)
             if price is not None:
                 leg["price"] = {"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,

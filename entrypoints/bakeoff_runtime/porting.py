@@ -1,0 +1,201 @@
+"""What porting cost: per leg against the baseline, what it took to run the same model there.
+
+- lines of training code that differ: 0 when one script ran on every leg (bakeoff's spec has
+  no per-leg script today, so that is always the case and the section says so); a unified
+  diff when a leg's config carries its own script (`script_source`), ready for such an override;
+- the preflight's findings and their fixes, where a preflight ran (the pipeline's Preflight
+  step, handed over by the local executor as config["preflight"]);
+- compile time, and what a warm compile cache saved against a cold start (the evaluation's
+  per-leg cold/warm split);
+- the numerics settings that differ: autocast, master weights, stochastic rounding and
+  compiler flags, from the precision and the job environment the pipeline compiled
+  (config legs[].numerics_environment) or the runs' recorded environment;
+- the collective check's outcome, where one ran (config["collective"]).
+
+Runs in the Evaluate step: standard library only.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+from typing import Any
+
+# Job environment that changes numerics (what the evaluation config carries per leg).
+NUMERICS_ENV = ("NEURON_CC_FLAGS", "NEURON_RT_STOCHASTIC_ROUNDING_EN", "XLA_USE_BF16", "XLA_DOWNCAST_BF16",
+                "NVIDIA_TF32_OVERRIDE")
+NUMERICS_FIELDS = ("autocast", "master_weights", "stochastic_rounding", "compiler_flags")
+
+
+def code_difference(baseline: str | None, leg: str | None, names: tuple[str, str] = ("baseline", "leg")
+                    ) -> dict[str, Any]:
+    """Lines that differ between two training scripts (added + removed), with the unified diff."""
+    if baseline is None or leg is None or baseline == leg:
+        return {"lines_differ": 0, "diff": None}
+    diff = list(difflib.unified_diff(baseline.splitlines(), leg.splitlines(), *names, lineterm=""))
+    changed = sum(1 for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    return {"lines_differ": changed, "diff": "\n".join(diff)}
+
+
+def numerics(leg_cfg: dict[str, Any], figures: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The settings that decide a leg's arithmetic, each with where it comes from."""
+    env = dict(leg_cfg.get("numerics_environment") or {})
+    runs = (figures or {}).get("runs", [])
+    recorded: dict[str, Any] = next((dict(r["environment"]) for r in runs if r.get("environment")), {})
+    backend, precision = leg_cfg.get("backend"), leg_cfg.get("precision")
+    flags = env.get("NEURON_CC_FLAGS") or recorded.get("neuron_cc_flags")
+    rounding = env.get("NEURON_RT_STOCHASTIC_ROUNDING_EN")
+    if rounding is not None:
+        sr = "on" if rounding == "1" else "off"
+    else:
+        sr = "runtime default" if backend in ("neuron", "torchneuron") else "n/a (not Neuron)"
+    return {
+        # bakeoff's runtime autocasts the forward pass only and keeps fp32 parameters and optimizer state.
+        "autocast": "bf16 (forward pass)" if precision == "bf16" else "off (fp32)",
+        "master_weights": "fp32",
+        "stochastic_rounding": sr,
+        "compiler_flags": flags or ("none (eager)" if backend in ("cuda", "cpu") else "default"),
+        "environment": {k: env[k] for k in sorted(env) if k in NUMERICS_ENV},
+    }
+
+
+def _cache_saving(f: dict[str, Any]) -> dict[str, Any]:
+    split = f.get("compile_cache") or {}
+    cold, warm = split.get("time_to_first_step_s_cold"), split.get("time_to_first_step_s_warm")
+    out = {"compile_time_s": f.get("compile_time_s_mean"), "cold_runs": split.get("cold_runs", 0),
+           "warm_runs": split.get("warm_runs", 0), "time_to_first_step_s_cold": cold,
+           "time_to_first_step_s_warm": warm, "saved_s": None, "saved_fraction": None}
+    if cold is not None and warm is not None:
+        out["saved_s"] = cold - warm
+        out["saved_fraction"] = (cold - warm) / cold if cold else None
+        out["note"] = "time to first step, cold start minus warm start"
+    elif f.get("emulated") and f.get("backend") == "neuron":
+        # On PyTorch/XLA's CPU device the persistent cache keeps stable keys but cannot load them
+        # (pytorch/xla issue 9094): a local run cannot show Neuron's saving.
+        out["note"] = "emulated on XLA's CPU device, which cannot load cached executables: the saving shows on trn1"
+    elif not split:
+        out["note"] = "no compile cache in play for this leg"
+    else:
+        out["note"] = ("only cold starts so far: a second run with the same inputs shows what the warm cache saves"
+                       if cold is not None else "only warm starts: no cold start to compare with")
+    return out
+
+
+def _preflight(config: dict[str, Any], leg: str) -> dict[str, Any] | None:
+    found = config.get("preflight")
+    if not found or found.get("leg") != leg:
+        return None
+    problems = found.get("problems") or []
+    return {"verdict": found.get("verdict"), "blockers": found.get("blockers", 0),
+            "findings": [{"kind": p.get("kind"), "blocker": bool(p.get("blocker")),
+                          "where": p.get("where") or p.get("op") or p.get("parameter") or p.get("cause"),
+                          "fix": p.get("fix")} for p in problems]}
+
+
+def section(config: dict[str, Any], figures: dict[str, dict[str, Any]], baseline: str) -> dict[str, Any]:
+    """evaluation.json's `porting`: one entry per leg other than the baseline."""
+    legs_cfg = config.get("legs", {})
+    base_cfg = legs_cfg.get(baseline, {})
+    base_numerics = numerics(base_cfg, figures.get(baseline))
+    out: dict[str, Any] = {"baseline": baseline, "legs": {}}
+    per_leg_scripts = any("script_source" in c for c in legs_cfg.values())
+    out["code_note"] = ("per-leg scripts given: lines that differ are counted against the baseline's" if per_leg_scripts
+                        else "one training script ran on every leg (the spec has no per-leg script), so no line "
+                             "of training code differs; the port is in the backend bakeoff's runtime chose")
+    for name, cfg in legs_cfg.items():
+        if name == baseline:
+            continue
+        mine = numerics(cfg, figures.get(name))
+        differ = [k for k in NUMERICS_FIELDS if mine[k] != base_numerics[k]]
+        entry = {
+            "backend": cfg.get("backend"), "baseline_backend": base_cfg.get("backend"),
+            "code": code_difference(base_cfg.get("script_source"), cfg.get("script_source"), (baseline, name)),
+            "preflight": _preflight(config, name),
+            "compile": _cache_saving(figures.get(name) or {}),
+            "baseline_compile": _cache_saving(figures.get(baseline) or {}),
+            "numerics": mine, "baseline_numerics": base_numerics, "numerics_differ": differ,
+            "collective": (config.get("collective") or {}).get(name),
+        }
+        out["legs"][name] = entry
+    return out
+
+
+# --- rendering (one call each from report.py) ------------------------------------------------
+def _n(v, spec="{:.3g}") -> str:
+    return "-" if v is None else spec.format(v)
+
+
+def _rows(ev: dict[str, Any]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    p = ev.get("porting") or {}
+    legs = p.get("legs") or {}
+    names = list(legs)
+
+    def col(fn):
+        return [fn(legs[n]) for n in names]
+
+    def pre(e):
+        f = e.get("preflight")
+        if not f:
+            return "not run (preflight.enabled or `bakeoff preflight`)"
+        return f"{f['verdict']}, {f['blockers']} blocker(s), {len(f['findings'])} finding(s)"
+
+    def saved(e):
+        c = e["compile"]
+        if c.get("saved_s") is None:
+            return c.get("note", "-")
+        return f"{_n(c['saved_s'])} s ({_n(100 * (c['saved_fraction'] or 0), '{:.0f}')}% of a cold start)"
+
+    def coll(e):
+        c = e.get("collective")
+        if not c:
+            return "not run"
+        if not c.get("ok"):
+            return f"FAILED: {c.get('reason', '?')}"
+        bus = (c.get("bandwidth") or {}).get("all_reduce", {}).get("busbw_GBps")
+        return f"exact at {c.get('world_size')} processes; all-reduce bus bandwidth {_n(bus)} GB/s"
+
+    return [
+        ("against", [p.get("baseline", "-")] * len(names)),
+        ("lines of training code that differ", col(lambda e: str(e["code"]["lines_differ"]))),
+        ("preflight", col(pre)),
+        ("compile time (mean, s)", col(lambda e: _n(e["compile"]["compile_time_s"]))),
+        ("saved by a warm cache", col(saved)),
+        ("numerics that differ", col(lambda e: ", ".join(
+            f"{k}: {e['numerics'][k]} vs {e['baseline_numerics'][k]}" for k in e["numerics_differ"]) or "none")),
+        ("collective check", col(coll)),
+    ], names
+
+
+def section_markdown(ev: dict[str, Any]) -> list[str]:
+    p = ev.get("porting")
+    if not p or not p.get("legs"):
+        return []
+    rows, names = _rows(ev)
+    out = ["", "## What porting cost", "", p.get("code_note", ""), "",
+           "| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    out += [f"| {label} | " + " | ".join(v.replace("|", "\\|") for v in values) + " |" for label, values in rows]
+    for name, e in p["legs"].items():
+        for f in (e.get("preflight") or {}).get("findings", []):
+            out.append(f"- {name}: {'blocker' if f['blocker'] else 'finding'} {f['kind']} at {f['where']}: "
+                       f"fix: {f['fix']}")
+        if e["code"].get("diff"):
+            out += ["", f"Diff of {name}'s script against {p['baseline']}'s:", "", "```diff", e["code"]["diff"], "```"]
+    return out
+
+
+def section_html(ev: dict[str, Any]) -> str:
+    p = ev.get("porting")
+    if not p or not p.get("legs"):
+        return ""
+    e = html.escape
+    rows, names = _rows(ev)
+    table = "<table><tr><th></th>" + "".join(f"<th>{e(n)}</th>" for n in names) + "</tr>" + "".join(
+        f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(v)}</td>" for v in values) + "</tr>"
+        for label, values in rows) + "</table>"
+    findings = "".join(
+        f"<li>{e(name)}: <b>{'blocker' if f['blocker'] else 'finding'}</b> {e(str(f['kind']))} at "
+        f"<code>{e(str(f['where']))}</code>: fix: {e(str(f['fix']))}</li>"
+        for name, leg in p["legs"].items() for f in (leg.get("preflight") or {}).get("findings", []))
+    diffs = "".join(f"<h3>{e(name)} against {e(p['baseline'])}</h3><pre>{e(leg['code']['diff'])}</pre>"
+                    for name, leg in p["legs"].items() if leg["code"].get("diff"))
+    return (f"<h2>What porting cost</h2><p>{e(p.get('code_note', ''))}</p><div class=\"scroll\">{table}</div>"
+            + (f"<ul>{findings}</ul>" if findings else "") + diffs)

@@ -1,0 +1,213 @@
+"""The collective check over gloo with two processes: it passes on a healthy group and fails
+clearly when one rank contributes a wrong value (a planted fault)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ENTRYPOINTS
+
+SCRIPT = ENTRYPOINTS / "collective_check.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(out, **env):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("BAKEOFF_", "SM_", "RANK", "WORLD_SIZE"))}
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                           f"--master_port={_free_port()}", str(SCRIPT), "--out", str(out), "--bytes", "65536",
+                           "--iters", "2"],
+                          capture_output=True, text=True, timeout=300, env={**clean, **env})
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ok")
+    return _run(out, BAKEOFF_NETWORK_GBPS="800"), json.loads((out / "collective.json").read_text())
+
+
+@pytest.mark.slow  # spawns torch.distributed processes
+def test_healthy_group_passes_with_exact_results_and_bus_bandwidth(healthy):
+    proc, result = healthy
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert result["ok"] is True and result["world_size"] == 2 and result["backend"] == "gloo"
+    for op in ("all_reduce", "all_gather"):
+        bw = result["bandwidth"][op]
+        assert bw["time_s"] > 0 and bw["algbw_GBps"] > 0
+    # nccl-tests' factors at n=2: all-reduce 2(n-1)/n = 1, all-gather (n-1)/n = 1/2.
+    ar, ag = result["bandwidth"]["all_reduce"], result["bandwidth"]["all_gather"]
+    assert ar["busbw_GBps"] == pytest.approx(ar["algbw_GBps"])
+    assert ag["busbw_GBps"] == pytest.approx(ag["algbw_GBps"] / 2)
+    # One host: the network figure is recorded but not used as a yardstick.
+    assert result["comparison"]["network_gbps"] == 800 and "fraction_of_network" not in result["comparison"]
+
+
+@pytest.mark.slow  # spawns torch.distributed processes
+def test_planted_fault_fails_clearly(tmp_path):
+    proc = _run(tmp_path, BAKEOFF_COLLECTIVE_FAULT_RANK="1")
+    assert proc.returncode != 0
+    result = json.loads((tmp_path / "collective.json").read_text())
+    assert result["ok"] is False and result["planted_fault_rank"] == 1
+    # 2 ranks send 1x and 2x the base (1 at element 0): the sum is 3; rank 1's extra 1 makes it 4.
+    assert "all_reduce (sum over 2 ranks)" in result["reason"] and "element 0 is 4, expected 3" in result["reason"]
+    assert "all_gather (chunk from rank 1 of 2)" in result["reason"]
+    assert "collective check failed" in proc.stderr
+
+
+def test_comparison_with_the_network_figure_only_across_instances():
+    sys.path.insert(0, str(ENTRYPOINTS))
+    import collective_check as cc
+
+    bw = {"all_reduce": {"busbw_GBps": 50.0}}
+    across = cc.compare(bw, hosts=2, network_gbps=800, emulated=None)
+    assert across["fraction_of_network"] == pytest.approx(0.5)  # 50 GB/s = 400 Gbps of 800
+    assert "fraction_of_network" not in cc.compare(bw, hosts=1, network_gbps=800, emulated=None)
+    assert "emulated" in cc.compare(bw, hosts=2, network_gbps=800, emulated="local cpu")["note"]
+
+
+# --- the pipeline step ------------------------------------------------------------------
+def _compiled(overrides):
+    from conftest import ROOT
+    from pipelines.loader import load_spec
+    from pipelines.sagemaker import compile_pipeline
+
+    spec = load_spec(ROOT / "examples" / "quickstart.yaml", overrides)
+    return compile_pipeline(spec, role_arn="arn:aws:iam::123456789012:role/bakeoff-test", bucket="b").definition
+
+
+def test_collective_steps_run_first_on_the_legs_own_instances_and_stop_only_that_leg():
+    from pipelines.sagemaker.validate import definition_problems
+
+    definition = _compiled(["legs.0.collective_check=true", "legs.1.collective_check=true"])
+    steps = {s["Name"]: s for s in definition["Steps"]}
+    trn, p4d = steps["Collective-trn1"], steps["Collective-p4d"]
+    args = trn["Arguments"]
+    assert args["ResourceConfig"]["InstanceType"] == "ml.trn1.32xlarge"
+    assert "collective_check.py" in args["AlgorithmSpecification"]["ContainerEntrypoint"][-1]
+    assert "launch.py" in args["AlgorithmSpecification"]["ContainerEntrypoint"][-1]  # one process per device
+    # A failed step would keep Evaluate from running: the check ends Completed with its result,
+    # which the leg's jobs receive as a channel and stop on.
+    assert args["Environment"]["BAKEOFF_CONTINUE_ON_FAILURE"] == "1"
+    assert args["Environment"]["BAKEOFF_NETWORK_GBPS"] == "800"
+    assert p4d["Arguments"]["Environment"]["BAKEOFF_NETWORK_GBPS"] == "400"
+    assert "MetricDefinitions" not in args["AlgorithmSpecification"]  # no metric of it reaches a comparison
+    for name, step in steps.items():
+        if name.startswith("Train-trn1-"):
+            assert "Collective-trn1" in step["DependsOn"] and "Collective-p4d" not in step["DependsOn"]
+            channel = next(c for c in step["Arguments"]["InputDataConfig"] if c["ChannelName"] == "collective")
+            assert channel["DataSource"]["S3DataSource"]["S3Uri"] == {
+                "Get": "Steps.Collective-trn1.ModelArtifacts.S3ModelArtifacts"}
+        if name.startswith("Train-p4d-"):
+            assert step["DependsOn"] == ["Collective-p4d"]
+    assert definition_problems(definition) == []
+
+
+def test_no_collective_step_unless_asked():
+    assert not [s for s in _compiled([])["Steps"] if s["Name"].startswith("Collective-")]
+
+
+# --- locally, through the compiled pipeline ---------------------------------------------
+@pytest.mark.slow
+def test_local_run_stops_only_the_leg_whose_check_fails(tmp_path):
+    from conftest import tiny_spec, write_spec
+    from pipelines.loader import load_spec
+    from pipelines.local.executor import LocalExecutor
+
+    data = tiny_spec(mlflow={"enabled": False}, seeds=2)
+    data["training"]["max_steps"] = 4
+    data["legs"][0].update(collective_check=True, environment={"BAKEOFF_COLLECTIVE_FAULT_RANK": "1"})
+    data["legs"][1].update(collective_check=True)
+    spec = load_spec(write_spec(tmp_path / "spec.yaml", data))
+    result = LocalExecutor(spec, tmp_path / "run", use_gpu=False).run()
+
+    bad = json.loads((tmp_path / "run" / "collective" / "trn1" / "collective.json").read_text())
+    good = json.loads((tmp_path / "run" / "collective" / "p4d" / "collective.json").read_text())
+    assert bad["ok"] is False and "element 0 is 4, expected 3" in bad["reason"]
+    assert good["ok"] is True and good["processes"] == 2 and good["leg_world_size"] == 8
+    for seed in (0, 1):
+        trn = json.loads((tmp_path / "run" / "jobs" / f"trn1-s{seed}" / "job.json").read_text())
+        p4d = json.loads((tmp_path / "run" / "jobs" / f"p4d-s{seed}" / "job.json").read_text())
+        assert trn["status"] == "failed" and trn["reason"].startswith("collective check failed")
+        assert p4d["status"] == "completed"  # the other leg trained
+    assert result.verdict == "fail"  # a leg that cannot all-reduce is not at parity
+    # The report's "what porting cost" section carries each leg's check.
+    porting = result.evaluation["porting"]["legs"]["trn1"]["collective"]
+    assert porting["ok"] is False and porting["processes"] == 2
+    assert "collective check" in (tmp_path / "run" / "evaluation" / "report.md").read_text()
+
+
+def test_every_size_of_a_sweep_gets_its_own_check():
+    import yaml
+
+    from conftest import ROOT
+    from pipelines.loader import spec_from_dict
+    from pipelines.sagemaker import compile_pipeline
+    from pipelines.sagemaker.validate import definition_problems
+
+    data = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    data["legs"][0].update(collective_check=True, scaling=[{"instance_type": "ml.trn1.32xlarge", "instance_count": 2}])
+    data["training"]["global_batch_size"] = 64  # divisible by 2 x 32 devices
+    definition = compile_pipeline(spec_from_dict(data)).definition
+    checks = {s["Name"]: s for s in definition["Steps"] if s["Name"].startswith("Collective-")}
+    assert sorted(checks) == ["Collective-trn1", "Collective-trn1-x2"]
+    assert checks["Collective-trn1-x2"]["Arguments"]["ResourceConfig"]["InstanceCount"] == 2
+    assert definition_problems(definition) == []
+
+
+def _launch_with_result(tmp_path, result, as_tar=True):
+    """launch.py in a SageMaker-shaped tree whose `collective` channel holds the check's result."""
+    import io
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    from conftest import ENTRYPOINTS
+
+    opt = tmp_path / "opt" / "ml"
+    channel = opt / "input" / "data" / "collective"
+    channel.mkdir(parents=True)
+    body = json.dumps(result).encode()
+    if as_tar:
+        with tarfile.open(channel / "model.tar.gz", "w:gz") as tar:
+            info = tarfile.TarInfo("collective.json")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    else:
+        (channel / "collective.json").write_bytes(body)
+    (opt / "input" / "config").mkdir(parents=True)
+    (opt / "input" / "config" / "hyperparameters.json").write_text(json.dumps({"leg": "trn1", "seed": "0"}))
+    (opt / "input" / "config" / "inputdataconfig.json").write_text(json.dumps(  # as SageMaker writes it
+        {"collective": {"TrainingInputMode": "File", "S3DistributionType": "FullyReplicated"}}))
+    script = tmp_path / "train.py"
+    script.write_text("open('trained', 'w').write('yes')\n")
+    env = {**os.environ, "SM_INPUT_DIR": str(opt / "input"), "SM_MODEL_DIR": str(opt / "model"),
+           "SM_OUTPUT_DIR": str(opt / "output"), "SM_OUTPUT_DATA_DIR": str(opt / "output" / "data"),
+           "BAKEOFF_CONTINUE_ON_FAILURE": "1", "BAKEOFF_MLFLOW_INSTALL": "never"}
+    proc = subprocess.run([sys.executable, str(ENTRYPOINTS / "launch.py"), str(script)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    return proc, opt
+
+
+def test_a_failed_check_in_the_channel_stops_the_job_before_training(tmp_path):
+    proc, opt = _launch_with_result(tmp_path, {"ok": False, "reason": "collective check failed on rank 0: "
+                                                "all_reduce sum 6.0 != 7.0"})
+    assert proc.returncode == 0  # continue-on-failure: the pipeline goes on to Evaluate
+    assert not (tmp_path / "trained").exists()
+    summary = json.loads((opt / "model" / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["failure_kind"] == "collective"
+    assert "did not train" in summary["reason"] and "6.0 != 7.0" in summary["reason"]
+    assert (opt / "output" / "data" / "summary.json").exists()
+
+
+def test_a_passed_check_lets_the_job_train(tmp_path):
+    proc, opt = _launch_with_result(tmp_path, {"ok": True}, as_tar=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "trained").read_text() == "yes"
