@@ -84,9 +84,11 @@ class _Model(BaseModel):
 class Entrypoint(_Model):
     """What runs inside every training job."""
 
-    builtin: Literal["reference-lm"] | None = Field(
+    builtin: Literal["reference-lm", "hf-causal-lm"] | None = Field(
         "reference-lm", description="Built-in trainer to run: `reference-lm`, a small decoder-only "
-        "transformer LM on bytes. Set to null and give `source_dir` + `script` to bring your own.")
+        "transformer LM on bytes; `hf-causal-lm`, a Hugging Face `transformers` causal LM built from a config "
+        "(sizes from `model:`, `model_type` and other knobs in `hyperparameters:`; no weights downloaded; needs "
+        "the `hf` extra). Set to null and give `source_dir` + `script` to bring your own.")
     source_dir: str | None = Field(
         None, description="Directory with your training code (relative to the spec file). bakeoff ships "
         "its runtime helper `bakeoff_runtime` beside it.")
@@ -148,8 +150,8 @@ class Training(_Model):
                                    "summed over all devices. Per-device batch and gradient accumulation are "
                                    "derived per leg.")
     sequence_length: Int = Field(128, ge=8, le=65536, description="Tokens per sequence.")
-    max_steps: Int | None = Field(None, ge=1, le=MAX_STEPS, description="Optimizer steps. Give this or "
-                                  "`total_tokens`.")
+    max_steps: Int | None = Field(200, ge=1, le=MAX_STEPS, description="Optimizer steps. Give this or "
+                                  "`total_tokens` (then it is derived from that, and null here).")
     total_tokens: Int | None = Field(None, ge=1, le=10**15, description="Tokens to train on; converted to steps "
                                      "(rounded up) as total_tokens / (global_batch_size x sequence_length).")
     max_per_device_batch_size: Int | None = Field(
@@ -167,7 +169,9 @@ class Training(_Model):
 
     @model_validator(mode="after")
     def _steps_or_tokens(self):
-        if self.max_steps is None and self.total_tokens is None:
+        if self.total_tokens is not None and "max_steps" not in self.model_fields_set:
+            object.__setattr__(self, "max_steps", None)  # the default 200 gives way to total_tokens
+        elif self.max_steps is None and self.total_tokens is None:
             object.__setattr__(self, "max_steps", 200)
         elif self.max_steps is not None and self.total_tokens is not None:
             raise SpecFieldError("total_tokens", "give `max_steps` or `total_tokens`, not both")
@@ -180,6 +184,18 @@ class Training(_Model):
         per_step = self.global_batch_size * self.sequence_length
         assert self.total_tokens is not None  # the validator requires one of the two
         return -(-self.total_tokens // per_step)
+
+
+class ScalingSize(_Model):
+    """One more size a leg also runs at, for a scaling sweep: a set of jobs like any leg
+    (every seed, the same parity check), named e.g. `trn1-x2` or `trn1-32xlarge`."""
+
+    instance_type: str = Field(..., description="SageMaker training instance type of this size, of the leg's own "
+                               "kind (its backend must run on it), e.g. ml.trn1.32xlarge.")
+    instance_count: Int = Field(1, ge=1, le=64, description="Instances per training job at this size.")
+    name: str | None = Field(None, description="Name of the derived leg (letters, digits, -). Default: the leg's "
+                             "name plus `-x<count>` (same instance type), else the instance size (and family if it "
+                             "differs) and `-x<count>` when >1, e.g. trn1-32xlarge-x2.")
 
 
 class Leg(_Model):
@@ -204,12 +220,34 @@ class Leg(_Model):
     precompile: bool = Field(False, description="trn legs: run neuron_parallel_compile (same launch, a few "
                              "steps) before this leg's training jobs so they start with a warm compile cache; "
                              "its metrics are excluded from every comparison.")
-    managed_spot: bool = Field(False, description="Use managed spot training (checkpoints to S3, resumes "
-                               "after interruption). Spot legs are costed at on-demand prices unless overridden.")
+    managed_spot: bool | Literal["after_first_seed"] = Field(
+        False, description="Use managed spot training (checkpoints to S3, resumes after interruption). "
+        "`after_first_seed`: the leg's first seed runs on demand, so the first result (and its compile cache) "
+        "does not wait on spot capacity, and every later seed (and every seed --until-decided adds) runs on spot. "
+        "Spot legs are costed at on-demand prices unless price_per_hour says otherwise.")
     max_wait_s: Int | None = Field(None, ge=60, description="Spot only: max wait including interruptions, "
                                    "seconds (default 2 x max_runtime_s).")
     price_per_hour: Float | None = Field(None, gt=0, description="Override the instance's bundled on-demand "
                                          "price (USD per instance-hour).")
+    collective_check: bool = Field(False, description="Before this leg's training jobs (at every size of its "
+                                   "sweep), run a short step on its own instances that checks all-reduce and "
+                                   "all-gather are exact at its world size and measures their bus bandwidth "
+                                   "against the instance's published network figure; a wrong result stops this "
+                                   "leg only. Not part of any metric.")
+    scaling: list[ScalingSize] = Field(default_factory=list, max_length=8, description="Other sizes this leg "
+                                       "also runs at (a scaling sweep): each becomes a derived leg with every seed, "
+                                       "so throughput, efficiency, cost per unit and quality parity are reported "
+                                       "per size. Locally sizes are emulated with as many processes as the machine "
+                                       "takes (stated in the plan and report).")
+    scaling_mode: Literal["strong", "weak"] = Field("strong", description="`strong`: the global batch is held at "
+                                                    "every size (per-device batch shrinks as devices grow). `weak`: "
+                                                    "the per-device batch of this leg is held, so the global batch "
+                                                    "grows with the devices (and parity at other sizes compares a "
+                                                    "different global batch).")
+    ablation: Literal["precision"] | None = Field(None, description="`precision`: also run this leg in the other "
+                                                  "precision (fp32 <-> bf16) as a derived leg `<leg>-fp32`/`<leg>-"
+                                                  "bf16`, so a bf16 quality gap can be told from a port bug. Its "
+                                                  "checks are reported, not counted in the verdict.")
 
     @field_validator("name")
     @classmethod
@@ -501,6 +539,8 @@ class BakeoffSpec(_Model):
     preflight: PreflightStep = Field(default_factory=PreflightStep, description="Optional preflight pipeline step.")
     _source_path: Path | None = PrivateAttr(None)
     _source_lines: dict[tuple, int] = PrivateAttr(default_factory=dict)
+    # Set on the spec pipelines.scaling.expand() returns: the spec as declared (what is hashed).
+    _declared: BakeoffSpec | None = PrivateAttr(None)
 
     @field_validator("name")
     @classmethod
@@ -545,6 +585,9 @@ class BakeoffSpec(_Model):
                                      f"global_batch_size={self.training.global_batch_size} is not divisible by "
                                      f"the {devices} devices of leg {leg.name!r} ({leg.instance_count} x "
                                      f"{leg.instance_type}); use a multiple of {devices}")
+        from .scaling import check_derived  # the sweep's and ablation's legs: named, sized, batched
+
+        check_derived(self)
         region = self.storage.region
         for i, leg in enumerate(self.legs):
             if leg.image:

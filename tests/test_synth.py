@@ -154,6 +154,23 @@ def test_managed_spot_sets_wait_time_and_checkpoints():
     assert definition_problems(compile_pipeline(spec).definition) == []
 
 
+def test_spot_after_the_first_seed_keeps_the_first_on_demand():
+    spec = load_spec(QUICKSTART, ["legs.0.managed_spot=after_first_seed", "seeds=3"])
+    steps = _steps(compile_pipeline(spec).definition)
+    assert "EnableManagedSpotTraining" not in steps["Train-trn1-s0"]["Arguments"]
+    assert "CheckpointConfig" not in steps["Train-trn1-s0"]["Arguments"]
+    for seed in (1, 2):
+        args = steps[f"Train-trn1-s{seed}"]["Arguments"]
+        assert args["EnableManagedSpotTraining"] is True and "CheckpointConfig" in args
+    assert "EnableManagedSpotTraining" not in steps["Train-p4d-s1"]["Arguments"]
+    # Growing the seeds (--until-decided) leaves the first round's steps as they were: the step cache serves them.
+    grown = _steps(compile_pipeline(load_spec(QUICKSTART, ["legs.0.managed_spot=after_first_seed", "seeds=5"]))
+                   .definition)
+    for name in ("Train-trn1-s0", "Train-trn1-s1"):
+        assert {k: v for k, v in grown[name]["Arguments"].items() if k != "Tags"} == \
+            {k: v for k, v in steps[name]["Arguments"].items() if k != "Tags"}
+
+
 @pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_synthesizes_and_validates(example):
     compiled = compile_pipeline(load_spec(example))

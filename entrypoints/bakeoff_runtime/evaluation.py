@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import stats
+from . import porting, scaling, sequential, stats
 from .job_outputs import load_jobs  # noqa: F401  (re-exported: the evaluation's input)
 
 EVALUATION_SCHEMA = "bakeoff.evaluation/2"
@@ -254,6 +254,7 @@ def recost(evaluation: dict[str, Any], billable: dict[tuple[str, int], float], b
             run.update(job_costs(seconds, count, per_hour, run.get("units_processed"), run.get("time_to_target_s"),
                                  run.get("wall_time_s")))
         leg.update(_cost_means(leg["runs"]))
+    scaling.refresh_costs(ev)  # the sweep's points quote the legs' costs
     if billable:
         ev["cost_basis"] = basis
     return ev
@@ -310,7 +311,7 @@ def _stability_check(leg: str, runs_by_leg: dict[str, list[dict]]) -> dict[str, 
 
 
 def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], parity: dict,
-                  power: float) -> dict[str, Any]:
+                  power: float, look_alpha: float | None = None) -> dict[str, Any]:
     metric, direction = parity["metric"], parity.get("direction", "minimize")
     test, alpha = parity.get("test", stats.EQUIVALENCE), float(parity["alpha"])
     name = f"parity:{leg}~{base}"
@@ -322,7 +323,9 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
                     "why": f"a relative margin needs completed baseline runs; {base} has none",
                     "recommendation": {"seeds": None, "why": f"make {base} complete its runs"}}
         margin *= abs(sum(base_vals) / len(base_vals))
-    r = stats.compare(values[base], values[leg], margin=margin, alpha=alpha, test=test, direction=direction)
+    # A sequential design's look reads a wider interval (its alpha-spending level).
+    r = stats.compare(values[base], values[leg], margin=margin, alpha=look_alpha or alpha, test=test,
+                      direction=direction)
     out: dict[str, Any] = {"name": name, "passed": r["outcome"] == stats.PASS,
                            "status": {"pass": "passed", "fail": "failed"}.get(r["outcome"], "inconclusive"),
                            **{k: v for k, v in r.items() if k != "outcome"}, "outcome": r["outcome"]}
@@ -448,9 +451,12 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     figures = {name: _leg_figures(name, legs_cfg[name], runs, parity, target, emulated)
                for name, runs in runs_by_leg.items()}
     checks = [_stability_check(name, runs_by_leg) for name in legs_cfg]
-    checks += [_parity_check(name, base, values, parity, power) for name in legs_cfg if name != base]
-    failed = [c for c in checks if c["status"] == "failed"]
-    undecided = [c for c in checks if c["status"] == "inconclusive"]
+    design = sequential.from_config(config.get("sequential"), float(parity["alpha"]))
+    look_alpha = design["nominal_alpha"][-1] if design else None
+    checks += [_parity_check(name, base, values, parity, power, look_alpha) for name in legs_cfg if name != base]
+    scaling.mark_checks(config, checks)  # an ablation leg's checks are reported, not counted
+    failed = [c for c in checks if c["status"] == "failed" and scaling.counts(c)]
+    undecided = [c for c in checks if c["status"] == "inconclusive" and scaling.counts(c)]
     verdict = "fail" if failed else ("inconclusive" if undecided else "pass")
     for name, f in figures.items():
         if name != base:
@@ -481,10 +487,13 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
         "spec_hash": config.get("spec_hash"),
         "parity": {**parity, "baseline": base, "power": power, "target_used": target, "target_basis": target_basis},
         "rule": _rule_record(config, parity),
+        "sequential": design,
         "speed": speed,
         "cost_basis": config.get("cost_basis", "estimate"),
         "legs": figures,
         "checks": checks,
+        **scaling.sections(config, figures, checks, runs_by_leg, emulated),  # scaling.<leg>, ablations
+        "porting": porting.section(config, figures, base),  # what porting cost, per leg against the baseline
     }
 
 

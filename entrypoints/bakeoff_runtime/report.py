@@ -1,68 +1,24 @@
 """The report a decision is made on: report.html (one self-contained file, opens
 offline, plots as inline SVG) and report.md, both from evaluation.json alone.
 
-No plotting library: the charts are a few lines of SVG each, so the evaluation step
-runs in any image and the file opens anywhere.
+The page is a fixed head (verdict, decision figure, emulation banner) followed by SECTIONS,
+an ordered list of (markdown, html) renderers; a new section is one more entry there.
+Numbers and money are written by report_format, figures drawn by report_charts.
 """
 from __future__ import annotations
 
 import html
-import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"]
+from . import porting, report_scaling, report_spend
+from .report_charts import PALETTE, bar_chart, decision_chart, leg_colours, line_chart, stacked_bar_chart
+from .report_format import MONEY_RULE, money_tick, nice_ticks, num, size, usd
 
-
-# --- numbers ------------------------------------------------------------------------------
-def num(v, fmt="{:.4g}", none="-") -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return none
-    return fmt.format(v)
-
-
-def usd(v) -> str:
-    """One money format: dollars and cents, sub-cent amounts to three significant figures."""
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    return f"${v:,.2f}" if abs(v) >= 0.01 or v == 0 else f"${v:.3g}"
-
-
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values (1, 2, 2.5 or 5 times a power of ten) covering [lo, hi]."""
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return []
-    if hi <= lo:
-        hi = lo + (abs(lo) or 1.0) * 0.1
-    raw = (hi - lo) / max(1, count - 1)
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
-    start = math.floor(lo / step) * step
-    ticks = []
-    v = start
-    while v <= hi + step * 1e-9:
-        ticks.append(round(v, 12))
-        v += step
-    if ticks[-1] < hi:
-        ticks.append(round(v, 12))
-    return ticks
-
-
-def tick_label(v: float, step: float) -> str:
-    decimals = max(0, -math.floor(math.log10(step))) if step > 0 else 0
-    if step >= 1 and abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{decimals}f}"
-
-
-def size(v) -> str:
-    if not v:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if v < 1024:
-            return f"{v:.0f} {unit}"
-        v /= 1024
-    return f"{v:.0f} PiB"
+# PALETTE is read by mlflow_parent, so a leg has the same colour in MLflow as here.
+__all__ = ["PALETTE", "SECTIONS", "leg_colours", "leg_rows", "nice_ticks", "render_html", "render_markdown", "usd",
+           "verdict_sentence", "write_reports"]
 
 
 def _emulated(ev: dict[str, Any]) -> bool:
@@ -108,8 +64,12 @@ def _rule_text(rule: dict[str, Any]) -> str:
 
 
 # --- rows of the per-leg table --------------------------------------------------------------
+def _empty(cell: str) -> bool:
+    return cell.strip() in ("", "-")
+
+
 def leg_rows(ev: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    """(label, one cell per leg). Rows whose every cell is empty are left out; speed and
+    """(label, one cell per leg). A row whose every cell is empty ("-") is left out; speed and
     cost rows say when they come from an emulation."""
     metric = ev["parity"]["metric"]
     legs = ev["legs"]
@@ -117,7 +77,16 @@ def leg_rows(ev: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
     def cache(f, state, key):
         c = f.get("compile_cache") or {}
-        return num(c.get(f"{key}_{state}"), "{:.1f} s") + (f" ({c.get(f'{state}_runs')})" if c else "")
+        value = c.get(f"{key}_{state}")
+        return "-" if value is None else f"{value:.1f} s ({c.get(f'{state}_runs')})"
+
+    def compile_time(f):
+        c = f.get("compile_cache")
+        if not c:
+            return num(f.get("compile_time_s_mean"), "{:.1f} s")
+        states = [f"{c[k]:.1f} s {state}" for state, k in (("cold", "compile_time_s_cold"), ("warm", "compile_time_s_warm"))
+                  if c.get(k) is not None]
+        return " / ".join(states) or "-"
 
     def ci(f):
         m = f["metric"]
@@ -158,9 +127,7 @@ def leg_rows(ev: dict[str, Any]) -> list[tuple[str, list[str]]]:
         ("time to first step" + emu, lambda f: num(f.get("time_to_first_step_s_mean"), "{:.1f} s")),
         ("time to first step cold (runs)" + emu, lambda f: cache(f, "cold", "time_to_first_step_s")),
         ("time to first step warm (runs)" + emu, lambda f: cache(f, "warm", "time_to_first_step_s")),
-        ("compile time" + emu, lambda f: (num((f.get("compile_cache") or {}).get("compile_time_s_cold"), "{:.1f} s")
-                                          + " cold / " + num((f.get("compile_cache") or {}).get("compile_time_s_warm"), "{:.1f} s") + " warm")
-         if f.get("compile_cache") else num(f.get("compile_time_s_mean"), "{:.1f} s")),
+        ("compile time" + emu, compile_time),
         ("peak device memory", lambda f: size(f.get("peak_device_memory_bytes_max"))),
         ("peak host memory", lambda f: size(f.get("peak_host_memory_bytes_max"))),
         ("wall time" + emu, lambda f: num(f.get("wall_time_s_mean"), "{:.0f} s")),
@@ -175,217 +142,46 @@ def leg_rows(ev: dict[str, Any]) -> list[tuple[str, list[str]]]:
         ("parity", lambda f: f.get("parity", "baseline")),
     ]
     rows = [(label, [get(f) for f in legs.values()]) for label, get in spec]
-    return [(label, cells) for label, cells in rows if any(c.strip("- ") for c in cells)]
+    return [(label, cells) for label, cells in rows if not all(_empty(c) for c in cells)]
 
 
-# --- SVG ---------------------------------------------------------------------------------------
-def _scale(lo, hi, a, b):
-    span = (hi - lo) or 1.0
-    return lambda v: a + (v - lo) / span * (b - a)
+# --- figures ------------------------------------------------------------------------------------
+def _seed_values(f: dict[str, Any], key: str) -> list[float]:
+    return [r[key] for r in sorted(f["runs"], key=lambda r: r["seed"])
+            if isinstance(r.get(key), (int, float)) and r.get("status") == "completed"]
 
 
-def _axes(w, h, m, xticks, yticks, xlabel, ylabel) -> list[str]:
-    """Axes with round tick values; the ticks' ends are the plot's range."""
-    sx = _scale(xticks[0], xticks[-1], m, w - 10)
-    sy = _scale(yticks[0], yticks[-1], h - m, 10)
-    out = [f'<line x1="{m}" y1="{h - m}" x2="{w - 10}" y2="{h - m}" stroke="#444"/>',
-           f'<line x1="{m}" y1="10" x2="{m}" y2="{h - m}" stroke="#444"/>']
-    ystep = yticks[1] - yticks[0] if len(yticks) > 1 else 1.0
-    xstep = xticks[1] - xticks[0] if len(xticks) > 1 else 1.0
-    for yv in yticks:
-        y = sy(yv)
-        out.append(f'<text x="{m - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{tick_label(yv, ystep)}</text>')
-        out.append(f'<line x1="{m}" y1="{y:.1f}" x2="{w - 10}" y2="{y:.1f}" stroke="#eee"/>')
-    for xv in xticks:
-        out.append(f'<text x="{sx(xv):.1f}" y="{h - m + 14}" font-size="10" text-anchor="middle">'
-                   f'{tick_label(xv, xstep)}</text>')
-    out.append(f'<text x="{(w + m) / 2:.0f}" y="{h - 4}" font-size="11" text-anchor="middle">{html.escape(xlabel)}</text>')
-    out.append(f'<text x="12" y="{h / 2:.0f}" font-size="11" text-anchor="middle" '
-               f'transform="rotate(-90 12 {h / 2:.0f})">{html.escape(ylabel)}</text>')
-    return out
-
-
-def _figure(title: str, w: int, h: int, body: list[str], note: str = "") -> str:
-    caption = html.escape(title) + (f' <span class="note">{html.escape(note)}</span>' if note else "")
-    return (f'<figure><figcaption>{caption}</figcaption><svg class="chart" viewBox="0 0 {w} {h}" '
-            f'width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg" role="img">{"".join(body)}</svg></figure>')
-
-
-def line_chart(title: str, series: list[tuple[str, str, list[list[list[float]]]]], xlabel: str, ylabel: str,
-               w: int = 560, h: int = 300, trim_start: float = 0.0) -> str:
-    """Each series: (label, colour, runs); every run a thin line, the seeds' range a band.
-    `trim_start`: the y range is fitted to steps after this fraction of the run, so a high
-    first loss does not flatten the rest (points above it are clipped, and the axis says so)."""
-    pts = [p for _, _, runs in series for run in runs for p in run]
-    if not pts:
-        return f'<svg class="chart" width="{w}" height="60"><text x="10" y="30">{html.escape(title)}: no data</text></svg>'
-    m = 56
-    xlo, xhi = min(p[0] for p in pts), max(p[0] for p in pts)
-    cut = xlo + (xhi - xlo) * trim_start
-    fit = [p[1] for p in pts if p[0] >= cut] or [p[1] for p in pts]
-    trimmed = trim_start > 0 and max(p[1] for p in pts) > max(fit)
-    xt, yt = nice_ticks(xlo, xhi), nice_ticks(min(fit), max(fit))
-    sx, sy = _scale(xt[0], xt[-1], m, w - 10), _scale(yt[0], yt[-1], h - m, 10)
-    clip = lambda y: min(max(y, yt[0]), yt[-1])  # noqa: E731
-    label = ylabel + (f" (range fitted from step {cut:.0f}; earlier values clipped)" if trimmed else "")
-    body = _axes(w, h, m, xt, yt, xlabel, label)
-    for i, (name, colour, runs) in enumerate(series):
-        by_step: dict[float, list[float]] = {}
-        for run in runs:
-            for x, y in run:
-                by_step.setdefault(x, []).append(y)
-        steps = sorted(k for k, v in by_step.items() if len(v) > 1)
-        if steps:
-            upper = " ".join(f"{sx(x):.1f},{sy(clip(max(by_step[x]))):.1f}" for x in steps)
-            lower = " ".join(f"{sx(x):.1f},{sy(clip(min(by_step[x]))):.1f}" for x in reversed(steps))
-            body.append(f'<polygon points="{upper} {lower}" fill="{colour}" fill-opacity="0.12" stroke="{colour}" '
-                        f'stroke-opacity="0.35" stroke-dasharray="{2 + 2 * i},2"/>')
-        for run in runs:
-            if len(run) > 1:
-                path = " ".join(f"{sx(x):.1f},{sy(clip(y)):.1f}" for x, y in run)
-                body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.4" opacity="0.85"/>')
-            elif run:
-                body.append(f'<circle cx="{sx(run[0][0]):.1f}" cy="{sy(clip(run[0][1])):.1f}" r="3" fill="{colour}"/>')
-        body.append(f'<rect x="{w - 150}" y="{14 + 16 * i}" width="10" height="10" fill="{colour}"/>'
-                    f'<text x="{w - 135}" y="{23 + 16 * i}" font-size="11">{html.escape(name)} ({len(runs)} seeds)</text>')
-    return _figure(title, w, h, body)
-
-
-def bar_chart(title: str, bars: list[tuple[str, str, list[tuple[str, float, str]]]], unit: str,
-              w: int = 560, h: int = 260, spread: dict[str, tuple[float, float]] | None = None,
-              note: str = "") -> str:
-    """bars: (label, colour-of-label, stacked parts [(part, value, colour)]); `spread`: label ->
-    (min, max) across seeds, drawn as a whisker."""
-    spread = spread or {}
-    totals = [sum(v for _, v, _ in parts) for _, _, parts in bars]
-    top = max(totals + [hi for _, hi in spread.values()] + [0]) or 1.0
-    yt = nice_ticks(0, top, 4)
-    m, bw = 56, max(20, (w - 80) / max(1, len(bars)) * 0.5)
-    sy = _scale(0, yt[-1], h - 40, 14)
-    body = [f'<line x1="{m}" y1="{h - 40}" x2="{w - 10}" y2="{h - 40}" stroke="#444"/>']
-    step = yt[1] - yt[0] if len(yt) > 1 else 1.0
-    for yv in yt[1:]:
-        body.append(f'<line x1="{m}" y1="{sy(yv):.1f}" x2="{w - 10}" y2="{sy(yv):.1f}" stroke="#eee"/>'
-                    f'<text x="{m - 6}" y="{sy(yv) + 4:.1f}" font-size="10" text-anchor="end">{tick_label(yv, step)}</text>')
-    seen_parts = []
-    for i, ((label, _, parts), total) in enumerate(zip(bars, totals, strict=False)):
-        x = m + 20 + i * (w - 80) / max(1, len(bars))
-        base = 0.0
-        for part, value, colour in parts:
-            if value <= 0:
-                continue
-            y0, y1 = sy(base), sy(base + value)
-            body.append(f'<rect x="{x:.1f}" y="{y1:.1f}" width="{bw:.1f}" height="{y0 - y1:.1f}" fill="{colour}">'
-                        f'<title>{html.escape(part)}: {num(value, "{:.4g}")} {html.escape(unit)}</title></rect>')
-            base += value
-            if (part, colour) not in seen_parts:
-                seen_parts.append((part, colour))
-        if label in spread:
-            lo, hi = spread[label]
-            cx = x + bw / 2
-            body.append(f'<line x1="{cx:.1f}" y1="{sy(lo):.1f}" x2="{cx:.1f}" y2="{sy(hi):.1f}" stroke="#222"/>'
-                        f'<line x1="{cx - 6:.1f}" y1="{sy(lo):.1f}" x2="{cx + 6:.1f}" y2="{sy(lo):.1f}" stroke="#222"/>'
-                        f'<line x1="{cx - 6:.1f}" y1="{sy(hi):.1f}" x2="{cx + 6:.1f}" y2="{sy(hi):.1f}" stroke="#222"/>')
-        label_y = sy(max(total, spread.get(label, (0, 0))[1])) - 4
-        body.append(f'<text x="{x + bw / 2:.1f}" y="{label_y:.1f}" font-size="10" text-anchor="middle">'
-                    f'{num(total, "{:,.0f}" if total >= 1000 else "{:.3g}")}</text>')
-        body.append(f'<text x="{x + bw / 2:.1f}" y="{h - 26}" font-size="11" text-anchor="middle">{html.escape(label)}</text>')
-    if len({part for part, _ in seen_parts}) > 1:
-        for j, (part, colour) in enumerate(seen_parts):
-            body.append(f'<rect x="{w - 170}" y="{14 + 16 * j}" width="10" height="10" fill="{colour}"/>'
-                        f'<text x="{w - 155}" y="{23 + 16 * j}" font-size="11">{html.escape(part)}</text>')
-    whisker = " (whisker: range across seeds)" if spread else ""
-    body.append(f'<text x="{m}" y="{h - 6}" font-size="11">{html.escape(unit + whisker)}</text>')
-    return _figure(title, w, h, body, note)
-
-
-OUTCOME_COLOUR = {"passed": "#1a7f37", "failed": "#cf222e", "inconclusive": "#9a6700"}
-
-
-def decision_chart(ev: dict[str, Any], w: int = 760) -> str:
-    """Each leg's confidence interval of the difference from the baseline against the shaded
-    +/- margin band (the region a pass must lie in), with the per-seed differences as dots."""
-    p = ev["parity"]
-    checks = [c for c in ev["checks"] if c["name"].startswith("parity:") and c.get("ci")]
-    if not checks:
-        return ""
-    non_inferiority = p.get("test") == "non_inferiority"
-    row, top, m = 46, 30, 120
-    h = top + row * len(checks) + 40
-    margins = [c["margin"] for c in checks]
-    values = [v for c in checks for v in (*c["ci"], *(d for _, d in c.get("per_seed_diffs") or []))]
-    reach = max([abs(v) for v in values] + [1.25 * mg for mg in margins])
-    xt = nice_ticks(-reach, reach, 7)
-    sx = _scale(xt[0], xt[-1], m, w - 20)
-    body = [f'<line x1="{sx(0):.1f}" y1="{top - 12}" x2="{sx(0):.1f}" y2="{h - 36}" stroke="#666"/>']
-    step = xt[1] - xt[0]
-    for xv in xt:
-        body.append(f'<text x="{sx(xv):.1f}" y="{h - 22}" font-size="10" text-anchor="middle">{tick_label(xv, step)}</text>')
-    worse_right = p.get("direction", "minimize") == "minimize"
-    for i, c in enumerate(checks):
-        y = top + row * i + row / 2
-        mg = c["margin"]
-        if non_inferiority:
-            x0, x1 = (sx(xt[0]), sx(mg)) if worse_right else (sx(-mg), sx(xt[-1]))
-        else:
-            x0, x1 = sx(-mg), sx(mg)
-        body.append(f'<rect x="{x0:.1f}" y="{y - row / 2 + 4:.1f}" width="{x1 - x0:.1f}" height="{row - 8}" '
-                    f'fill="#2da44e" fill-opacity="0.13"><title>pass region: {html.escape(_band(mg, non_inferiority, worse_right))}</title></rect>')
-        colour = OUTCOME_COLOUR.get(c["status"], "#555")
-        lo, hi = c["ci"]
-        body.append(f'<line x1="{sx(lo):.1f}" y1="{y:.1f}" x2="{sx(hi):.1f}" y2="{y:.1f}" stroke="{colour}" stroke-width="5">'
-                    f'<title>{int(round(c["ci_level"] * 100))}% CI [{lo:+.4g}, {hi:+.4g}]</title></line>')
-        body.append(f'<line x1="{sx(c["diff"]):.1f}" y1="{y - 9:.1f}" x2="{sx(c["diff"]):.1f}" y2="{y + 9:.1f}" '
-                    f'stroke="{colour}" stroke-width="2"/>')
-        for seed, d in c.get("per_seed_diffs") or []:
-            body.append(f'<circle cx="{sx(d):.1f}" cy="{y + 13:.1f}" r="3" fill="#222" fill-opacity="0.6">'
-                        f'<title>seed {seed}: {d:+.4g}</title></circle>')
-        leg = c["name"][len("parity:"):].split("~")[0]
-        body.append(f'<text x="{m - 8}" y="{y - 2:.1f}" font-size="12" text-anchor="end" font-weight="600">{html.escape(leg)}</text>'
-                    f'<text x="{m - 8}" y="{y + 12:.1f}" font-size="11" text-anchor="end" fill="{colour}">{html.escape(c["status"])}</text>')
-    worse = "worse" if worse_right else "better"
-    body.append(f'<text x="{(w + m) / 2:.0f}" y="{h - 6}" font-size="11" text-anchor="middle">'
-                f'{html.escape(p["metric"])}: leg - {html.escape(p["baseline"])} (right: leg {worse}); shaded: pass region; '
-                f'bar: {int(round(checks[0]["ci_level"] * 100))}% CI; dots: per-seed differences</text>')
-    return _figure(f"The decision: each leg's difference from {p['baseline']} against the margin", w, h, body)
-
-
-def _band(margin: float, non_inferiority: bool, worse_right: bool) -> str:
-    if not non_inferiority:
-        return f"-{margin:.4g} to +{margin:.4g}"
-    return f"below +{margin:.4g}" if worse_right else f"above -{margin:.4g}"
+def _seconds(v: float) -> str:
+    return f"{v:,.0f} s" if v >= 100 else f"{v:.1f} s"
 
 
 def charts(ev: dict[str, Any]) -> list[str]:
     metric = ev["parity"]["metric"]
     legs = list(ev["legs"].items())
-    colour = {name: PALETTE[i % len(PALETTE)] for i, (name, _) in enumerate(legs)}
+    colour = leg_colours(ev)
     runs = lambda f, key: [r["curves"].get(key) or [] for r in f["runs"] if r.get("curves")]  # noqa: E731
     unit = next((f.get("throughput_unit") for _, f in legs if f.get("throughput_unit")), "tokens/s")
     emulated = EMULATED if _emulated(ev) else ""
-    tp_spread = {n: (f["throughput"]["min"], f["throughput"]["max"]) for n, f in legs
-                 if (f.get("throughput") or {}).get("n", 0) > 1}
-    cost_spread = {n: (f["cost_per_run"]["min"], f["cost_per_run"]["max"]) for n, f in legs
-                   if (f.get("cost_per_run") or {}).get("n", 0) > 1}
     return [
-        line_chart("Training loss, every seed (band: range across seeds)",
-                   [(n, colour[n], runs(f, "train_loss")) for n, f in legs], "step", "train loss", trim_start=0.1),
+        line_chart("Training loss, every seed", [(n, colour[n], runs(f, "train_loss")) for n, f in legs],
+                   "step", "train loss"),
         line_chart(f"Validation {metric}, every seed", [(n, colour[n], runs(f, metric)) for n, f in legs],
-                   "step", metric, trim_start=0.1),
+                   "step", metric),
         bar_chart(f"Steady-state throughput ({unit})",
-                  [(n, colour[n], [("throughput", f.get("throughput_mean") or 0, colour[n])]) for n, f in legs], unit,
-                  spread=tp_spread, note=emulated),
-        bar_chart("Where the time goes, mean per run (s)",
-                  [(n, colour[n], [("compile", f.get("compile_time_s_mean") or 0, "#ff7f0e"),
-                                   ("training", max(0.0, (f.get("training_time_s_mean") or 0) - (f.get("compile_time_s_mean") or 0)), "#1f77b4"),
-                                   ("start-up and other", max(0.0, (f.get("wall_time_s_mean") or 0) - (f.get("training_time_s_mean") or 0)), "#bbbbbb")])
-                   for n, f in legs], "seconds", note=emulated),
-        bar_chart("Cost per run (USD)", [(n, colour[n], [("cost", f.get("cost_per_run_usd_mean") or 0, colour[n])])
-                                         for n, f in legs], "USD", spread=cost_spread, note=emulated),
+                  [(n, colour[n], f.get("throughput_mean"), _seed_values(f, "throughput")) for n, f in legs], unit,
+                  lambda v: f"{v:,.0f}" if v >= 100 else f"{v:.3g}", emulated=emulated),
+        stacked_bar_chart("Where the time goes, mean per run", ["training", "compile", "start-up and other"],
+                          [(n, colour[n], [max(0.0, (f.get("training_time_s_mean") or 0) - (f.get("compile_time_s_mean") or 0)),
+                                           f.get("compile_time_s_mean") or 0,
+                                           max(0.0, (f.get("wall_time_s_mean") or 0) - (f.get("training_time_s_mean") or 0))],
+                            _seed_values(f, "wall_time_s")) for n, f in legs], "seconds", _seconds, emulated=emulated),
+        bar_chart("Cost per run (USD)", [(n, colour[n], f.get("cost_per_run_usd_mean") or None,
+                                          _seed_values(f, "cost_usd")) for n, f in legs],
+                  "USD per run", usd, money_tick, money=True, emulated=emulated),
     ]
 
 
-# --- the documents ----------------------------------------------------------------------------
+# --- text -----------------------------------------------------------------------------------------
 def _statistics(ev: dict[str, Any]) -> list[str]:
     p = ev["parity"]
     test = p.get("test", "equivalence")
@@ -428,11 +224,16 @@ def _statistics(ev: dict[str, Any]) -> list[str]:
         lines.append(f"Throughput of {leg}: the steady-state figure and units over the whole loop (less compile and "
                      "validation) differ by more than 25%; if validation does not run inside `rt.validating()`, "
                      "its time is in the second figure.")
-    lines.append(f"Cost basis: {ev.get('cost_basis')}.")
+    lines.append(f"Cost basis: {ev.get('cost_basis')}; {MONEY_RULE}.")
     return lines
 
 
-def _per_seed(ev: dict[str, Any]) -> list[list[str]]:
+SEED_HEADER = ["leg", "seed", "status", "metric", "throughput", "first step (s)", "cache", "steps to target",
+               "cost", "reason"]
+
+
+def _per_seed(ev: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The runs table (header, rows), less the columns that are empty on every row."""
     metric = ev["parity"]["metric"]
     rows = []
     for name, f in ev["legs"].items():
@@ -441,11 +242,9 @@ def _per_seed(ev: dict[str, Any]) -> list[list[str]]:
                          num(r.get("time_to_first_step_s"), "{:.1f}"), r.get("cache_state") or "-",
                          num(r.get("steps_to_target"), "{:.0f}"), usd(r.get("cost_usd")),
                          (r.get("reason") or "")[:160]])
-    return rows
-
-
-SEED_HEADER = ["leg", "seed", "status", "metric", "throughput", "first step (s)", "cache", "steps to target",
-               "cost", "reason"]
+    header = [metric if h == "metric" else h for h in SEED_HEADER]
+    keep = [j for j in range(len(header)) if j < 3 or any(not _empty(row[j]) for row in rows)]
+    return [header[j] for j in keep], [[row[j] for j in keep] for row in rows]
 
 
 def _environments(ev: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -456,65 +255,150 @@ def _environments(ev: dict[str, Any]) -> dict[str, dict[str, str]]:
     return out
 
 
-def render_markdown(ev: dict[str, Any]) -> str:
+# --- sections: (markdown lines, html) renderers, in page order --------------------------------------
+e = html.escape
+
+
+def _swatch(ev: dict[str, Any], leg: str) -> str:
+    colour = leg_colours(ev).get(leg, "#666")
+    return f'<span class="sw" data-leg="{e(leg)}" style="background:{colour}"></span>'
+
+
+def _legs_md(ev: dict[str, Any]) -> list[str]:
     legs = list(ev["legs"])
-    out = [f"# Bake-off {ev.get('bakeoff')}: {ev['verdict'].upper()}", "", verdict_sentence(ev), ""]
+    return (["", "## Legs", "", "| | " + " | ".join(legs) + " |", "|---|" + "---|" * len(legs)]
+            + [f"| {label} | " + " | ".join(values) + " |" for label, values in leg_rows(ev)])
+
+
+def _legs_html(ev: dict[str, Any]) -> str:
+    colours = leg_colours(ev)
+    head = "".join(f'<th scope="col" style="border-top:3px solid {colours[n]}">{_swatch(ev, n)}{e(n)}</th>'
+                   for n in ev["legs"])
+    body = "".join(f'<tr><th scope="row">{e(label)}</th>' + "".join(f'<td class="n">{e(v)}</td>' for v in values)
+                   + "</tr>" for label, values in leg_rows(ev))
+    return f'<h2>Legs</h2><div class="scroll"><table class="legs"><tr><th></th>{head}</tr>{body}</table></div>'
+
+
+def _plots_html(ev: dict[str, Any]) -> str:
+    return '<h2>Plots</h2><div class="figures">' + "".join(charts(ev)) + "</div>"
+
+
+def _checks_md(ev: dict[str, Any]) -> list[str]:
+    return ["", "## Checks", ""] + [f"- **{c['status']}** `{c['name']}`: {c['why']}" for c in ev["checks"]]
+
+
+def _checks_html(ev: dict[str, Any]) -> str:
+    return "<h2>Checks</h2><ul>" + "".join(f'<li><b class="{e(c["status"])}">{e(c["status"])}</b> '
+                                           f'<code>{e(c["name"])}</code>: {e(c["why"])}</li>' for c in ev["checks"]) + "</ul>"
+
+
+def _stats_md(ev: dict[str, Any]) -> list[str]:
+    return ["", "## Statistics", ""] + [f"- {line}" for line in _statistics(ev)]
+
+
+def _stats_html(ev: dict[str, Any]) -> str:
+    return "<h2>Statistics</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in _statistics(ev)) + "</ul>"
+
+
+def _runs_md(ev: dict[str, Any]) -> list[str]:
+    header, rows = _per_seed(ev)
+    return (["", "## Runs", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def _runs_html(ev: dict[str, Any]) -> str:
+    header, rows = _per_seed(ev)
+    body = "".join("<tr>" + f"<td>{_swatch(ev, row[0])}{e(row[0])}</td>" + "".join(
+        f'<td class="n">{e(v)}</td>' for v in row[1:]) + "</tr>" for row in rows)
+    return ('<h2>Runs</h2><div class="scroll"><table class="runs"><tr>' + "".join(f"<th>{e(h)}</th>" for h in header)
+            + f"</tr>{body}</table></div>")
+
+
+def _env_md(ev: dict[str, Any]) -> list[str]:
+    return ["", "## Environment", ""] + [f"- **{name}**: " + ", ".join(f"{k}={v}" for k, v in env.items())
+                                         for name, env in _environments(ev).items()]
+
+
+def _env_html(ev: dict[str, Any]) -> str:
+    return "<h2>Environment</h2>" + "".join(
+        f'<h3>{_swatch(ev, n)}{e(n)}</h3><div class="scroll"><table class="env">'
+        + "".join(f"<tr><th>{e(k)}</th><td><code>{e(v)}</code></td></tr>" for k, v in env.items()) + "</table></div>"
+        for n, env in _environments(ev).items())
+
+
+def _none_md(ev: dict[str, Any]) -> list[str]:
+    return []
+
+
+Section = tuple[Callable[[dict[str, Any]], list[str]], Callable[[dict[str, Any]], str]]
+
+# Everything after the head, in page order. Each entry renders one section from evaluation.json:
+# markdown lines (report.md) and HTML (report.html); return [] / "" to leave the section out.
+SECTIONS: list[Section] = [
+    (_legs_md, _legs_html),
+    (_none_md, _plots_html),  # plots are in report.html only
+    (report_scaling.section_markdown, report_scaling.section_html),  # scaling sweeps, precision ablations
+    (porting.section_markdown, porting.section_html),  # what porting cost
+    (report_spend.section_markdown, report_spend.section_html),  # what this verdict cost
+    (_checks_md, _checks_html),
+    (_stats_md, _stats_html),
+    (_runs_md, _runs_html),
+    (_env_md, _env_html),
+]
+
+
+# --- the documents ----------------------------------------------------------------------------
+def render_markdown(ev: dict[str, Any]) -> str:
+    out = [f"# Bake-off {ev.get('bakeoff')}: {ev['verdict'].upper()}", "", verdict_sentence(ev)]
     if _emulated(ev):
-        out += [f"> Speed and cost: {EMULATED}.", ""]
-    out += [
-           "| | " + " | ".join(legs) + " |", "|---|" + "---|" * len(legs)]
-    out += [f"| {label} | " + " | ".join(values) + " |" for label, values in leg_rows(ev)]
-    out += ["", "## Checks", ""] + [f"- **{c['status']}** `{c['name']}`: {c['why']}" for c in ev["checks"]]
-    out += ["", "## Statistics", ""] + [f"- {line}" for line in _statistics(ev)]
-    out += ["", "## Runs", "", "| " + " | ".join(SEED_HEADER) + " |", "|" + "---|" * len(SEED_HEADER)]
-    out += ["| " + " | ".join(row) + " |" for row in _per_seed(ev)]
-    out += ["", "## Environment", ""]
-    for name, env in _environments(ev).items():
-        out.append(f"- **{name}**: " + ", ".join(f"{k}={v}" for k, v in env.items()))
+        out += ["", f"> Speed and cost: {EMULATED}."]
+    for md, _ in SECTIONS:
+        out += md(ev)
     out += ["", "Plots are in report.html."]
     return "\n".join(out) + "\n"
 
 
-CSS = """body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1180px;
-padding:0 1em;color:#222}svg.chart{max-width:100%;height:auto}.scroll{overflow-x:auto}
-.note{font-weight:400;color:#9a6700}.banner{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px}
-h1 .pass{color:#1a7f37}h1 .fail{color:#cf222e}h1 .inconclusive{color:#9a6700}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ddd;padding:4px 8px;font-size:13px}
-th{background:#f6f8fa;text-align:left}td.n{text-align:right}.verdict{font-size:16px;line-height:1.5}
-figure{display:inline-block;margin:0 1em 1em 0}figcaption{font-weight:600;font-size:13px}
-.passed{color:#1a7f37}.failed{color:#cf222e}.inconclusive{color:#9a6700}code{font-size:12px}"""
+CSS = """*{box-sizing:border-box}
+body{margin:0;background:#fff;color:#1f2328;font:15px/1.5 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif}
+.page{max-width:1120px;margin:0 auto;padding:12px 20px 40px}
+h1{font-size:1.75em;line-height:1.2;margin:.5em 0 .3em}h2{font-size:1.3em;margin:1.6em 0 .5em;padding-bottom:.2em;
+border-bottom:1px solid #d0d7de}h3{font-size:1.05em;margin:1em 0 .3em}
+.verdict{font-size:1.05em;max-width:72em}.banner{background:#fff8c5;border:1px solid #d4a72c;border-radius:4px;
+padding:6px 10px}h1 .pass,.passed{color:#1a7f37}h1 .fail,.failed{color:#cf222e}h1 .inconclusive,.inconclusive{color:#9a6700}
+figure{margin:0 0 1em;min-width:0}figcaption{font-weight:600;font-size:14px;margin-bottom:4px}
+figcaption .note{display:block;font-weight:400;font-size:12.5px;color:#59636e}.emu{font-weight:400;color:#9a6700}
+svg.chart{display:block;width:100%;height:auto;max-width:620px}.decision{max-width:660px}
+.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,380px),1fr));gap:20px 32px}
+.nodata{color:#59636e;font-style:italic}
+.scroll{overflow-x:auto;max-width:100%;-webkit-overflow-scrolling:touch}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:13px}td,th{border:1px solid #d8dee4;padding:4px 8px;
+vertical-align:top}th{background:#f6f8fa;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.legs td.n{min-width:8em;max-width:20em}.legs th[scope=col]{white-space:nowrap}
+.legs th[scope=row]{position:sticky;left:0;z-index:1;min-width:8em;max-width:16em}
+.runs td{white-space:nowrap}.env td code{overflow-wrap:anywhere}.env th{white-space:nowrap}
+.sw{display:inline-block;width:.75em;height:.75em;border-radius:2px;margin-right:.4em;vertical-align:-.05em}
+code{font-size:12px}pre{overflow-x:auto;max-width:100%;font-size:12px}footer{margin-top:2em;color:#59636e;font-size:12px}
+@media (max-width:600px){body{font-size:14px}.page{padding:8px 12px 32px}h1{font-size:1.45em}}"""
 
 
 def render_html(ev: dict[str, Any]) -> str:
-    e = html.escape
-    legs = list(ev["legs"])
-    table = "<table><tr><th></th>" + "".join(f"<th>{e(n)}</th>" for n in legs) + "</tr>" + "".join(
-        f"<tr><th>{e(label)}</th>" + "".join(f'<td class="n">{e(v)}</td>' for v in values) + "</tr>"
-        for label, values in leg_rows(ev)) + "</table>"
-    checks = "<ul>" + "".join(f'<li><b class="{e(c["status"])}">{e(c["status"])}</b> <code>{e(c["name"])}</code>: '
-                              f'{e(c["why"])}</li>' for c in ev["checks"]) + "</ul>"
-    stats = "<ul>" + "".join(f"<li>{e(line)}</li>" for line in _statistics(ev)) + "</ul>"
-    seeds = "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in SEED_HEADER) + "</tr>" + "".join(
-        "<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in _per_seed(ev)) + "</table>"
-    envs = "".join(f"<h3>{e(n)}</h3><table>" + "".join(f"<tr><th>{e(k)}</th><td><code>{e(v)}</code></td></tr>"
-                                                        for k, v in env.items()) + "</table>"
-                   for n, env in _environments(ev).items())
+    name = e(str(ev.get("bakeoff")))
+    verdict = e(ev["verdict"])
+    decision = decision_chart(ev, leg_colours(ev))
+    banner = f'<p class="banner">Speed and cost: {e(EMULATED)}.</p>' if _emulated(ev) else ""
+    sections = "\n".join(filter(None, (render(ev) for _, render in SECTIONS)))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>bake-off {e(str(ev.get('bakeoff')))}: {e(ev['verdict'])}</title>
-<style>{CSS}</style></head><body>
-<h1>Bake-off {e(str(ev.get('bakeoff')))}: <span class="{e(ev['verdict'])}">{e(ev['verdict'].upper())}</span></h1>
+<title>bake-off {name}: {verdict}</title>
+<style>{CSS}</style></head><body><main class="page">
+<h1>Bake-off {name}: <span class="{verdict}">{verdict.upper()}</span></h1>
 <p class="verdict">{e(verdict_sentence(ev))}</p>
-{decision_chart(ev)}
-{f'<p class="banner">Speed and cost: {e(EMULATED)}.</p>' if _emulated(ev) else ''}
-<h2>Legs</h2><div class="scroll">{table}</div>
-<h2>Plots</h2>{''.join(charts(ev))}
-<h2>Checks</h2>{checks}
-<h2>Statistics</h2>{stats}
-<h2>Runs</h2><div class="scroll">{seeds}</div>
-<h2>Environment</h2>{envs}
-<p><small>spec hash {e(str(ev.get('spec_hash')))} · written by bakeoff's evaluation step from evaluation.json</small></p>
-</body></html>
+{f'<div class="decision">{decision}</div>' if decision else ''}
+{banner}
+{sections}
+<footer>spec hash {e(str(ev.get('spec_hash')))} · {e(MONEY_RULE)} · written by bakeoff's evaluation step from
+evaluation.json</footer>
+</main></body></html>
 """
 
 
@@ -527,3 +411,4 @@ def write_reports(ev: dict[str, Any], out_dir: Path) -> list[Path]:
         tmp.write_text(text)
         tmp.replace(path)
     return paths
+

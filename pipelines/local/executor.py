@@ -63,18 +63,23 @@ def gpu_available() -> bool:
 
 
 class LocalExecutor:
+    """Runs the compiled pipeline of a spec on this machine (what `bakeoff run` and `pipelines.run_local` use)."""
+
     def __init__(self, spec: BakeoffSpec, out_dir: Path, force: bool = False, console=None,
                  use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
-                 rule_change: str | None = None, parameters: dict[str, str] | None = None):
+                 rule_change: str | None = None, parameters: dict[str, str] | None = None, progress=None,
+                 sequential: dict[str, Any] | None = None):
         self.spec = spec
         self.out = Path(out_dir).resolve()
         self.force = force
-        self.progress = Progress(console)
+        # `progress`: anything with Progress's methods (the façade's event adaptor); else the terminal display.
+        self.progress = progress if progress is not None else Progress(console)
         self.use_gpu = gpu_available() if use_gpu is None else use_gpu
         self.python = python or sys.executable
         self.mlflow = spec.mlflow.enabled if mlflow is None else mlflow
         self.rule_change = rule_change
         self.parameters = dict(parameters or {})
+        self.sequential = sequential  # a round of `--until-decided`: its looks, for the Evaluate step
         self.contract = runtime_module("contract")
         self._process = JobProcess()
         self._plan: Plan | None = None
@@ -127,7 +132,7 @@ class LocalExecutor:
                 raise SpecError(f"channel {name!r} is {uri}: the local executor reads local paths only; "
                                 "download it first or run on SageMaker (`bakeoff deploy`)",
                                 field=f"data.channels.{name}")
-        plan = build_plan(self.spec)
+        plan = build_plan(self.spec, local_gpu=self.use_gpu)
         self._plan = plan
         compiled = compile_plan(plan, bucket=self.spec.storage.bucket or LOCAL_BUCKET, preflight=preflight)
         store = LocalS3(self.out / "s3")
@@ -142,6 +147,11 @@ class LocalExecutor:
 
     # --- the run --------------------------------------------------------------------------
     def run(self) -> RunResult:
+        from ..builtins import missing_requirement
+
+        missing = missing_requirement(self.spec)  # the jobs run in this Python: say so before any starts
+        if missing:
+            raise SpecError(missing, field="entrypoint.builtin")
         self.out.mkdir(parents=True, exist_ok=True)
         with RunLock(self.out), _forward_signals(self._process):
             result = self._run()
@@ -149,10 +159,12 @@ class LocalExecutor:
 
     def _jobs(self, plan: Plan, steps: dict[str, Any], subs: Substitutions, params) -> tuple[dict, dict]:
         """Each training step's job as run here, and its key."""
+        from .collective import artifact_uris
+
         jobs, keys = {}, {}
         runtime = local_runtime()
         for name in (j.step_name for j in plan.seed_major):
-            request = resolve(steps[name]["Arguments"], Context(params, "", ""))
+            request = resolve(steps[name]["Arguments"], Context(params, "", "", model_artifacts=artifact_uris(steps)))
             job = subs.training(name, request, self.out / "jobs" / _job_dir(plan, name))
             jobs[name] = job
             # Like SageMaker's step cache key: the request as run, not where this directory is.
@@ -187,7 +199,7 @@ class LocalExecutor:
             # The definition and assets as they were run (the spec's source files may have moved).
             definition = json.loads((self.out / "pipeline.json").read_text())
             store = LocalS3(self.out / "s3")
-            plan = build_plan(self.spec, bundle=self._uploaded_bundle(definition, store))
+            plan = build_plan(self.spec, bundle=self._uploaded_bundle(definition, store), local_gpu=self.use_gpu)
             self._plan = plan
             subs = Substitutions(plan, self.out, store, python=self.python, gpu=self.use_gpu,
                                  mlflow=self._mlflow_env())
@@ -234,7 +246,13 @@ class LocalExecutor:
                                    "executables)")
         if PREFLIGHT_STEP in steps:
             self._run_preflight_step(steps[PREFLIGHT_STEP], subs, store, params)
+        from .collective import record_stopped, run_checks  # legs[].collective_check: a failure stops its leg
 
+        stopped = run_checks(self, steps, subs, store, params, plan, {jobs[n].leg for n in order if n not in reuse})
+
+        from .doomed import DoomWatch  # a leg already shown broken does not pay for its remaining seeds
+
+        watch = DoomWatch(self.spec)
         executed, skipped = [], []
         ctx = self._context(compiled.name, params, keys)
         self.progress.start(len(order))
@@ -246,9 +264,23 @@ class LocalExecutor:
                     ctx.training_job_names[name] = json.loads((job_dir / "job.json").read_text())["training_job_name"]
                     skipped.append(job.name)
                     self.progress.skipped(i, job.name)
+                elif job.leg in stopped:
+                    ctx.training_job_names[name] = record_stopped(self, job, keys[name], stopped[job.leg], store)
+                    executed.append(job.name)
                     continue
-                ctx.training_job_names[name] = self._run_training_job(i, job, keys[name], store)
-                executed.append(job.name)
+                elif job.leg in watch.doomed:
+                    ctx.training_job_names[name] = record_stopped(self, job, keys[name], watch.doomed[job.leg],
+                                                                  store, kind="doomed")
+                    executed.append(job.name)
+                    continue
+                else:
+                    ctx.training_job_names[name] = self._run_training_job(i, job, keys[name], store)
+                    executed.append(job.name)
+                why = watch.finished(job.leg, job.seed, job_dir)
+                if why:
+                    doomed_leg = next(leg for leg, reason in watch.doomed.items() if reason == why)
+                    self.progress.note(f"leg {doomed_leg}: {why}; its remaining seeds are not run (recorded as "
+                                       "failed with this reason)")
         finally:
             self.progress.stop()
 
@@ -413,11 +445,17 @@ class LocalExecutor:
             for name, job in sorted(ctx.training_job_names.items())]}, indent=2))
         job = subs.processing(request, eval_dir, steps_file)
         refreshed = cached(self.spec.storage.region)
-        prices = {leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in self.spec.legs}
+        legs = self._plan.spec.legs if self._plan else self.spec.legs  # with a sweep's derived legs
+        prices = {leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in legs}
         config_uri = next(uri for name, (uri, _) in job.inputs.items() if name == "config")
         config_path = store.path(config_uri)
         config = json.loads((config_path if config_path.is_file() else next(config_path.rglob("*.json"))).read_text())
         config = subs.evaluation_config(config, prices)
+        from .collective import attach_run_records
+
+        attach_run_records(config, self.out, steps)  # preflight findings, collective checks: "what porting cost"
+        if self.sequential:
+            config["sequential"] = self.sequential
         if rule_original is not None:
             config["rule_original"] = rule_original
             config["rule_change_reason"] = self.rule_change

@@ -214,12 +214,13 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
         ],
     }
     _apply_security(args, spec, [leg.instance_type])
-    if leg.managed_spot or spec.training.checkpoint_interval:
+    spot = leg.managed_spot is True or (leg.managed_spot == "after_first_seed" and job.seed != spec.seed_list[0])
+    if spot or spec.training.checkpoint_interval:
         # Static per job content: a restarted or spot-interrupted job resumes; the
         # runtime refuses a checkpoint written by other inputs or by a finished run.
         args["CheckpointConfig"] = {"S3Uri": _s3(bucket, prefix, spec.name, "checkpoints", job.name, key),
                                     "LocalPath": "/opt/ml/checkpoints"}
-    if leg.managed_spot:
+    if spot:
         args["EnableManagedSpotTraining"] = True
         args["StoppingCondition"]["MaxWaitTimeInSeconds"] = leg.max_wait_s or 2 * leg.max_runtime_s
     step = {
@@ -319,16 +320,92 @@ def _precompile_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
     return step
 
 
+COLLECTIVE_STEP_PREFIX = "Collective-"  # as long as "Precompile-": leg names are checked to fit it
+COLLECTIVE_MAX_RUNTIME_S = 1800
+
+
+def collective_step_name(leg: str) -> str:
+    return f"{COLLECTIVE_STEP_PREFIX}{leg}"
+
+
+def _collective_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
+    """legs[].collective_check: all-reduce and all-gather on the leg's own instances, one process
+    per device as launch.py starts them for training (so at the leg's world size), before its
+    training steps. A wrong result does not fail the step: a failed step would keep every step
+    after it, the Evaluate step included, from running, so the execution would end with no
+    verdict at all. The step ends Completed with collective.json (ok or the reason) in its model
+    artifacts; the leg's training jobs receive those through the `collective` channel and
+    launch.py records them as failed with that reason, without training, so only that leg stops
+    and the verdict names why. It logs no training metrics, so no comparison sees it."""
+    from ..bundle import COLLECTIVE_SCRIPT
+
+    step, _ = _training_step(plan, job, **kw)
+    args = step["Arguments"]
+    leg = plan.spec.leg(job.leg)
+    ENV = runtime_module("contract").ENV
+    # No MLflow: the check logs no run (and must not spend its minutes installing a client).
+    dropped = {ENV["mlflow_install"], ENV["mlflow_experiment"], "MLFLOW_TRACKING_URI"}
+    env = {k: v for k, v in args["Environment"].items() if k not in dropped}
+    if leg.instance.network_gbps:
+        env["BAKEOFF_NETWORK_GBPS"] = str(leg.instance.network_gbps)
+    args["Environment"] = dict(sorted(env.items()))
+    args["AlgorithmSpecification"] = {
+        "TrainingImage": args["AlgorithmSpecification"]["TrainingImage"], "TrainingInputMode": "File",
+        "ContainerEntrypoint": ["/bin/sh", "-c", TRAIN_COMMAND.format(script=COLLECTIVE_SCRIPT)]}
+    args["StoppingCondition"] = {"MaxRuntimeInSeconds": min(COLLECTIVE_MAX_RUNTIME_S, leg.max_runtime_s)}
+    args["OutputDataConfig"] = {**args["OutputDataConfig"],
+                                "S3OutputPath": _s3(kw["bucket"], kw["prefix"], plan.spec.name, "collective", job.leg)}
+    args["Tags"] = [t for t in args["Tags"] if t["Key"] not in ("bakeoff:seed", "bakeoff:compile-cache")] + [
+        {"Key": "bakeoff:step", "Value": "collective"}]
+    args.pop("CheckpointConfig", None)
+    args.pop("EnableManagedSpotTraining", None)  # a few minutes: not worth an interruption
+    step["Name"] = collective_step_name(job.leg)
+    return step
+
+
+def collective_channel(check_step: str) -> dict[str, Any]:
+    """The channel that hands a Collective step's model.tar.gz to the leg's training jobs."""
+    return {"ChannelName": runtime_module("contract").COLLECTIVE_CHANNEL,
+            "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": {"Get": f"Steps.{check_step}.ModelArtifacts.S3ModelArtifacts"},
+                "S3DataDistributionType": "FullyReplicated"}},
+            "InputMode": "File"}
+
+
+def _add_collective_steps(plan: Plan, train_steps: list[dict[str, Any]], **kw) -> None:
+    """One check per leg that asks for it (every size of a sweep is a leg), where the job has
+    more than one process: the leg's training and precompile steps depend on it."""
+    from ..names import precompile_step as precompile_name
+
+    for leg in plan.spec.legs:
+        if not getattr(leg, "collective_check", False) or plan.leg(leg.name).batching.world_size < 2:
+            continue
+        check = _collective_step(plan, plan.jobs_of(leg.name)[0], **kw)
+        seeds = {j.step_name for j in plan.jobs_of(leg.name)}
+        for step in train_steps:
+            if step["Name"] in seeds | {precompile_name(leg.name)}:
+                step["DependsOn"] = sorted({*step.get("DependsOn", []), check["Name"]})
+            if step["Name"] in seeds:  # the result travels as a channel: see _collective_step
+                step["Arguments"]["InputDataConfig"].append(collective_channel(check["Name"]))
+        train_steps.insert(0, check)
+
+
 def _eval_config(plan: Plan) -> dict[str, Any]:
     spec = plan.spec
     mlflow = {}
     if spec.mlflow.enabled and spec.mlflow.tracking_uri:
         mlflow = {"tracking_uri": spec.mlflow.tracking_uri, "experiment": spec.experiment}
-    return evaluation_config(
+    config = evaluation_config(
         spec, prices={leg.name: price_for(leg.instance_type, leg.price_per_hour) for leg in spec.legs},
         images={leg.name: leg.image for leg in plan.legs}, emulated_on={},
         cost_basis="estimate: job wall time x on-demand price (`bakeoff report` uses BillableTimeInSeconds)",
         mlflow=mlflow)
+    # The numerics a leg's jobs run with (compiler flags, stochastic rounding), for "what porting cost".
+    numerics_env = runtime_module("porting").NUMERICS_ENV
+    for name, leg_cfg in config["legs"].items():
+        env = plan.jobs_of(name)[0].environment if plan.jobs_of(name) else {}
+        leg_cfg["numerics_environment"] = {k: env[k] for k in numerics_env if k in env}
+    return config
 
 
 def _with_region(spec: BakeoffSpec, region: str) -> BakeoffSpec:
@@ -399,6 +476,7 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
                 if step["Name"] in {j.step_name for j in plan.jobs_of(leg.name)}:
                     step.setdefault("DependsOn", []).append(pre["Name"])
             train_steps.insert(0, pre)
+    _add_collective_steps(plan, train_steps, **kw)
     if spec.preflight.enabled or preflight:
         first = preflight_step(plan, *(preflight or ()), **kw)
         for step in train_steps:
