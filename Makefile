@@ -31,7 +31,7 @@ test: setup browser
 
 # Everything but the tests that run real training jobs, PyTorch/XLA, MLflow servers or the CDK CLI.
 test-fast: setup
-	$(VENV)/bin/python -m pytest -m "not slow" -q
+	$(VENV)/bin/python -m pytest -n 2 --dist worksteal -m "not slow" -q
 
 lint: setup
 	$(VENV)/bin/ruff check .
