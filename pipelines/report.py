@@ -31,8 +31,12 @@ def _throughput(f) -> str:
         return "-"
     text = f"{mean:,.0f} {f.get('throughput_unit', '')}"
     if t.get("cv") is not None:
-        text += f" ±{t['cv']:.0%}"
-    return text + (" (varies >20%)" if t.get("unstable") else "")
+        text += f" (CV {t['cv']:.0%}"
+        # The stability flag is on the range (slowest to fastest seed), which a CV understates.
+        if t.get("unstable") and t.get("relative_range") is not None:
+            text += f", seeds span {t['relative_range']:.0%}"
+        text += ")"
+    return text
 
 
 def _cold_warm(cache) -> str:

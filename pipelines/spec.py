@@ -518,8 +518,27 @@ class PreflightStep(_Model):
         return v
 
 
+_JSON_SCHEMA_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def _standard_bounds(node: Any) -> Any:
+    """pydantic writes the bounds of an optional annotated number as its own ge/le/gt/lt, which
+    JSON Schema (and so an editor) ignores: name them as JSON Schema does."""
+    if isinstance(node, dict):
+        numeric = node.get("type") in ("integer", "number")
+        return {(_JSON_SCHEMA_BOUNDS.get(k, k) if numeric and isinstance(v, (int, float)) else k): _standard_bounds(v)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_standard_bounds(v) for v in node]
+    return node
+
+
 class BakeoffSpec(_Model):
     """A bake-off: the same training code on two or more legs, several seeds each."""
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return _standard_bounds(super().model_json_schema(*args, **kwargs))
 
     name: str = Field(..., description="Bake-off name (letters, digits, -): names the pipeline and runs.")
     description: str = Field("", description="Free text shown in reports.")

@@ -74,3 +74,19 @@ def test_examples_say_device_not_devices_for_one(tmp_path):
     assert proc.returncode == 0
     assert "(1 device)" in proc.stdout and "1 devices" not in proc.stdout
 
+
+
+def test_an_editor_sees_the_bounds_of_optional_numbers_too():
+    import jsonschema
+
+    schema = json.loads((ROOT / "bakeoff.schema.json").read_text())
+    text = json.dumps(schema)
+    assert not re.search(r'"(ge|le|gt|lt)": ', text)  # pydantic's names, which JSON Schema ignores
+    spec = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    spec["training"]["max_steps"] = 0  # optional (may be null), but at least 1 when given
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = list(validator.iter_errors(spec))
+    assert [list(e.absolute_path) for e in errors] == [["training", "max_steps"]]
+    assert any("minimum of 1" in sub.message for sub in errors[0].context)
+    spec["training"]["max_steps"] = 5
+    assert not list(validator.iter_errors(spec))
