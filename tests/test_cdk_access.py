@@ -1,4 +1,4 @@
-"""Least privilege that works (issue 17, items 3, 4 and 5): bucket-level list and location
+"""Least privilege that works: bucket-level list and location
 without false conditions, log groups created in a fresh account, `grant_start_execution`
 that passes cdk-nag with what start/watch/report need, acknowledgments on the exact
 statement, reads for data URIs declared as overrides, VPC/KMS permissions only when the

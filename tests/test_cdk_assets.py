@@ -1,4 +1,4 @@
-"""Every deployed asset and the definition carry real values (issue 17, items 2 and 5): no
+"""Every deployed asset and the definition carry real values: no
 placeholder survives synthesis, the evaluation config names the tracking server at deploy
 time, the S3 definition path keeps the definition out of the template, the inline/S3
 threshold is measured on the rendered definition, and the deployment Lambda's storage fits."""

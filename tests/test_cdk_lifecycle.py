@@ -1,4 +1,4 @@
-"""Names that can coexist and teardown that is clean both ways (issue 17, item 5): a
+"""Names that can coexist and teardown that is clean both ways: a
 stack-scoped, stable, configurable pipeline name (and MLflow server and rule names);
 RETAIN keeps the buckets' TLS-only policies; DESTROY empties the versioned buckets."""
 import json

@@ -1,4 +1,4 @@
-"""The stack's region drives the images (issue 17, item 1): a concrete region is required,
+"""The stack's region drives the images: a concrete region is required,
 it must agree with the spec's, and the registry account and DNS suffix come from the
 per-region table in estimators/images.py (the SageMaker SDK's pytorch.json, aws_facts.md
 section 3). Synthesized in us-west-2 (registry 763104351884) and eu-south-1 (692866216735)."""
