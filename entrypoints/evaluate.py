@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     ap.add_argument("--parent-key", default=None, help="groups MLflow runs under one parent (the execution id)")
     ap.add_argument("--job", action="append", default=[], metavar="NAME=S3_URI",
                     help="a training job's output.tar.gz to fetch into --jobs/NAME (SageMaker)")
+    ap.add_argument("--records", type=Path, help="model artifacts of the run's Preflight step (<DIR>/preflight)")
     ap.add_argument("--execution-arn", help="find the jobs through ListPipelineExecutionSteps (large bake-offs)")
     ap.add_argument("--job-prefix", help="with --execution-arn: the S3 prefix the jobs write under")
     args = ap.parse_args(argv)
@@ -112,6 +113,10 @@ def main(argv=None) -> int:
         args.job += execution_jobs(args.execution_arn, args.job_prefix or "")
     if args.job:
         fetch_jobs(args.job, args.jobs)
+    if args.records:
+        from bakeoff_runtime.porting import read_records
+
+        cfg.update(read_records(args.records))  # what porting cost: the preflight's findings
     jobs = load_jobs(args.jobs) if args.jobs.exists() else []
     result = evaluate(cfg, jobs)
     path = write_evaluation(result, args.out)

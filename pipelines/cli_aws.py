@@ -79,6 +79,9 @@ def cmd_start(args) -> int:
     if args.until_decided:
         from .errors import SpecError
 
+        if args.stack or not args.pipeline:
+            raise SpecError("--until-decided deploys each round from the spec: give the spec file, not --stack",
+                            field="--stack")
         if not args.role:
             raise SpecError("--until-decided deploys each round's pipeline: --role (the SageMaker execution role "
                             "ARN) is required", field="--role")
@@ -90,7 +93,8 @@ def cmd_start(args) -> int:
             "\n".join(f"round {r.round}: {len(r.seeds)} seeds, {r.verdict} ({r.execution_arn})" for r in d.rounds)
             + f"\nverdict: {d.verdict}"))
         return decision.exit_code
-    execution = api.start(args.pipeline, _params(args.param), region=args.region, profile=args.profile)
+    execution = api.start(args.pipeline, _params(args.param), stack=args.stack, region=args.region,
+                          profile=args.profile)
     if args.wait:
         return _wait(args, execution)
     return emit(args, execution, lambda r: print(r.arn))
@@ -194,7 +198,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_deploy)
 
     p = sub.add_parser("start", help="start an execution of a deployed pipeline")
-    p.add_argument("pipeline", help="pipeline name (or the spec file it was deployed from)")
+    p.add_argument("pipeline", nargs="?", help="pipeline name (or the spec file it was deployed from); or --stack")
+    p.add_argument("--stack", help="a CloudFormation stack with a BakeoffPipeline construct: start the pipeline "
+                                   "its PipelineName output names (in --region)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="pipeline parameter for this execution, e.g. MaxSteps=500 (repeatable)")
     p.add_argument("--wait", action="store_true", help="wait for the execution to finish (exit 1 unless it succeeds)")

@@ -355,3 +355,26 @@ def test_errors_map_one_to_one_to_exit_codes(monkeypatch, capsys):
         monkeypatch.setattr(local_api, "as_spec", lambda *a, _e=error, **kw: (_ for _ in ()).throw(_e))
         assert main(["validate", str(QUICKSTART)]) == error.exit_code
         assert capsys.readouterr().err.count("\n") == 1  # one line
+
+
+def test_start_finds_a_cdk_deployed_pipeline_by_its_stack(aws, capfd):
+    from pipelines import SpecError, deploy, start, synth
+
+    session = session_with()
+    deployed = deploy(synth(QUICKSTART, bucket=BUCKET, role_arn=ROLE), role_arn=ROLE, session=session)
+    cfn = session.client("cloudformation")
+    template = {"Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+                "Outputs": {"BakeoffPipelineName5F3A9C1E": {"Value": deployed.pipeline_name},  # as CDK names it
+                            "BakeoffPipelineArn0D2E4B6C": {"Value": deployed.pipeline_arn}}}
+    cfn.create_stack(StackName="team-bakeoff", TemplateBody=json.dumps(template))
+    execution = start(stack="team-bakeoff", session=session)
+    assert execution.pipeline_name == deployed.pipeline_name
+    assert "/execution/" in execution.arn
+    cfn.create_stack(StackName="not-bakeoff", TemplateBody=json.dumps(
+        {"Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}}}))
+    with pytest.raises(SpecError, match="no PipelineName output"):
+        start(stack="not-bakeoff", session=session)
+    with pytest.raises(SpecError, match="one of the two"):
+        start(deployed, stack="team-bakeoff", session=session)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

@@ -106,3 +106,51 @@ def test_a_real_run_writes_the_section(tiny_run):
     assert all(e["code"]["lines_differ"] == 0 for e in legs.values())
     md = render_markdown(ev)
     assert "## What porting cost" in md and "What porting cost" in render_html(ev)
+
+
+def test_the_evaluate_step_receives_the_preflight_steps_findings():
+    from conftest import ROOT
+    from pipelines.loader import load_spec
+    from pipelines.sagemaker import compile_pipeline
+    from pipelines.sagemaker.validate import definition_problems
+
+    spec = load_spec(ROOT / "examples" / "quickstart.yaml", ["preflight.enabled=true"])
+    definition = compile_pipeline(spec, role_arn="arn:aws:iam::123456789012:role/bakeoff-test", bucket="b").definition
+    evaluate = next(s for s in definition["Steps"] if s["Name"] == "Evaluate")["Arguments"]
+    record = next(i for i in evaluate["ProcessingInputs"] if i["InputName"] == "preflight")
+    assert record["S3Input"]["S3Uri"] == {"Get": "Steps.Preflight.ModelArtifacts.S3ModelArtifacts"}
+    args = evaluate["AppSpecification"]["ContainerArguments"]
+    assert args[args.index("--records") + 1] == record["S3Input"]["LocalPath"].rsplit("/", 1)[0]
+    assert definition_problems(definition) == []
+    plain = compile_pipeline(load_spec(ROOT / "examples" / "quickstart.yaml"), bucket="b").definition
+    evaluate = next(s for s in plain["Steps"] if s["Name"] == "Evaluate")["Arguments"]
+    assert "--records" not in evaluate["AppSpecification"]["ContainerArguments"]
+
+
+def test_records_are_read_from_the_preflight_steps_model_tar_gz(tmp_path):
+    import io
+    import tarfile
+
+    where = tmp_path / "records" / "preflight"
+    where.mkdir(parents=True)
+    with tarfile.open(where / "model.tar.gz", "w:gz") as tar:
+        for name, body in {"preflight.json": {"verdict": "will recompile", "blockers": 1, "problems": []},
+                           "summary.json": {"leg": "trn1", "status": "completed"}}.items():
+            raw = json.dumps(body).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    found = porting.read_records(tmp_path / "records")
+    assert found == {"preflight": {"verdict": "will recompile", "blockers": 1, "problems": [], "leg": "trn1"}}
+    assert porting.read_records(tmp_path / "nothing") == {}
+
+
+@pytest.mark.slow
+def test_a_local_run_with_a_preflight_shows_its_findings(tmp_path):
+    from conftest import bakeoff, tiny_spec, write_spec
+
+    spec = write_spec(tmp_path / "tiny.yaml", tiny_spec(preflight={"enabled": True, "steps": 4}))
+    proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ev = json.loads((tmp_path / "out" / "evaluation" / "evaluation.json").read_text())
+    assert ev["porting"]["legs"]["trn1"]["preflight"]["verdict"] == "ready"

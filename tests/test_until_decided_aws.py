@@ -98,3 +98,11 @@ def test_the_cli_needs_a_role_and_prints_the_result_as_json(fake_ops, capsys):
                  "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["verdict"] == "fail" and len(out["rounds"]) == 1
+
+
+def test_start_needs_a_pipeline_or_a_stack_and_until_decided_needs_the_spec(capsys):
+    from pipelines.cli import main
+
+    assert main(["start"]) == 2 and "one of the two" in capsys.readouterr().err
+    assert main(["start", "--stack", "team-bakeoff", "--until-decided", "--role", ROLE]) == 2
+    assert "not --stack" in capsys.readouterr().err

@@ -4,7 +4,7 @@
   no per-leg script today, so that is always the case and the section says so); a unified
   diff when a leg's config carries its own script (`script_source`), ready for such an override;
 - the preflight's findings and their fixes, where a preflight ran (the pipeline's Preflight
-  step, handed over by the local executor as config["preflight"]);
+  step, whose model artifacts reach the Evaluate step as an input: read_records);
 - compile time, and what a warm compile cache saved against a cold start (the evaluation's
   per-leg cold/warm split);
 - the numerics settings that differ: autocast, master weights, stochastic rounding and
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import difflib
 import html
+import json
+from pathlib import Path
 from typing import Any
 
 # Job environment that changes numerics (what the evaluation config carries per leg).
@@ -78,6 +80,41 @@ def _cache_saving(f: dict[str, Any]) -> dict[str, Any]:
         out["note"] = ("only cold starts so far: a second run with the same inputs shows what the warm cache saves"
                        if cold is not None else "only warm starts: no cold start to compare with")
     return out
+
+
+def _members(directory: Path) -> dict[str, bytes]:
+    """The files of a step's model artifacts as the Evaluate step receives them: model.tar.gz
+    (SageMaker) or the files themselves."""
+    import tarfile
+
+    out: dict[str, bytes] = {}
+    for path in sorted(directory.rglob("*")) if directory.is_dir() else []:
+        if path.name.endswith(".tar.gz"):
+            try:
+                with tarfile.open(path) as tar:
+                    for m in tar.getmembers():
+                        handle = tar.extractfile(m) if m.isfile() else None
+                        if handle is not None:
+                            out.setdefault(Path(m.name).name, handle.read())
+            except (OSError, tarfile.TarError):
+                continue
+        elif path.is_file():
+            out.setdefault(path.name, path.read_bytes())
+    return out
+
+
+def read_records(records: Path) -> dict[str, Any]:
+    """What the run's Preflight step found (`<records>/preflight`), keyed as the evaluation
+    config holds it: {"preflight": {...preflight.json, "leg": the leg it ran}}; {} without one."""
+    files = _members(records / "preflight")
+    if "preflight.json" not in files:
+        return {}
+    try:
+        found = json.loads(files["preflight.json"])
+        leg = json.loads(files["summary.json"]).get("leg") if "summary.json" in files else None
+    except ValueError:
+        return {}
+    return {"preflight": {**found, "leg": leg}}
 
 
 def _preflight(config: dict[str, Any], leg: str) -> dict[str, Any] | None:

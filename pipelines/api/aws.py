@@ -78,15 +78,25 @@ def _pipeline_name(pipeline: SpecLike | Deployment) -> tuple[str, str | None]:
 
 
 @public
-def start(pipeline: SpecLike | Deployment, parameters: Mapping[str, Any] | None = None, *,
-          region: str | None = None, session: Any = None, profile: str | None = None) -> Execution:
+def start(pipeline: SpecLike | Deployment | None = None, parameters: Mapping[str, Any] | None = None, *,
+          stack: str | None = None, region: str | None = None, session: Any = None,
+          profile: str | None = None) -> Execution:
     """Start an execution of a deployed pipeline (`bakeoff start`) and return its handle.
 
-    `pipeline` is the pipeline's name, a `deploy` result, or the spec it was deployed from.
+    `pipeline` is the pipeline's name, a `deploy` result, or the spec it was deployed from; or give
+    `stack`, a CloudFormation stack with a BakeoffPipeline construct, whose PipelineName output names it.
     `parameters` (`{"MaxSteps": 50}`) are checked against the deployed definition first: an unknown
     one is a SpecError and nothing is started."""
-    name, spec_region = _pipeline_name(pipeline)
-    ops = ops_for(session, region or spec_region, profile)
+    if (pipeline is None) == (stack is None):
+        raise SpecError("name the pipeline (a name, a spec or a deployment) or its CDK stack, one of the two",
+                        field="--stack")
+    if stack is not None:
+        ops = ops_for(session, region, profile)
+        name = ops.stack_pipeline(stack)
+    else:
+        assert pipeline is not None
+        name, spec_region = _pipeline_name(pipeline)
+        ops = ops_for(session, region or spec_region, profile)
     params = {k: str(v) for k, v in (parameters or {}).items()}
     arn = ops.start(name, params)
     return Execution(arn=arn, pipeline_name=name, region=ops.region, parameters=params)

@@ -24,15 +24,17 @@ def _free_port() -> int:
 
 
 def artifact_uris(steps: dict[str, Any]) -> dict[str, str]:
-    """Where each Collective step's model.tar.gz lies in the local store: what the training jobs'
-    `collective` channel (Steps.<check>.ModelArtifacts.S3ModelArtifacts) resolves to here."""
+    """Where the model.tar.gz of each step others read (Collective-<leg>, Preflight) lies in the
+    local store: what Steps.<step>.ModelArtifacts.S3ModelArtifacts resolves to here (the
+    training jobs' `collective` channel, the Evaluate step's `preflight` input)."""
+    from ..names import PREFLIGHT_STEP
     from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
 
     return {name: step["Arguments"]["OutputDataConfig"]["S3OutputPath"].rstrip("/") + "/local/output/model.tar.gz"
-            for name, step in steps.items() if name.startswith(COLLECTIVE_STEP_PREFIX)}
+            for name, step in steps.items() if name.startswith(COLLECTIVE_STEP_PREFIX) or name == PREFLIGHT_STEP}
 
 
-def _publish(job_dir: Path, uri: str, store) -> None:
+def publish(job_dir: Path, uri: str, store) -> None:
     """The check's model dir as SageMaker uploads it: model.tar.gz at the step's artifact URI."""
     import tarfile
 
@@ -77,7 +79,7 @@ def run_checks(executor, steps: dict[str, Any], subs, store, params, plan, pendi
         executor.progress.note(f"leg {leg}: collective check (all-reduce, all-gather) with {n} gloo processes "
                                f"standing for its {world} devices")
         outcome = run_training(job, job_dir, store, executor._process, lambda line: None)
-        _publish(job_dir, artifact_uris(steps)[name], store)
+        publish(job_dir, artifact_uris(steps)[name], store)
         result = _result(job_dir)
         (job_dir / "collective.json").write_text(json.dumps({**result, "processes": n, "leg_world_size": world,
                                                              "exit_code": outcome.exit_code}, indent=2) + "\n")
@@ -124,19 +126,11 @@ def record_stopped(executor, job, key: str, reason: str, store, kind: str = "col
 
 
 def attach_run_records(config: dict[str, Any], run_dir: Path, steps: dict[str, Any]) -> dict[str, Any]:
-    """What the Evaluate step cannot see on its own locally: the Preflight step's findings and
-    the collective checks' results of this run (steps of this definition only, never an
-    earlier run's), for the "what porting cost" section."""
-    from ..names import PREFLIGHT_STEP
+    """What the Evaluate step cannot see on its own locally: the collective checks' results of
+    this run (steps of this definition only, never an earlier run's), for the "what porting
+    cost" section. (The Preflight step's findings reach it as on SageMaker: an input.)"""
     from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
 
-    report = run_dir / "preflight" / "step" / "opt" / "ml" / "model" / "preflight.json"
-    if PREFLIGHT_STEP in steps and report.exists():
-        try:
-            leg = steps[PREFLIGHT_STEP]["Arguments"]["Environment"].get("BAKEOFF_LEG")
-            config["preflight"] = {**json.loads(report.read_text()), "leg": leg}
-        except ValueError:
-            pass
     checks = {}
     for name in steps:
         path = run_dir / "collective" / name[len(COLLECTIVE_STEP_PREFIX):] / "collective.json"

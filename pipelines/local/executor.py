@@ -177,10 +177,12 @@ class LocalExecutor:
             keys[name] = digest(material)
         return jobs, keys
 
-    def _context(self, name: str, params, keys: dict[str, str]) -> Context:
+    def _context(self, name: str, params, keys: dict[str, str], steps: dict[str, Any]) -> Context:
+        from .collective import artifact_uris
+
         execution_id = "local-" + digest(sorted(keys.values()), 12)
         return Context(params, execution_id, f"arn:aws:sagemaker:local:000000000000:pipeline/{name}/"
-                                             f"execution/{execution_id}")
+                                             f"execution/{execution_id}", model_artifacts=artifact_uris(steps))
 
     def _warn_if_mlflow_is_down(self, subs: Substitutions) -> None:
         uri = subs.mlflow.get("MLFLOW_TRACKING_URI")
@@ -207,7 +209,7 @@ class LocalExecutor:
                 parameter_values(definition, self.parameters)
             steps = {s["Name"]: s for s in definition["Steps"]}
             jobs, keys = self._jobs(plan, steps, subs, params)
-            ctx = self._context(pipeline_name(self.spec), params, keys)
+            ctx = self._context(pipeline_name(self.spec), params, keys, steps)
             for name, job in jobs.items():
                 try:
                     meta = json.loads((self.out / "jobs" / job.name / "job.json").read_text())
@@ -254,7 +256,7 @@ class LocalExecutor:
 
         watch = DoomWatch(self.spec)
         executed, skipped = [], []
-        ctx = self._context(compiled.name, params, keys)
+        ctx = self._context(compiled.name, params, keys, steps)
         self.progress.start(len(order))
         try:
             for i, name in enumerate(order, 1):
@@ -369,6 +371,9 @@ class LocalExecutor:
         job_dir = self.out / "preflight" / "step"
         job_dir.mkdir(parents=True, exist_ok=True)
         outcome = run_training(job, job_dir, store, self._process, lambda line: None)
+        from .collective import artifact_uris, publish
+
+        publish(job_dir, artifact_uris({PREFLIGHT_STEP: step})[PREFLIGHT_STEP], store)  # the Evaluate step reads it
         if outcome.exit_code != 0:
             failure = job_dir / "opt" / "ml" / "output" / "failure"
             why = failure.read_text().strip().splitlines()[0] if failure.exists() else f"exit {outcome.exit_code}"

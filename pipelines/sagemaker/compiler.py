@@ -55,6 +55,9 @@ EVAL_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/processing/input/code
 EVAL_OUT = "/opt/ml/processing/evaluation"
 EVAL_CONFIG = "/opt/ml/processing/input/config/config.json"
 EVAL_JOBS_DIR = "/tmp/bakeoff-jobs"
+# Model artifacts of the run's own non-training steps (the Preflight step's findings), for the
+# report's "what porting cost": <EVAL_RECORDS>/<step kind>/model.tar.gz.
+EVAL_RECORDS = "/opt/ml/processing/input/records"
 # CreateProcessingJob takes at most 100 ContainerArguments. Up to this many jobs each is
 # named by one argument (its TrainingJobName, resolved by the pipeline); beyond it the
 # Evaluate step lists the execution's steps itself (ListPipelineExecutionSteps).
@@ -527,6 +530,13 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
                            "FilePath": "evaluation.json"}],
         "DependsOn": [s["Name"] for s in train_steps],
     }
+    if any(s["Name"] == PREFLIGHT_STEP for s in train_steps):
+        evaluate["Arguments"]["ProcessingInputs"].append(
+            {"InputName": "preflight", "S3Input": {
+                "S3Uri": get(f"Steps.{PREFLIGHT_STEP}.ModelArtifacts.S3ModelArtifacts"),
+                "LocalPath": f"{EVAL_RECORDS}/preflight", "S3DataType": "S3Prefix", "S3InputMode": "File",
+                "S3DataDistributionType": "FullyReplicated"}})
+        evaluate["Arguments"]["AppSpecification"]["ContainerArguments"] += ["--records", EVAL_RECORDS]
     _apply_processing_security(evaluate["Arguments"], spec)
     verdict = json_get(EVALUATE_STEP, PROPERTY_FILE, "verdict")
     fail = {

@@ -104,6 +104,23 @@ class SageMakerOps:
                                                                                   user_agent_extra="bakeoff"))
         self.region = self.sm.meta.region_name
 
+    def stack_pipeline(self, stack: str) -> str:
+        """The name of the pipeline a bakeoff CDK stack deployed: its `<construct>PipelineName`
+        output (CDK names an output by its construct path plus 8 hex digits of hash)."""
+        with aws(f"describe CloudFormation stack {stack}"):
+            cfn = self.session.client("cloudformation", region_name=self.region)
+            stacks = cfn.describe_stacks(StackName=stack).get("Stacks", [])
+        outputs = stacks[0].get("Outputs", []) if stacks else []
+        names = sorted({o["OutputValue"] for o in outputs
+                        if re.sub(r"[0-9A-F]{8}$", "", o.get("OutputKey", "")).endswith("PipelineName")})
+        if len(names) == 1:
+            return names[0]
+        if not names:
+            raise SpecError(f"stack {stack} in {self.region} has no PipelineName output: is it a stack with a "
+                            "BakeoffPipeline construct?", field="--stack")
+        raise SpecError(f"stack {stack} deploys {len(names)} pipelines ({', '.join(names)}): name one of them "
+                        "instead of --stack", field="--stack")
+
     # --- deploy ---------------------------------------------------------------------
     def upload_assets(self, compiled: CompiledPipeline, progress: Callable[[str], None] = lambda m: None) -> dict:
         from botocore.exceptions import ClientError
