@@ -88,7 +88,13 @@ def run_worker(env: TrainingEnv, script: Path, args: list[str]) -> int:
     return 0
 
 
-def supervise(env: TrainingEnv, cmd: list[str]) -> int:
+# Scripts of bakeoff's own steps that report in files of their own, not summary.json.
+REPORTS_ELSEWHERE = ("collective_check.py",)
+NO_REPORT = ("the script exited 0 without reporting anything (no summary.json): it does not use bakeoff_runtime, "
+             "or it ended before the Runtime's `with` block (or rt.finish()) did")
+
+
+def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None) -> int:
     """Run the workers, pass SIGTERM/SIGINT on, and say how they ended."""
     child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env)},
                              start_new_session=True)
@@ -118,6 +124,12 @@ def supervise(env: TrainingEnv, cmd: list[str]) -> int:
         print(f"[bakeoff] the training process was killed by {name}{hint}", file=sys.stderr, flush=True)
     elif code:
         record_failure(env, f"the training process exited with code {code}", "script")
+    elif (script is not None and script.name not in REPORTS_ELSEWHERE and env.host_rank == 0
+          and not (env.model_dir / "summary.json").exists()):
+        # A clean exit that measured nothing is the script's doing, not the platform's: said so,
+        # so the evaluation does not call it an infrastructure loss and advise re-running it.
+        record_failure(env, NO_REPORT, "no-report")
+        print(f"[bakeoff] {NO_REPORT}", file=sys.stderr, flush=True)
     if code and os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1":
         print("[bakeoff] the failure is recorded in summary.json; exiting 0 so the pipeline's Evaluate step "
               "decides with it (BAKEOFF_CONTINUE_ON_FAILURE=1)", file=sys.stderr, flush=True)
@@ -153,7 +165,7 @@ def main(argv: list[str]) -> int:
         print(f"[bakeoff] launching {devices_per_host(env)} process(es) per host on {env.host_count} host(s); "
               f"host {env.current_host} is node {env.host_rank}, meeting on {env.master_addr}:{env.master_port}",
               flush=True)
-    return supervise(env, cmd)
+    return supervise(env, cmd, script)
 
 
 def collective_gate(env: TrainingEnv) -> str | None:
