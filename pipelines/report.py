@@ -87,8 +87,8 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
             table.add_row(label, *cells)
     console.print(table)
     for check in evaluation["checks"]:
-        mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]"}.get(check["status"],
-                                                                               "[yellow]undecided[/yellow]")
+        mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]", "warning": "[yellow]note[/yellow]",
+                "unchecked": "[dim]not checked[/dim]"}.get(check["status"], "[yellow]undecided[/yellow]")
         console.print(f"  {mark} {check['name']}: {check['why']}", highlight=False)
     speed = evaluation.get("speed") or {}
     if emulated:
@@ -96,6 +96,11 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
                       highlight=False)
     for leg in speed.get("unstable_legs") or []:
         console.print(f"  [yellow]note[/yellow] throughput of {leg} varies by more than 20% across seeds",
+                      highlight=False)
+    slowed = [n for n, f in legs.items() if f.get("speed_representative") is False]
+    if slowed:
+        console.print(f"  [yellow]note[/yellow] the speed and cost of {', '.join(slowed)} are not representative "
+                      "(CPU fallbacks, recompilations or warnings above): run `bakeoff preflight SPEC` to find them",
                       highlight=False)
     basis = evaluation.get("cost_basis")
     if basis:

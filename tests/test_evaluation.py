@@ -66,7 +66,10 @@ def test_pass_paired_with_figures_and_cost(tmp_path):
     assert ev["legs"]["gpu"]["cost_per_run_usd_mean"] == pytest.approx(1.0)
     assert trn["cost_per_million_units_usd_mean"] == pytest.approx(0.5)
     assert trn["peak_host_memory_bytes_max"] == 1002
-    assert [c["name"] for c in ev["checks"]] == ["stability:trn", "stability:gpu", "parity:trn~gpu"]
+    assert [c["name"] for c in ev["checks"]] == ["stability:trn", "stability:gpu", "parity:trn~gpu", "backend:trn",
+                                                 "backend:gpu", "same-model", "blockers:trn", "blockers:gpu"]
+    # These summaries record no model: what cannot be checked says so and decides nothing.
+    assert _check(ev, "same-model")["status"] == "unchecked" and "recorded no model" in _check(ev, "same-model")["why"]
     assert ev["failed_checks"] == "none" and ev["undecided_checks"] == "none"
 
 
@@ -121,7 +124,9 @@ def test_a_crash_on_every_leg_is_a_script_bug_not_a_difference(tmp_path):
                 _job(tmp_path, f"{leg}-s{i}", leg, i, 2.41 + i / 100 + (0.001 if leg == "trn" else 0))
     ev = evaluate(CONFIG, load_jobs(tmp_path))
     assert ev["verdict"] == "inconclusive"
-    assert "crashed on every leg" in _check(ev, "stability:trn")["why"]
+    check = _check(ev, "stability:trn")
+    assert "the same way on every leg" in check["why"] and "more seeds will not help: KeyError: 'x'" in check["why"]
+    assert ev["recommendation"]["seeds"] is None and ev["recommendation"]["why"].startswith("stability:trn: fix the")
 
 
 def test_a_job_killed_by_a_signal_is_lost_not_failed(tmp_path):

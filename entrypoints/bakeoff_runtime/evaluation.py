@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import porting, scaling, sequential, stats
+from . import porting, scaling, sequential, stats, validity
 from .job_outputs import load_jobs  # noqa: F401  (re-exported: the evaluation's input)
 
 EVALUATION_SCHEMA = "bakeoff.evaluation/2"
@@ -65,7 +65,9 @@ def classify(job: dict[str, Any], metric: str) -> tuple[str, str | None, str | N
     if status == COMPLETED:
         value = (s.get("metrics") or {}).get(metric)
         if value is None:
-            return FAILED, "script", f"completed without logging the parity metric {metric!r}"
+            seen = ", ".join(sorted(s.get("metrics") or {})) or "none"
+            return FAILED, "no-metric", (f"the script reports no {metric!r} (it reported: {seen}); log it with "
+                                         f"rt.log_validation(step, {metric}=...) or fix parity.metric")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return FAILED, "script", f"the parity metric {metric!r} is not a number (got {str(value)[:60]!r})"
         if not _finite(value):
@@ -300,14 +302,38 @@ def _stability_check(leg: str, runs_by_leg: dict[str, list[dict]]) -> dict[str, 
             lost.append(f"seed {r['seed']} lost to the infrastructure ({r['kind']}): {r['reason']}")
     name = f"stability:{leg}"
     n = len(runs_by_leg[leg])
+    bug = _script_bug(leg, runs_by_leg) if everywhere and not broke else None
     if broke:
         return {"name": name, "status": "failed", "passed": False,
                 "why": f"{leg}'s training broke: " + "; ".join(broke + lost + everywhere)}
+    if bug and not lost:
+        return {"name": name, "status": "inconclusive", "passed": False, "script_bug": bug,
+                "why": f"{len(everywhere)} of {n} runs gave no result, the same way on every leg: {bug}",
+                "recommendation": {"seeds": None, "why": f"fix the script and run again: {bug}"}}
     if lost or everywhere:
         return {"name": name, "status": "inconclusive", "passed": False, "lost_seeds":
                 sorted(r["seed"] for r in runs_by_leg[leg] if r["status"] in (LOST, FAILED)),
                 "why": f"{len(lost) + len(everywhere)} of {n} runs gave no result: " + "; ".join(lost + everywhere)}
     return {"name": name, "status": "passed", "passed": True, "why": f"all {n} runs completed"}
+
+
+def _script_bug(leg: str, runs_by_leg: dict[str, list[dict]]) -> str | None:
+    """The one error every leg's failed runs ended with (a deterministic bug in the script, which
+    more seeds will not cure), or None when the legs failed in different ways."""
+    failed = [r for runs in runs_by_leg.values() for r in runs if r["status"] == FAILED]
+    if not failed or any(r["status"] in (COMPLETED, DIVERGED) for runs in runs_by_leg.values() for r in runs
+                         if r["seed"] in {f["seed"] for f in failed}):
+        return None
+    reasons = {(r["reason"] or "").strip() for r in failed}
+    if len(reasons) != 1:
+        return None
+    reason = reasons.pop() or "no reason recorded"
+    if failed[0]["kind"] == "no-metric":
+        return f"{reason}; more seeds will not help"
+    if failed[0]["kind"] == "no-report":
+        return (f"{reason}; more seeds will not help: use the Runtime (see the README's \"Bring your own "
+                "script\"), so that the job reports what it measured")
+    return f"a bug in the script, not a difference between legs; more seeds will not help: {reason}"
 
 
 def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], parity: dict,
@@ -454,6 +480,11 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     design = sequential.from_config(config.get("sequential"), float(parity["alpha"]))
     look_alpha = design["nominal_alpha"][-1] if design else None
     checks += [_parity_check(name, base, values, parity, power, look_alpha) for name in legs_cfg if name != base]
+    measured = validity.checks(base, legs_cfg, runs_by_leg)  # did it measure the target at all?
+    checks += measured
+    for c in measured:
+        if c["name"].startswith("blockers:"):
+            figures[c["name"].split(":", 1)[1]]["speed_representative"] = c.get("speed_representative", True)
     scaling.mark_checks(config, checks)  # an ablation leg's checks are reported, not counted
     failed = [c for c in checks if c["status"] == "failed" and scaling.counts(c)]
     undecided = [c for c in checks if c["status"] == "inconclusive" and scaling.counts(c)]
@@ -492,6 +523,7 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
         "cost_basis": config.get("cost_basis", "estimate"),
         "legs": figures,
         "checks": checks,
+        "measured": validity.section(measured),
         **scaling.sections(config, figures, checks, runs_by_leg, emulated),  # scaling.<leg>, ablations
         "porting": porting.section(config, figures, base),  # what porting cost, per leg against the baseline
     }

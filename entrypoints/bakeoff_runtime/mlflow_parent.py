@@ -319,7 +319,11 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
                 "bakeoff.summary": str(evaluation.get("summary") or "")[:MAX_TAG_CHARS],
                 "mlflow.note.content": note[:MAX_TAG_CHARS],
                 # Throughput and cost are emulated on a local run: say so where they are read.
-                "bakeoff.speed_and_cost": str((evaluation.get("speed") or {}).get("label", ""))}
+                "bakeoff.speed_and_cost": str((evaluation.get("speed") or {}).get("label", "")),
+                # What was measured, a tag per check: filterable in the runs table (tags.`bakeoff.measured.same-model`).
+                **{f"bakeoff.measured.{c['name'].replace(':', '.')}": str(c["status"])
+                   for c in evaluation.get("checks", []) if c["name"].split(":", 1)[0] in ("backend", "same-model",
+                                                                                         "blockers")}}
         found = client.search_runs([exp_id], filter_string=f"tags.`bakeoff.parent_key` = '{key}' and "
                                    "tags.`bakeoff.role` = 'parent'", max_results=1)
         if found:

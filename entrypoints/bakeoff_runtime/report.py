@@ -38,7 +38,7 @@ def verdict_sentence(ev: dict[str, Any]) -> str:
             leg = c["name"][len("parity:"):].split("~")[0]
             why = c["why"].split("; ")[0] if c.get("recommendation") else c["why"]
             parts.append(f"{leg} vs {base}: {why}")
-        elif c["status"] != "passed":
+        elif c["status"] not in ("passed", "unchecked"):  # what could not be checked is in "What was measured"
             parts.append(c["why"])
     text = f"{head}: " + "; ".join(parts) + "."
     rec = ev.get("recommendation")
@@ -55,6 +55,32 @@ def verdict_sentence(ev: dict[str, Any]) -> str:
         cheapest = min(costs, key=lambda c: c[1])
         text += (f" Cheapest per run: {cheapest[0]} (" + ", ".join(f"{n} {usd(c)}" for n, c in costs) + ").")
     return text
+
+
+MEASURED_MARK = {"passed": "ok", "failed": "FAIL", "warning": "note", "unchecked": "not checked"}
+
+
+def measured_rows(ev: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(status, check, why) of the checks that say whether the target was measured at all:
+    each leg on its backend, the same model on every leg, blockers. Older evaluations have none."""
+    return [(c["status"], c["name"], c["why"]) for c in ev.get("checks", [])
+            if c["name"].split(":", 1)[0] in ("backend", "same-model", "blockers")]
+
+
+def _measured_md(ev: dict[str, Any]) -> list[str]:
+    rows = measured_rows(ev)
+    if not rows:
+        return []
+    return ["", "**What was measured**", ""] + [f"- **{MEASURED_MARK.get(st, st)}** `{n}`: {w}" for st, n, w in rows]
+
+
+def _measured_html(ev: dict[str, Any]) -> str:
+    rows = measured_rows(ev)
+    if not rows:
+        return ""
+    return ('<div class="scroll"><table class="measured"><caption>What was measured</caption>' + "".join(
+        f'<tr><td class="{e(st)}">{e(MEASURED_MARK.get(st, st))}</td><td><code>{e(n)}</code></td><td>{e(w)}</td></tr>'
+        for st, n, w in rows) + "</table></div>")
 
 
 def _rule_text(rule: dict[str, Any]) -> str:
@@ -349,7 +375,7 @@ SECTIONS: list[Section] = [
 
 # --- the documents ----------------------------------------------------------------------------
 def render_markdown(ev: dict[str, Any]) -> str:
-    out = [f"# Bake-off {ev.get('bakeoff')}: {ev['verdict'].upper()}", "", verdict_sentence(ev)]
+    out = [f"# Bake-off {ev.get('bakeoff')}: {ev['verdict'].upper()}", "", verdict_sentence(ev), *_measured_md(ev)]
     if _emulated(ev):
         out += ["", f"> Speed and cost: {EMULATED}."]
     for md, _ in SECTIONS:
@@ -365,6 +391,8 @@ h1{font-size:1.75em;line-height:1.2;margin:.5em 0 .3em}h2{font-size:1.3em;margin
 border-bottom:1px solid #d0d7de}h3{font-size:1.05em;margin:1em 0 .3em}
 .verdict{font-size:1.05em;max-width:72em}.banner{background:#fff8c5;border:1px solid #d4a72c;border-radius:4px;
 padding:6px 10px}h1 .pass,.passed{color:#1a7f37}h1 .fail,.failed{color:#cf222e}h1 .inconclusive,.inconclusive{color:#9a6700}
+.warning{color:#9a6700}.unchecked{color:#57606a}table.measured{margin:4px 0 10px}table.measured caption{text-align:left;
+font-weight:600}table.measured td{padding:1px 8px 1px 0;vertical-align:top}
 figure{margin:0 0 1em;min-width:0}figcaption{font-weight:600;font-size:14px;margin-bottom:4px}
 figcaption .note{display:block;font-weight:400;font-size:12.5px;color:#59636e}.emu{font-weight:400;color:#9a6700}
 svg.chart{display:block;width:100%;height:auto;max-width:620px}.decision{max-width:660px}
@@ -393,6 +421,7 @@ def render_html(ev: dict[str, Any]) -> str:
 <style>{CSS}</style></head><body><main class="page">
 <h1>Bake-off {name}: <span class="{verdict}">{verdict.upper()}</span></h1>
 <p class="verdict">{e(verdict_sentence(ev))}</p>
+{_measured_html(ev)}
 {f'<div class="decision">{decision}</div>' if decision else ''}
 {banner}
 {sections}

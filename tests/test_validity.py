@@ -1,0 +1,146 @@
+"""The checks that a verdict measured the target: each leg on its backend, the same model on
+every leg, blockers on the first screen, and advice that fits the failure."""
+import json
+
+import pytest
+
+from bakeoff_runtime.evaluation import evaluate
+from bakeoff_runtime.job_outputs import load_jobs
+from bakeoff_runtime.report import render_html, render_markdown
+
+CONFIG = {
+    "bakeoff": "validity", "spec_hash": "abc",
+    "parity": {"metric": "val_loss", "direction": "minimize", "margin": 0.05, "margin_type": "absolute",
+               "alpha": 0.05, "baseline": "gpu", "test": "equivalence", "power": 0.8},
+    "legs": {
+        "trn": {"instance_type": "ml.trn1.32xlarge", "instance_count": 1, "backend": "neuron", "seeds": [0, 1, 2]},
+        "gpu": {"instance_type": "ml.p4d.24xlarge", "instance_count": 1, "backend": "cuda", "seeds": [0, 1, 2]},
+    },
+}
+TIED = {"parameters": 1000, "tensors": 3, "shapes": {"256x4": 1, "4": 1, "4x4": 1}}
+UNTIED = {"parameters": 2024, "tensors": 4, "shapes": {"256x4": 2, "4": 1, "4x4": 1}}
+
+
+def _job(tmp, leg, seed, val, *, devices, model=TIED, graphs=3, memory=None, first=5.5, status="completed",
+         reason=None, kind=None, **extra):
+    d = tmp / f"{leg}-s{seed}" / "opt" / "ml" / "model"
+    d.mkdir(parents=True)
+    summary = {"leg": leg, "seed": seed, "status": status, "reason": reason, "metrics": {"val_loss": val},
+               "throughput": {"unit": "tokens", "tokens_per_sec": 1000.0, "units_processed": 1e5},
+               "compile": {"compiled_graphs": graphs, "compile_time_s": 1.0, **extra.pop("compile", {})},
+               "peak_device_memory_bytes": memory, "first_train_loss": first,
+               "model": {**model, "devices": devices} if devices else None, "wall_time_s": 10.0, **extra}
+    if kind:
+        summary["failure_kind"] = kind
+    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "metrics.jsonl").write_text("")
+
+
+def _bakeoff(tmp, trn=None, gpu=None, vals=((2.40, 2.41), (2.51, 2.50), (2.32, 2.32))):
+    for seed, (t, g) in enumerate(vals):
+        _job(tmp, "trn", seed, t, **{"devices": {"xla": 3}, **(trn or {})})
+        _job(tmp, "gpu", seed, g, **{"devices": {"cuda": 3}, "graphs": None, "memory": 2**30, **(gpu or {})})
+    return evaluate(CONFIG, load_jobs(tmp))
+
+
+def _check(ev, name):
+    return next(c for c in ev["checks"] if c["name"] == name)
+
+
+def test_legs_on_their_backends_training_one_model_pass(tmp_path):
+    ev = _bakeoff(tmp_path)
+    assert ev["verdict"] == "pass"
+    assert [_check(ev, n)["status"] for n in ("backend:trn", "backend:gpu", "same-model", "blockers:trn")] == \
+        ["passed"] * 4
+    assert ev["measured"]["backend"]["trn"]["why"] == "trn trained on xla (3 on xla)"
+    assert ev["measured"]["same_model"]["tolerance"] == 0.05
+    assert ev["legs"]["trn"]["speed_representative"] is True
+
+
+def test_a_trn_leg_that_trained_on_the_host_cpu_cannot_pass(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"devices": {"cpu": 3}, "graphs": 0})
+    assert ev["verdict"] == "fail"
+    check = _check(ev, "backend:trn")
+    assert check["status"] == "failed"
+    assert "trn did not train on its neuron backend" in check["why"] and "3 of 3 parameter tensors trained on cpu" \
+        in check["why"] and "no XLA graph was compiled or run" in check["why"]
+    assert ev["summary"].startswith("parity fails: backend:trn: trn did not train")
+    assert "did not train on its neuron backend" in render_markdown(ev).split("## ")[0]  # the first screen
+
+
+def test_a_gpu_leg_with_no_cuda_memory_fails_but_an_emulated_one_is_not_checked(tmp_path):
+    ev = _bakeoff(tmp_path / "a", gpu={"devices": {"cuda": 3}, "memory": None})
+    assert _check(ev, "backend:gpu")["status"] == "failed" and "no CUDA memory" in _check(ev, "backend:gpu")["why"]
+    config = json.loads(json.dumps(CONFIG))
+    config["legs"]["gpu"]["emulated_on"] = "local cpu"
+    for seed in range(3):
+        _job(tmp_path / "b", "trn", seed, 2.4, devices={"xla": 3})
+        _job(tmp_path / "b", "gpu", seed, 2.4, devices={"cpu": 3}, graphs=None)
+    ev = evaluate(config, load_jobs(tmp_path / "b"))
+    check = _check(ev, "backend:gpu")
+    assert check["status"] == "unchecked" and "CUDA use can only be shown on a GPU" in check["why"]
+    assert ev["verdict"] == "pass"
+
+
+def test_untied_weights_fail_the_same_model_check_and_say_what_differs(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"model": UNTIED})
+    check = _check(ev, "same-model")
+    assert ev["verdict"] == "fail" and check["status"] == "failed"
+    assert "trn has 1,024 more parameters than gpu (2,024 vs 1,000; 1 more tensor of shape 256x4)" in check["why"]
+    assert "un-tied" in check["why"]
+
+
+def test_a_first_loss_that_differs_on_every_seed_is_shown_and_one_within_tolerance_passes(tmp_path):
+    ev = _bakeoff(tmp_path / "off", trn={"first": 6.5})
+    assert _check(ev, "same-model")["status"] == "warning" and ev["verdict"] == "pass"
+    assert "first logged loss differs from gpu's on every paired seed" in _check(ev, "same-model")["why"]
+    ev = _bakeoff(tmp_path / "near", trn={"first": 5.6})  # 1.8%: bf16 and device arithmetic
+    assert _check(ev, "same-model")["status"] == "passed"
+
+
+def test_fallbacks_and_recompiles_surface_without_failing_quality(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"compile": {"fallback_ops": ["aten::nonzero"], "recompiles_after_warmup": 17}})
+    check = _check(ev, "blockers:trn")
+    assert ev["verdict"] == "pass" and check["status"] == "warning"
+    assert "CPU fallbacks of aten::nonzero" in check["why"] and "17 graph recompilations after warm-up" in check["why"]
+    assert "bakeoff preflight" in check["why"] and ev["legs"]["trn"]["speed_representative"] is False
+    first_screen = render_html(ev).split("<h2>")[0]
+    assert "aten::nonzero" in first_screen and "What was measured" in first_screen
+    assert "aten::nonzero" in ev["summary"] or "aten::nonzero" in render_markdown(ev).split("## ")[0]
+
+
+def test_the_terminal_names_the_check_and_suggests_preflight(tmp_path):
+    from rich.console import Console
+
+    ev = _bakeoff(tmp_path, trn={"compile": {"fallback_ops": ["aten::nonzero"]}})
+    from pipelines.report import render_summary
+
+    console = Console(record=True, width=200)
+    render_summary(ev, console)
+    text = console.export_text()
+    assert "note blockers:trn: trn: CPU fallbacks of aten::nonzero" in text
+    assert "not representative" in text and "bakeoff preflight SPEC" in text
+
+
+@pytest.mark.parametrize("kind, reason, expect", [
+    ("no-metric", "the script reports no 'val_loss' (it reported: val_acc); log it with rt.log_validation",
+     "more seeds will not help"),
+    ("no-report", "the script exited 0 without reporting anything (no summary.json)", "use the Runtime"),
+])
+def test_a_script_that_reports_nothing_is_told_so_not_sent_to_re_run(tmp_path, kind, reason, expect):
+    for leg in ("trn", "gpu"):
+        for seed in range(3):
+            _job(tmp_path, leg, seed, None, devices=None, status="failed", reason=reason, kind=kind)
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    assert ev["verdict"] == "inconclusive"
+    assert expect in ev["recommendation"]["why"] and "re-run the seeds" not in ev["recommendation"]["why"]
+    assert "lost to the infrastructure" not in json.dumps(ev["checks"])
+
+
+def test_completed_without_the_parity_metric_names_what_was_reported(tmp_path):
+    from bakeoff_runtime.evaluation import classify
+
+    job = {"summary": {"status": "completed", "metrics": {"val_acc": 0.9}}, "meta": {}}
+    state, kind, why = classify(job, "val_loss")
+    assert (state, kind) == ("failed", "no-metric")
+    assert "reports no 'val_loss' (it reported: val_acc)" in why
