@@ -32,15 +32,17 @@ def verdict_sentence(ev: dict[str, Any]) -> str:
     """The decision in words: what was shown, what broke, what would decide it."""
     base = ev["parity"]["baseline"]
     head = {"pass": "Parity holds", "fail": "Parity fails", "inconclusive": "Inconclusive"}[ev["verdict"]]
-    parts = []
+    parts, broken = [], []
     for c in ev["checks"]:
         if c["name"].startswith("parity:"):
             leg = c["name"][len("parity:"):].split("~")[0]
             why = c["why"].split("; ")[0] if c.get("recommendation") else c["why"]
             parts.append(f"{leg} vs {base}: {why}")
+        elif c["status"] == "failed":  # what broke or was not measured comes first: it voids the rest
+            broken.append(c["why"])
         elif c["status"] not in ("passed", "unchecked"):  # what could not be checked is in "What was measured"
             parts.append(c["why"])
-    text = f"{head}: " + "; ".join(parts) + "."
+    text = f"{head}: " + "; ".join(broken + parts) + "."
     rec = ev.get("recommendation")
     if rec:
         text += f" To decide it: {rec['why']}."
@@ -392,7 +394,7 @@ border-bottom:1px solid #d0d7de}h3{font-size:1.05em;margin:1em 0 .3em}
 .verdict{font-size:1.05em;max-width:72em}.banner{background:#fff8c5;border:1px solid #d4a72c;border-radius:4px;
 padding:6px 10px}h1 .pass,.passed{color:#1a7f37}h1 .fail,.failed{color:#cf222e}h1 .inconclusive,.inconclusive{color:#9a6700}
 .warning{color:#9a6700}.unchecked{color:#57606a}table.measured{margin:4px 0 10px}table.measured caption{text-align:left;
-font-weight:600}table.measured td{padding:1px 8px 1px 0;vertical-align:top}
+font-weight:600}table.measured td{padding:1px 8px 1px 0;vertical-align:top}table.measured td:first-child{white-space:nowrap}
 figure{margin:0 0 1em;min-width:0}figcaption{font-weight:600;font-size:14px;margin-bottom:4px}
 figcaption .note{display:block;font-weight:400;font-size:12.5px;color:#59636e}.emu{font-weight:400;color:#9a6700}
 svg.chart{display:block;width:100%;height:auto;max-width:620px}.decision{max-width:660px}

@@ -352,7 +352,11 @@ def decision_chart(ev: dict[str, Any], colours: dict[str, str], w: int = 520) ->
     non_inferiority = p.get("test") == "non_inferiority"
     names = [c["name"][len("parity:"):].split("~")[0] for c in checks]
     row, top = 50, 8
-    m = round(min(w * 0.4, max(80.0, max(len(n) for n in names) * FONT * 0.6 + 30)))
+    # Room on the left for the longest leg name (after its swatch) and the longest outcome word,
+    # in bold ("inconclusive" was clipped to "conclusive" with a fixed 80 px).
+    label = max([len(n) * FONT * 0.6 + 30 for n in names] + [len(str(c.get("status"))) * FONT * 0.68 + 14
+                                                             for c in checks])
+    m = round(min(w * 0.4, max(80.0, label)))
     h = top + row * len(checks) + 2 * FONT + 26
     values = [v for c in checks for v in (*c["ci"], *(d for _, d in c.get("per_seed_diffs") or []))]
     reach = max([abs(v) for v in values if math.isfinite(v)] + [1.25 * c["margin"] for c in checks])
