@@ -144,3 +144,23 @@ def test_completed_without_the_parity_metric_names_what_was_reported(tmp_path):
     state, kind, why = classify(job, "val_loss")
     assert (state, kind) == ("failed", "no-metric")
     assert "reports no 'val_loss' (it reported: val_acc)" in why
+
+
+def test_a_crashed_job_is_in_the_spend_not_in_the_cost_of_a_run(tmp_path):
+    config = json.loads(json.dumps(CONFIG))
+    for leg in config["legs"].values():
+        leg["price"] = {"usd_per_hour": 36.0, "source": "test", "as_of": "today"}
+    for seed in range(3):
+        _job(tmp_path, "gpu", seed, 2.4, devices={"cuda": 3}, graphs=None, memory=2**30)
+        if seed == 2:
+            _job(tmp_path, "trn", seed, None, devices=None, status="failed", reason="OOM", kind="script",
+                 wall_time_s=1000.0)
+        else:
+            _job(tmp_path, "trn", seed, 2.4, devices={"xla": 3})
+    ev = evaluate(config, load_jobs(tmp_path))
+    trn = ev["legs"]["trn"]
+    assert trn["cost_per_run_usd_mean"] == pytest.approx(10.0 * 36 / 3600)  # the two runs of 10 s
+    assert trn["cost_per_run"]["n"] == 2
+    from bakeoff_runtime.report_spend import _spent
+
+    assert _spent(ev)["cost_usd"] == pytest.approx((5 * 10.0 + 1000.0) * 36 / 3600)  # every job's spend

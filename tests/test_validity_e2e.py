@@ -76,3 +76,19 @@ def test_a_script_that_reports_nothing_gets_advice_not_a_re_run(tmp_path):
     why = ev["recommendation"]["why"]
     assert "exited 0 without reporting anything" in why and "more seeds will not help" in why
     assert "lost to the infrastructure" not in json.dumps(ev["checks"])
+
+
+def test_a_misspelt_parity_metric_stops_after_the_first_seed_with_exit_2(tmp_path):
+    shutil.copytree(ROOT / "tests" / "assets" / "validity", tmp_path / "validity")
+    spec = write_spec(tmp_path / "bakeoff.yaml", {
+        "name": "validity", "entrypoint": {"source_dir": "validity", "script": "train.py"},
+        "training": {"global_batch_size": 8, "max_steps": 6, "log_interval": 2, "eval_interval": 0},
+        "legs": [{"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32"}, TRN_LEGS[1]],
+        "seeds": 3, "parity": {"metric": "val_los", "margin": 0.5, "baseline": "g5"}})
+    proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "bakeoff.yaml:" in last and "parity.metric" in last and "(they reported: val_loss)" in last
+    assert "Traceback" not in proc.stderr
+    ran = sorted(p.name for p in (tmp_path / "out" / "jobs").iterdir())
+    assert ran == ["g5-s0", "m5-s0"]  # the other seeds were not run

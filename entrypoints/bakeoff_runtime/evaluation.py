@@ -228,13 +228,16 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict, targe
 
 
 def _cost_means(rows: list[dict]) -> dict[str, Any]:
-    """A leg's cost figures from its runs' (the part `recost` redoes with billed time)."""
+    """A leg's cost figures from its runs' (the part `recost` redoes with billed time). A run's cost
+    is what a run of the leg costs: from runs that trained to an outcome, not from jobs that
+    crashed or produced nothing (what those spent is in the spend section, from every job)."""
     reached = [r for r in rows if r.get("steps_to_target") is not None]
+    ran = [r for r in rows if r.get("status") in (COMPLETED, DIVERGED)]
     return {
-        "billable_s_mean": _mean(x.get("billable_s") for x in rows),
-        "cost_per_run": _spread([x.get("cost_usd") for x in rows if x.get("cost_usd") is not None]),
-        "cost_per_run_usd_mean": _mean(x.get("cost_usd") for x in rows),
-        "cost_per_million_units_usd_mean": _mean(x.get("cost_per_million_units_usd") for x in rows),
+        "billable_s_mean": _mean(x.get("billable_s") for x in ran),
+        "cost_per_run": _spread([x.get("cost_usd") for x in ran if x.get("cost_usd") is not None]),
+        "cost_per_run_usd_mean": _mean(x.get("cost_usd") for x in ran),
+        "cost_per_million_units_usd_mean": _mean(x.get("cost_per_million_units_usd") for x in ran),
         "cost_to_target_usd_mean": (_mean(x.get("cost_to_target_usd") for x in reached)
                                     if len(reached) == len(rows) else None),
         "cost_to_target_usd_mean_of_reached": _mean(x.get("cost_to_target_usd") for x in reached),

@@ -255,6 +255,7 @@ class LocalExecutor:
         from .doomed import DoomWatch  # a leg already shown broken does not pay for its remaining seeds
 
         watch = DoomWatch(self.spec)
+        first_seed = [n for n in order if jobs[n].seed == self.spec.seed_list[0]]
         executed, skipped = [], []
         ctx = self._context(compiled.name, params, keys, steps)
         self.progress.start(len(order))
@@ -278,6 +279,8 @@ class LocalExecutor:
                 else:
                     ctx.training_job_names[name] = self._run_training_job(i, job, keys[name], store)
                     executed.append(job.name)
+                if name == first_seed[-1]:
+                    self._stop_if_nobody_reports_the_metric([self.out / "jobs" / jobs[n].name for n in first_seed])
                 why = watch.finished(job.leg, job.seed, job_dir)
                 if why:
                     doomed_leg = next(leg for leg, reason in watch.doomed.items() if reason == why)
@@ -288,6 +291,20 @@ class LocalExecutor:
 
         evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule_original)
         return RunResult(self.out, evaluation, path, executed, skipped, gate)
+
+    def _stop_if_nobody_reports_the_metric(self, job_dirs: list[Path]) -> None:
+        from .metric_watch import unreported
+
+        metric = self.spec.parity.metric
+        seen = unreported(metric, job_dirs)
+        if seen is None:
+            return
+        from ..loader import locate
+
+        file, line = locate(self.spec, ("parity", "metric"))
+        raise SpecError(f"no job of the first seed reported {metric!r} (they reported: {', '.join(seen) or 'none'}); "
+                        "set parity.metric to one of those, or log it from the script; the other seeds were not run",
+                        file=file, line=line, field="parity.metric")
 
     # --- training jobs --------------------------------------------------------------------
     def _run_training_job(self, index: int, job, key: str, store: LocalS3) -> str:
