@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .mlflow_sink import CHILD_PARAMS, MAX_TAG_CHARS, SHARED_TAG
+from .validity import is_validity_check
 
 _STATUS = {"completed": "FINISHED", "diverged": "FAILED", "lost": "KILLED"}
 # Used when the report's palette cannot be read, so that the two agree when it can.
@@ -322,8 +323,7 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
                 "bakeoff.speed_and_cost": str((evaluation.get("speed") or {}).get("label", "")),
                 # What was measured, a tag per check: filterable in the runs table (tags.`bakeoff.measured.same-model`).
                 **{f"bakeoff.measured.{c['name'].replace(':', '.')}": str(c["status"])
-                   for c in evaluation.get("checks", []) if c["name"].split(":", 1)[0] in ("backend", "same-model",
-                                                                                         "blockers")}}
+                   for c in evaluation.get("checks", []) if is_validity_check(c)}}
         found = client.search_runs([exp_id], filter_string=f"tags.`bakeoff.parent_key` = '{key}' and "
                                    "tags.`bakeoff.role` = 'parent'", max_results=1)
         if found:

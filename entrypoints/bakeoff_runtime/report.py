@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import porting, report_scaling, report_spend
+from . import porting, report_scaling, report_spend, validity
 from .report_charts import PALETTE, bar_chart, decision_chart, leg_colours, line_chart, stacked_bar_chart
 from .report_format import MONEY_RULE, money_tick, nice_ticks, num, size, usd
 
@@ -65,8 +65,7 @@ MEASURED_MARK = {"passed": "ok", "failed": "FAIL", "warning": "note", "unchecked
 def measured_rows(ev: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(status, check, why) of the checks that say whether the target was measured at all:
     each leg on its backend, the same model on every leg, blockers. Older evaluations have none."""
-    return [(c["status"], c["name"], c["why"]) for c in ev.get("checks", [])
-            if c["name"].split(":", 1)[0] in ("backend", "same-model", "blockers")]
+    return [(c["status"], c["name"], c["why"]) for c in ev.get("checks", []) if validity.is_validity_check(c)]
 
 
 def _measured_md(ev: dict[str, Any]) -> list[str]:

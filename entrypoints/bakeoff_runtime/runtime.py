@@ -358,7 +358,7 @@ class Runtime:
                 self._validation_graphs_after_steady += after["compiled_graphs"] - (before.get("compiled_graphs") or 0)
             # Graphs compiled for validation are inside its time already: keep them out of
             # the compile time the throughput cross-check subtracts from the training loop.
-            self._validation_compile += (self.backend.compile_stats().get("compile_time_s") or 0.0) - compiled
+            self._validation_compile += (after.get("compile_time_s") or 0.0) - compiled
 
     def track_step(self, step: int, loss: torch.Tensor | float, tokens: int | None = None,
                    samples: int | None = None, **values: float) -> None:

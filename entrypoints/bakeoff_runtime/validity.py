@@ -33,6 +33,14 @@ COMPLETED = "completed"
 RECOMPILE_ALLOWANCE = 2
 PREFLIGHT_HINT = "run `bakeoff preflight SPEC` to see where and how to fix them"
 
+# The kinds of check this module makes: the prefix of each check's name ("backend:trn1").
+KINDS = ("backend", "same-model", "blockers")
+
+
+def is_validity_check(check: dict[str, Any]) -> bool:
+    return check["name"].split(":", 1)[0] in KINDS
+
+
 # The device type a leg's parameters must be on, per backend.
 DEVICE_OF_BACKEND = {"neuron": "xla", "torchneuron": "neuron", "cuda": "cuda", "cpu": "cpu"}
 
