@@ -40,6 +40,7 @@ lint: setup
 bench: setup
 	$(VENV)/bin/python benchmarks/cli_startup.py
 	$(VENV)/bin/python benchmarks/telemetry_overhead.py
+	$(VENV)/bin/python benchmarks/step_hook_overhead.py
 	$(VENV)/bin/python benchmarks/quickstart_wall.py
 	$(VENV)/bin/python benchmarks/synth_vs_sdk.py
 	$(VENV)/bin/python benchmarks/compile_cache_warm.py

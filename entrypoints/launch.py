@@ -75,16 +75,31 @@ def worker_command(env: TrainingEnv, script: Path, args: list[str]) -> list[str]
 
 
 def run_worker(env: TrainingEnv, script: Path, args: list[str]) -> int:
-    """Inside a worker process: the script itself, with a crash recorded."""
+    """Inside a worker process: the script itself, with a crash recorded. A script-mode script
+    runs behind the step hook (bakeoff_runtime.script_probe), which writes what it saw however
+    the script ends."""
+    from bakeoff_runtime.script_contract import PROBE_FILE, SEED_HP, ScriptSettings
+
+    settings = ScriptSettings.beside(script)
+    probe = None
     sys.path.insert(0, str(script.parent))
     sys.argv = [str(script), *args]
     try:
+        if settings is not None:
+            from bakeoff_runtime.script_probe import prepare
+
+            seed = env.hyperparameters.get(SEED_HP)
+            probe = prepare(settings, int(seed) if seed is not None else None)
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException as exc:
         record_crash(env, exc)
         raise
+    finally:
+        if probe is not None:
+            probe.remove()
+            probe.write(env.output_dir / PROBE_FILE)
     return 0
 
 
@@ -94,10 +109,14 @@ NO_REPORT = ("the script exited 0 without reporting anything (no summary.json): 
              "or it ended before the Runtime's `with` block (or rt.finish()) did")
 
 
-def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None) -> int:
-    """Run the workers, pass SIGTERM/SIGINT on, and say how they ended."""
-    child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env)},
-                             start_new_session=True)
+def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
+              extra_env: dict[str, str] | None = None, on_line=None, expects_report: bool = True) -> int:
+    """Run the workers, pass SIGTERM/SIGINT on, and say how they ended. `on_line`: each line of
+    their output (stdout and stderr), which is then passed on to this process's stdout."""
+    child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env), **(extra_env or {})},
+                             start_new_session=True, stdout=subprocess.PIPE if on_line else None,
+                             stderr=subprocess.STDOUT if on_line else None,
+                             text=True if on_line else None, bufsize=1 if on_line else -1)
     stopping: list[int] = []
 
     def forward(signum, _frame):
@@ -109,6 +128,12 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None) -> i
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
+    if on_line is not None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            on_line(line)
     code = child.wait()
     if stopping:
         name = signal.Signals(stopping[0]).name
@@ -124,7 +149,7 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None) -> i
         print(f"[bakeoff] the training process was killed by {name}{hint}", file=sys.stderr, flush=True)
     elif code:
         record_failure(env, f"the training process exited with code {code}", "script")
-    elif (script is not None and script.name not in REPORTS_ELSEWHERE and env.host_rank == 0
+    elif (expects_report and script is not None and script.name not in REPORTS_ELSEWHERE and env.host_rank == 0
           and not (env.model_dir / "summary.json").exists()):
         # A clean exit that measured nothing is the script's doing, not the platform's: said so,
         # so the evaluation does not call it an infrastructure loss and advise re-running it.
@@ -160,12 +185,38 @@ def main(argv: list[str]) -> int:
     from bakeoff_runtime.mlflow_install import ensure_mlflow
 
     ensure_mlflow(HERE)
+    from bakeoff_runtime.script_contract import ScriptSettings
+
+    settings = ScriptSettings.beside(script)
+    if settings is not None:
+        return run_script(env, script, argv[1:], settings)
     cmd = worker_command(env, script, argv[1:])
     if len(cmd) > 3:
         print(f"[bakeoff] launching {devices_per_host(env)} process(es) per host on {env.host_count} host(s); "
               f"host {env.current_host} is node {env.host_rank}, meeting on {env.master_addr}:{env.master_port}",
               flush=True)
     return supervise(env, cmd, script)
+
+
+def run_script(env: TrainingEnv, script: Path, leg_args: list[str], settings) -> int:
+    """Script mode: the script as it is, started the way SageMaker's training toolkit starts it
+    (bakeoff_runtime.script_launch), its output read for metrics, its summary written after it."""
+    from bakeoff_runtime import script_launch
+
+    started = time.time()
+    job = script_launch.prepare(env, script, leg_args, settings)
+    if job.failure:
+        record_failure(env, job.failure, "script")
+        print(f"[bakeoff] {job.failure}", file=sys.stderr, flush=True)
+        return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 1
+    cmd = worker_command(env, script, job.arguments)
+    try:
+        code = supervise(env, cmd, script, extra_env=job.environment, on_line=job.metrics.feed, expects_report=False)
+    finally:
+        job.metrics.close()
+    if env.host_rank == 0:
+        script_launch.finish(env, settings, job, time.time() - started)
+    return code
 
 
 def collective_gate(env: TrainingEnv) -> str | None:
@@ -219,7 +270,9 @@ def record_failure(env: TrainingEnv, reason: str, kind: str) -> None:
         env.model_dir.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({
             "schema": "bakeoff.summary/1", "status": "failed", "reason": reason[:500], "failure_kind": kind,
-            "leg": env.hyperparameters.get("leg"), "seed": env.hyperparameters.get("seed"),
+            # bakeoff_leg/bakeoff_seed: a script-mode job's (its `seed` may be the script's own argument)
+            "leg": env.hyperparameters.get("bakeoff_leg", env.hyperparameters.get("leg")),
+            "seed": env.hyperparameters.get("bakeoff_seed", env.hyperparameters.get("seed")),
             "backend": os.environ.get("BAKEOFF_BACKEND"), "job_key": os.environ.get("BAKEOFF_JOB_KEY"),
         }, indent=2))
     if not env.failure_file.exists():

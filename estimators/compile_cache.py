@@ -18,7 +18,8 @@ from typing import Any
 
 # Hyperparameters that do not change any compiled graph.
 GRAPH_NEUTRAL = {"seed", "leg", "max_steps", "eval_interval", "log_interval", "checkpoint_interval",
-                 "divergence_factor", "warmup_steps", "lr", "min_lr_ratio", "schedule", "eval_batches"}
+                 "divergence_factor", "warmup_steps", "lr", "min_lr_ratio", "schedule", "eval_batches",
+                 "bakeoff_seed", "bakeoff_leg"}  # script mode's own (its script's `seed` argument is above)
 # Environment that does not reach the compiler.
 ENV_NEUTRAL_PREFIXES = ("BAKEOFF_NAME", "BAKEOFF_LEG", "BAKEOFF_SPEC_HASH", "BAKEOFF_MLFLOW", "MLFLOW_")
 

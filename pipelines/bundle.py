@@ -153,6 +153,20 @@ def inside(base_dir: Path, relative: str, allow_outside: bool, field: str) -> Pa
     return path
 
 
+def with_script_settings(bundle: Bundle, spec) -> Bundle:
+    """Script mode: the launcher's settings beside the script (bakeoff_runtime.script_contract),
+    part of the bundle and so of its hash and of every job's cache key."""
+    from .runtime_modules import runtime_module
+
+    contract = runtime_module("script_contract")
+    name = (Path(bundle.script).parent / contract.SETTINGS_FILE).as_posix()
+    if any(n == name for n, _ in bundle.files):
+        raise SpecError(f"{spec.entrypoint.source_dir} has a {name} of its own: bakeoff writes that file in script "
+                        "mode; rename it", field="entrypoint.source_dir")
+    body = spec.entrypoint.script_mode.settings(spec.parity.metric).to_json().encode()
+    return Bundle(tuple(sorted((*bundle.files, (name, body)))), bundle.script)
+
+
 def bundle_for(spec, base_dir: Path) -> Bundle:
     if spec.entrypoint.builtin:
         from .builtins import builtin_script
@@ -162,7 +176,10 @@ def bundle_for(spec, base_dir: Path) -> Bundle:
     try:
         source = inside(base_dir, ep.source_dir, ep.allow_outside_spec_dir, "entrypoint.source_dir")
         contain = None if ep.allow_outside_spec_dir else source
-        return build_bundle(source, ep.script, contain=contain, max_bytes=int(ep.max_bundle_mb * 1e6))
+        bundle = build_bundle(source, ep.script, contain=contain, max_bytes=int(ep.max_bundle_mb * 1e6))
+        if ep.mode == "script":
+            bundle = with_script_settings(bundle, spec)
+        return bundle
     except SpecError as exc:
         from .loader import locate
 

@@ -70,10 +70,13 @@ def cmd_validate(args) -> int:
         print(f"{args.spec}: ok: {r.name}, {len(r.legs)} legs x {len(r.seeds)} seeds = {r.jobs} "
               f"training jobs, spec hash {r.spec_hash}")
         for leg in r.legs:
-            print(f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} "
-                  f"device{'s' if leg.devices != 1 else ''}), backend {leg.backend}, {leg.precision}; per-device "
-                  f"batch {leg.per_device_batch_size} x accumulation {leg.gradient_accumulation_steps} = global "
-                  f"{leg.global_batch_size}")
+            where = (f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} "
+                     f"device{'s' if leg.devices != 1 else ''}), backend {leg.backend}")
+            if r.mode == "script":  # the script batches itself and sets its own precision
+                print(f"{where}; script mode, arguments of its own: {' '.join(leg.arguments) or 'none'}")
+                continue
+            print(f"{where}, {leg.precision}; per-device batch {leg.per_device_batch_size} x accumulation "
+                  f"{leg.gradient_accumulation_steps} = global {leg.global_batch_size}")
         for warning in r.warnings:
             print(f"  warning: {warning}")
 

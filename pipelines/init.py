@@ -15,6 +15,7 @@ from .errors import SpecError
 TEMPLATES = {
     "minimal": "your own PyTorch script (a small regression to replace with your model)",
     "hf": "a Hugging Face causal LM built from a config (needs the `hf` extra: transformers)",
+    "script": "a script-mode spec around an existing training script (--script PATH), run as it is",
 }
 _TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -25,11 +26,44 @@ def _name_for(directory: Path) -> str:
     return name or "my-bakeoff"
 
 
-def _files(template: str, name: str) -> dict[str, bytes]:
+def _script_spec(text: str, directory: Path, script: Path) -> str:
+    """The script template filled in for `script`: its folder relative to the spec's, and what its
+    argument parser shows (a `--seed` option, a `--device` option for the per-leg arguments)."""
+    import os
+
+    rel = Path(os.path.relpath(script.resolve().parent, directory.resolve())).as_posix()
+    source = script.read_text(errors="replace")
+    takes = {m.group(1) for m in re.finditer(r"""add_argument\(\s*['"]--([A-Za-z0-9_-]+)['"]""", source)}
+    seed = "seed" if "seed" in takes else None
+    outside = rel == ".." or rel.startswith("../")
+    lines = {
+        "__OUTSIDE__": "allow_outside_spec_dir: true   # the script lives outside this folder" if outside else None,
+        "__SEED__": (f"seed: {{argument: {seed}}}      # the job's seed reaches the script as --{seed} N" if seed
+                     else "# seed: {argument: seed}     # how the seed reaches the script, if it takes one"),
+        "__TRN_ARGS__": ("arguments: [--device, xla]   # only this leg's; the porting cost" if "device" in takes
+                         else "# arguments: [--device, xla]   # what only this leg's script gets"),
+    }
+    out = []
+    for line in text.splitlines():
+        key = line.strip().lstrip("#")
+        if key in lines:
+            fill = lines[key]
+            if fill is not None:
+                out.append(line[:len(line) - len(line.lstrip())] + fill)
+            continue
+        out.append(line.replace("__SOURCE_DIR__", rel).replace("__SCRIPT__", script.name))
+    text = "\n".join(out) + "\n"
+    return text
+
+
+def _files(template: str, name: str, directory: Path | None = None, script: Path | None = None) -> dict[str, bytes]:
     from .spec import BakeoffSpec
 
     here = _TEMPLATE_DIR / template
     spec = (here / "bakeoff.yaml").read_text().replace("__NAME__", name)
+    if template == "script":
+        assert directory is not None and script is not None
+        spec = _script_spec(spec, directory, script)
     schema = json.dumps(BakeoffSpec.model_json_schema(), indent=2, sort_keys=True) + "\n"
     files = {"bakeoff.yaml": spec.encode(), "bakeoff.schema.json": schema.encode()}
     if template == "hf":
@@ -37,20 +71,31 @@ def _files(template: str, name: str) -> dict[str, bytes]:
 
         # The built-in trainer itself, as an editable script: one source, so the two never drift.
         files["src/train.py"] = (entrypoints_dir() / "hf_causal_lm.py").read_bytes()
+    elif template == "script":
+        pass  # the user's own script, where it is
     else:
         files["src/train.py"] = (here / "train.py.template").read_bytes()  # not .py: no orchestration code
     return files
 
 
-def init_project(directory: str | Path, template: str = "minimal") -> list[Path]:
+def init_project(directory: str | Path, template: str = "minimal", script: str | Path | None = None) -> list[Path]:
     """Write the template into `directory` (created if missing); return the paths written.
-    Refuses, writing nothing, when any of them exists."""
+    Refuses, writing nothing, when any of them exists. `script`: the existing training script a
+    `script` template is written around."""
     if template not in TEMPLATES:
         raise SpecError(f"unknown template {template!r}; choose one of {', '.join(TEMPLATES)}", field="--template")
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise SpecError(f"{directory} exists and is not a directory")
-    files = _files(template, _name_for(directory))
+    if (template == "script") != (script is not None):
+        raise SpecError("--template script needs --script PATH (the training script to run as it is)"
+                        if template == "script" else "--script is for --template script", field="--script")
+    if script is not None:
+        script = Path(script)
+        if not script.is_file():
+            raise SpecError(f"--script {script}: no such file; give the path of your training script",
+                            field="--script")
+    files = _files(template, _name_for(directory), directory, Path(script) if script else None)
     data = ("data/train", "data/validation") if template == "hf" else ()
     clash = [rel for rel in (*files, *data) if (directory / rel).exists()]
     if clash:
@@ -71,7 +116,7 @@ def init_project(directory: str | Path, template: str = "minimal") -> list[Path]
 
 
 def cmd_init(args) -> int:
-    written = init_project(args.dir, args.template)
+    written = init_project(args.dir, args.template, args.script)
     root = Path(args.dir)
     for path in written:
         print(f"wrote {path}")
@@ -87,4 +132,5 @@ def register(sub) -> None:
     p.add_argument("dir", help="directory to write into (created if missing)")
     p.add_argument("--template", choices=sorted(TEMPLATES), default="minimal",
                    help="; ".join(f"{k}: {v}" for k, v in TEMPLATES.items()) + " (default minimal)")
+    p.add_argument("--script", help="--template script: your existing training script (e.g. train.py)")
     p.set_defaults(func=cmd_init)

@@ -137,7 +137,10 @@ def spec_hash(spec: BakeoffSpec) -> str:
 
 
 def training_hyperparameters(spec: BakeoffSpec) -> dict[str, Any]:
-    """Hyperparameters every job gets (the fairness contract)."""
+    """Hyperparameters every job gets (the fairness contract). In script mode only the spec's
+    own `hyperparameters:`: each becomes an argument of the script, as on SageMaker."""
+    if spec.entrypoint.mode == "script":
+        return dict(spec.hyperparameters)
     t, o = spec.training, spec.training.optimizer
     hps: dict[str, Any] = {
         "global_batch_size": t.global_batch_size,
@@ -153,6 +156,20 @@ def training_hyperparameters(spec: BakeoffSpec) -> dict[str, Any]:
     if spec.entrypoint.builtin:
         hps.update(spec.model.model_dump())
     hps.update(spec.hyperparameters)
+    return hps
+
+
+def script_job_hyperparameters(spec: BakeoffSpec, leg: Leg, seed: int, base: dict[str, Any]) -> dict[str, Any]:
+    """A script-mode job's hyperparameters: the script's (the spec's, the leg's over them, the
+    seed where the script takes it as an argument) and bakeoff's own two, whose `bakeoff_`
+    prefix keeps them off the script's command line (as `sagemaker_` keeps the SDK's off it)."""
+    contract = runtime_module("script_contract")
+    hps = {**base, **leg.hyperparameters}
+    argument = spec.entrypoint.script_mode.seed.argument
+    if argument:
+        hps[argument] = seed
+    hps[contract.LEG_HP] = leg.name
+    hps[contract.SEED_HP] = seed
     return hps
 
 
@@ -210,9 +227,13 @@ def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle |
                                _frozen(d.to_json()) if d else None, why))
         env = _frozen(leg_environment(spec, leg))
         for seed in spec.seed_list:
-            hps = {**base, "seed": seed, "leg": leg.name, "per_device_batch_size": target.per_device_batch_size,
-                   "gradient_accumulation_steps": target.gradient_accumulation_steps,
-                   "global_batch_size": global_batch}
+            if spec.entrypoint.mode == "script":
+                hps = script_job_hyperparameters(spec, leg, seed, base)
+            else:
+                hps = {**base, **leg.hyperparameters, "seed": seed, "leg": leg.name,
+                       "per_device_batch_size": target.per_device_batch_size,
+                       "gradient_accumulation_steps": target.gradient_accumulation_steps,
+                       "global_batch_size": global_batch}
             jobs.append(PlannedJob(leg.name, seed, job_name(leg.name, seed), step_name(leg.name, seed),
                                    bundle.script, _frozen(hps), env))
     return Plan(spec, spec_hash(spec), bundle, tuple(legs), tuple(jobs))
@@ -232,13 +253,18 @@ def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict
         d = derived.get(leg.name)
         legs[leg.name] = {
             "image": images.get(leg.name), "instance_type": leg.instance_type, "instance_count": leg.instance_count,
-            "backend": leg.backend, "precision": leg.precision, "devices": leg.devices, "seeds": spec.seed_list,
+            # A script-mode script sets its own precision (autocast or not): bakeoff cannot say which.
+            "backend": leg.backend, "precision": leg.precision if spec.entrypoint.mode != "script" else "script's own",
+            "devices": leg.devices, "seeds": spec.seed_list,
             "emulated_on": emulated_on.get(leg.name),
             "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
                        "note": price.note} if price else None),
             **({"derived_from": d.to_json(), "global_batch_size": d.global_batch_size} if d else {}),
+            # What the spec gives this leg alone: in script mode, all that differs between legs.
+            "per_leg": {"arguments": list(leg.arguments), "hyperparameters": dict(leg.hyperparameters),
+                        "environment": dict(leg.environment)},
         }
-    return {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs,
+    return {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs, "entrypoint_mode": spec.entrypoint.mode,
             "parity": {**spec.parity.model_dump(), "baseline": spec.baseline},
             "cost_basis": cost_basis, "mlflow": mlflow, **_derived_config(spec)}
 

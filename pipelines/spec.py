@@ -16,6 +16,7 @@ from estimators import InstanceType, LegKind, instance_of, lookup_instance, sugg
 from estimators.registry import kind_for_backend
 
 from .names import STEP_NAME_RE, precompile_step, step_name
+from .script_spec import ScriptMode
 
 NAME_RE = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
 S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<key>/[^\s]*)?$")
@@ -93,6 +94,13 @@ class Entrypoint(_Model):
         None, description="Directory with your training code (relative to the spec file). bakeoff ships "
         "its runtime helper `bakeoff_runtime` beside it.")
     script: str | None = Field(None, description="Script inside `source_dir` to run, e.g. `train.py`.")
+    mode: Literal["runtime", "script"] = Field(
+        "runtime", description="`runtime`: the script reports through `bakeoff_runtime` (the built-in trainers "
+        "do). `script`: an existing script run as it is, the way SageMaker's PyTorch estimator runs it "
+        "(hyperparameters as arguments, SM_* variables); bakeoff measures it with an optimizer step hook and "
+        "reads its metrics from what it prints (`script_mode`).")
+    script_mode: ScriptMode = Field(default_factory=ScriptMode, description="Script mode's settings: metric "
+                                    "regexes, argument style, seed, units per step.")
     allow_outside_spec_dir: bool = Field(
         False, description="Let `source_dir` (and local data channels) lie outside the spec file's directory "
         "tree, e.g. in a monorepo. Off by default: the folder is packed and uploaded, and `../../etc` must not be.")
@@ -110,6 +118,10 @@ class Entrypoint(_Model):
             object.__setattr__(self, "builtin", None)
         elif self.builtin is None:
             raise SpecFieldError("builtin", "set `builtin: reference-lm` or give `source_dir` + `script`")
+        if self.mode == "script" and self.builtin is not None:
+            raise SpecFieldError("mode", "script mode runs your own script: give `source_dir` + `script`")
+        if self.mode != "script" and self.script_mode != ScriptMode():
+            raise SpecFieldError("script_mode", "`script_mode` settings need `mode: script`")
         return self
 
 
@@ -213,6 +225,11 @@ class Leg(_Model):
     compile: Literal["none", "torch_compile"] = Field(
         "none", description="Compile the model with torch.compile (cuda/cpu legs). XLA legs always compile.")
     environment: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
+    arguments: list[str] = Field(default_factory=list, max_length=90, description="Script mode: command-line "
+                                 "arguments only this leg's script gets, after the hyperparameters, e.g. "
+                                 "`[--device, xla]` (what differs between legs is the porting cost).")
+    hyperparameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Hyperparameters only this leg's jobs get, over the spec's own.")
     volume_size_gb: Int = Field(100, ge=1, le=16384, description="EBS volume per instance, GB.")
     max_runtime_s: Int = Field(86_400, ge=1, le=MAX_RUNTIME_S, description="Stopping condition: max runtime per "
                                "job, seconds (SageMaker allows 28 days; accounts start with a 5-day quota). "
@@ -599,7 +616,7 @@ class BakeoffSpec(_Model):
                         raise SpecFieldError(("legs", i, "name"), f"step name {step!r} does not match "
                                              "^[A-Za-z0-9-_]{1,64}$; shorten the leg name")
             devices = leg.devices
-            if self.training.global_batch_size % devices:
+            if self.entrypoint.mode != "script" and self.training.global_batch_size % devices:
                 raise SpecFieldError(("training", "global_batch_size"),
                                      f"global_batch_size={self.training.global_batch_size} is not divisible by "
                                      f"the {devices} devices of leg {leg.name!r} ({leg.instance_count} x "
@@ -607,6 +624,7 @@ class BakeoffSpec(_Model):
         from .scaling import check_derived  # the sweep's and ablation's legs: named, sized, batched
 
         check_derived(self)
+        self._script_mode_fits()
         region = self.storage.region
         for i, leg in enumerate(self.legs):
             if leg.image:
@@ -629,6 +647,42 @@ class BakeoffSpec(_Model):
         if self.entrypoint.builtin and self.training.sequence_length > 4096:
             raise SpecFieldError(("training", "sequence_length"), "the reference LM supports sequence_length <= 4096")
         return self
+
+    def _script_mode_fits(self) -> None:
+        """What script mode can and cannot do, said before anything runs."""
+        ep = self.entrypoint
+        if ep.mode != "script":
+            for i, leg in enumerate(self.legs):
+                if leg.arguments:
+                    raise SpecFieldError(("legs", i, "arguments"), "per-leg `arguments` are for `entrypoint.mode: "
+                                         "script`; a Runtime script reads `hyperparameters` instead")
+            return
+        sm = ep.script_mode
+        names = [m.name for m in sm.metrics]
+        if not sm.hf_trainer_state and self.parity.metric not in names:
+            hint = f" (declared: {', '.join(names)})" if names else ""
+            raise SpecFieldError(("parity", "metric"), f"script mode reads metrics from the script's output: "
+                                 f"declare {self.parity.metric!r} in entrypoint.script_mode.metrics with a regex"
+                                 f"{hint}, or set script_mode.hf_trainer_state: true for a Hugging Face Trainer")
+        if sm.seed.argument and sm.seed.argument in self.hyperparameters:
+            raise SpecFieldError(("hyperparameters", sm.seed.argument), f"{sm.seed.argument!r} carries the seed "
+                                 "(entrypoint.script_mode.seed.argument): bakeoff sets it per job; remove it here")
+        if self.preflight.enabled:
+            raise SpecFieldError(("preflight", "enabled"), "the preflight step probes a Runtime script; in script "
+                                 "mode run `bakeoff preflight` on a Runtime port, or leave the step off")
+        for i, leg in enumerate(self.legs):
+            if leg.ablation or leg.scaling:
+                field = "ablation" if leg.ablation else "scaling"
+                raise SpecFieldError(("legs", i, field), f"`{field}` derives legs by changing the precision or the "
+                                     "batch bakeoff gives the script; a script-mode script sets both itself, so "
+                                     "declare each variant as a leg of its own (with its arguments)")
+            if leg.precompile:
+                raise SpecFieldError(("legs", i, "precompile"), "precompile shortens a run by its `max_steps`, "
+                                     "which a script-mode script does not take from bakeoff; leave it off")
+            for arg in leg.arguments:
+                if len(arg) > 256:  # botocore: TrainingContainerArgument is at most 256 characters
+                    raise SpecFieldError(("legs", i, "arguments"), f"an argument is {len(arg)} characters; "
+                                         "SageMaker takes at most 256 per container argument")
 
     # --- derived ----------------------------------------------------------------------
     @property

@@ -51,7 +51,7 @@ def test_bash_completes_commands_options_and_choices(tmp_path):
     assert _complete(tmp_path, "comp") == ["completion"]
     assert set(_complete(tmp_path, "va")) == {"validate"}
     assert "--rule-change" in _complete(tmp_path, "run", "spec.yaml", "--r")
-    assert sorted(_complete(tmp_path, "init", "dir", "--template", "")) == ["hf", "minimal"]
+    assert sorted(_complete(tmp_path, "init", "dir", "--template", "")) == ["hf", "minimal", "script"]
     assert sorted(_complete(tmp_path, "completion", "")) == ["bash", "fish", "zsh"]
     (tmp_path / "spec.yaml").write_text("name: x\n")
     assert _complete(tmp_path, "validate", "sp") == ["spec.yaml"]  # positionals complete file names

@@ -67,7 +67,8 @@ def test_pass_paired_with_figures_and_cost(tmp_path):
     assert trn["cost_per_million_units_usd_mean"] == pytest.approx(0.5)
     assert trn["peak_host_memory_bytes_max"] == 1002
     assert [c["name"] for c in ev["checks"]] == ["stability:trn", "stability:gpu", "parity:trn~gpu", "backend:trn",
-                                                 "backend:gpu", "same-model", "blockers:trn", "blockers:gpu"]
+                                                 "backend:gpu", "same-model", "seeds:trn", "seeds:gpu", "blockers:trn",
+                                                 "blockers:gpu"]
     # These summaries record no model: what cannot be checked says so and decides nothing.
     assert _check(ev, "same-model")["status"] == "unchecked" and "recorded no model" in _check(ev, "same-model")["why"]
     assert ev["failed_checks"] == "none" and ev["undecided_checks"] == "none"

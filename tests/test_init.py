@@ -8,10 +8,20 @@ from pipelines.init import TEMPLATES, init_project
 from pipelines.spec import BakeoffSpec
 
 
+def _script_for(target, template):
+    """The script template is written around an existing script: one the user has in src/."""
+    if template != "script":
+        return []
+    (target / "src").mkdir(parents=True)
+    (target / "src" / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
+                                             "p.add_argument('--seed', type=int)\n")
+    return ["--script", target / "src" / "train.py"]
+
+
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 def test_init_then_validate(tmp_path, template):
     target = tmp_path / "My Project_1"
-    made = bakeoff("init", target, "--template", template)
+    made = bakeoff("init", target, "--template", template, *_script_for(target, template))
     assert made.returncode == 0, made.stderr
     assert (target / "bakeoff.yaml").exists() and (target / "src" / "train.py").exists()
     checked = bakeoff("validate", target / "bakeoff.yaml")
@@ -28,7 +38,8 @@ def test_the_templates_are_trn1_against_a_gpu(tmp_path):
     from pipelines.loader import load_spec
 
     for template in TEMPLATES:
-        init_project(tmp_path / template, template)
+        script = _script_for(tmp_path / template, template)
+        init_project(tmp_path / template, template, script[-1] if script else None)
         spec = load_spec(str(tmp_path / template / "bakeoff.yaml"))
         kinds = {leg.kind.name for leg in spec.legs}
         assert "trn1" in kinds and "gpu" in kinds, (template, kinds)

@@ -74,8 +74,8 @@ def test_a_gpu_leg_with_no_cuda_memory_fails_but_an_emulated_one_is_not_checked(
     config = json.loads(json.dumps(CONFIG))
     config["legs"]["gpu"]["emulated_on"] = "local cpu"
     for seed in range(3):
-        _job(tmp_path / "b", "trn", seed, 2.4, devices={"xla": 3})
-        _job(tmp_path / "b", "gpu", seed, 2.4, devices={"cpu": 3}, graphs=None)
+        _job(tmp_path / "b", "trn", seed, 2.4 + seed / 100, devices={"xla": 3})
+        _job(tmp_path / "b", "gpu", seed, 2.4 + seed / 100, devices={"cpu": 3}, graphs=None)
     ev = evaluate(config, load_jobs(tmp_path / "b"))
     check = _check(ev, "backend:gpu")
     assert check["status"] == "unchecked" and "CUDA use can only be shown on a GPU" in check["why"]
@@ -164,3 +164,11 @@ def test_a_crashed_job_is_in_the_spend_not_in_the_cost_of_a_run(tmp_path):
     from bakeoff_runtime.report_spend import _spent
 
     assert _spent(ev)["cost_usd"] == pytest.approx((5 * 10.0 + 1000.0) * 36 / 3600)  # every job's spend
+
+
+def test_seeds_that_give_bit_identical_results_say_the_script_ignores_its_seed(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"first": 5.5}, vals=((2.40, 2.41), (2.40, 2.50), (2.40, 2.32)))
+    check = _check(ev, "seeds:trn")
+    assert check["status"] == "failed" and "ignores its seed" in check["why"] and "seeds 0, 1, 2" in check["why"]
+    assert _check(ev, "seeds:gpu")["status"] == "passed" and ev["verdict"] == "fail"
+    assert ev["measured"]["seeds"]["trn"]["status"] == "failed"

@@ -57,6 +57,8 @@ class JobEnvironment:
     continue_on_failure: bool = _env_field("BAKEOFF_CONTINUE_ON_FAILURE", False,
                                            doc="exit 0 after a script failure (recorded) so Evaluate runs")
     mlflow_install: bool = _env_field("BAKEOFF_MLFLOW_INSTALL", False, doc="install the MLflow client at start")
+    install_requirements: bool = _env_field("BAKEOFF_INSTALL_REQUIREMENTS", False,
+                                            doc="script mode: pip install the script's requirements.txt first")
     mlflow_experiment: str = _env_field("BAKEOFF_MLFLOW_EXPERIMENT", "", doc="MLflow experiment")
     mlflow_artifact_location: str = _env_field("BAKEOFF_MLFLOW_ARTIFACT_LOCATION", "",
                                                doc="artifact location of a new experiment")

@@ -66,8 +66,14 @@ def classify(job: dict[str, Any], metric: str) -> tuple[str, str | None, str | N
         value = (s.get("metrics") or {}).get(metric)
         if value is None:
             seen = ", ".join(sorted(s.get("metrics") or {})) or "none"
+            if s.get("mode") == "script":
+                return FAILED, "no-metric", (
+                    f"the script reports no {metric!r} (it reported: {seen}; read from {s.get('metric_source')}): "
+                    f"fix the regex of {metric!r} in entrypoint.script_mode.metrics so that it matches a line the "
+                    "script prints, or use the Runtime")
             return FAILED, "no-metric", (f"the script reports no {metric!r} (it reported: {seen}); log it with "
-                                         f"rt.log_validation(step, {metric}=...) or fix parity.metric")
+                                         f"rt.log_validation(step, {metric}=...), declare a metric regex in script "
+                                         "mode, or fix parity.metric")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return FAILED, "script", f"the parity metric {metric!r} is not a number (got {str(value)[:60]!r})"
         if not _finite(value):
@@ -483,7 +489,7 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     design = sequential.from_config(config.get("sequential"), float(parity["alpha"]))
     look_alpha = design["nominal_alpha"][-1] if design else None
     checks += [_parity_check(name, base, values, parity, power, look_alpha) for name in legs_cfg if name != base]
-    measured = validity.checks(base, legs_cfg, runs_by_leg)  # did it measure the target at all?
+    measured = validity.checks(base, legs_cfg, runs_by_leg, metric)  # did it measure the target at all?
     checks += measured
     for c in measured:
         if c["name"].startswith("blockers:"):

@@ -38,6 +38,22 @@ def code_difference(baseline: str | None, leg: str | None, names: tuple[str, str
     return {"lines_differ": changed, "diff": "\n".join(diff)}
 
 
+def spec_difference(base: dict[str, Any], mine: dict[str, Any]) -> list[str]:
+    """What the spec gives a leg and its baseline differently, one line each: the porting cost
+    when one script runs unchanged everywhere."""
+    out = []
+    args, base_args = list(mine.get("arguments") or []), list(base.get("arguments") or [])
+    if args != base_args:
+        out.append(f"arguments: {' '.join(args) or '(none)'} (baseline: {' '.join(base_args) or '(none)'})")
+    for kind in ("hyperparameters", "environment"):
+        a, b = dict(mine.get(kind) or {}), dict(base.get(kind) or {})
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                out.append(f"{kind[:-1] if kind == 'hyperparameters' else kind} {key}: "
+                           f"{a.get(key, '(unset)')} (baseline: {b.get(key, '(unset)')})")
+    return out
+
+
 def numerics(leg_cfg: dict[str, Any], figures: dict[str, Any] | None = None) -> dict[str, Any]:
     """The settings that decide a leg's arithmetic, each with where it comes from."""
     env = dict(leg_cfg.get("numerics_environment") or {})
@@ -52,8 +68,9 @@ def numerics(leg_cfg: dict[str, Any], figures: dict[str, Any] | None = None) -> 
         sr = "runtime default" if backend in ("neuron", "torchneuron") else "n/a (not Neuron)"
     return {
         # bakeoff's runtime autocasts the forward pass only and keeps fp32 parameters and optimizer state.
-        "autocast": "bf16 (forward pass)" if precision == "bf16" else "off (fp32)",
-        "master_weights": "fp32",
+        "autocast": ("bf16 (forward pass)" if precision == "bf16" else "off (fp32)" if precision == "fp32"
+                     else "as the script sets it"),
+        "master_weights": "fp32" if precision in ("bf16", "fp32") else "as the script sets it",
         "stochastic_rounding": sr,
         "compiler_flags": flags or ("none (eager)" if backend in ("cuda", "cpu") else "default"),
         "environment": {k: env[k] for k in sorted(env) if k in NUMERICS_ENV},
@@ -135,9 +152,15 @@ def section(config: dict[str, Any], figures: dict[str, dict[str, Any]], baseline
     base_numerics = numerics(base_cfg, figures.get(baseline))
     out: dict[str, Any] = {"baseline": baseline, "legs": {}}
     per_leg_scripts = any("script_source" in c for c in legs_cfg.values())
-    out["code_note"] = ("per-leg scripts given: lines that differ are counted against the baseline's" if per_leg_scripts
-                        else "one training script ran on every leg (the spec has no per-leg script), so no line "
-                             "of training code differs; the port is in the backend bakeoff's runtime chose")
+    if per_leg_scripts:
+        out["code_note"] = "per-leg scripts given: lines that differ are counted against the baseline's"
+    elif config.get("entrypoint_mode") == "script":
+        out["code_note"] = ("one training script ran unchanged on every leg (script mode): no line of it differs; "
+                            "what differs is what the spec gives each leg (its arguments, hyperparameters and "
+                            "environment, below)")
+    else:
+        out["code_note"] = ("one training script ran on every leg (the spec has no per-leg script), so no line "
+                            "of training code differs; the port is in the backend bakeoff's runtime chose")
     for name, cfg in legs_cfg.items():
         if name == baseline:
             continue
@@ -151,6 +174,7 @@ def section(config: dict[str, Any], figures: dict[str, dict[str, Any]], baseline
             "baseline_compile": _cache_saving(figures.get(baseline) or {}),
             "numerics": mine, "baseline_numerics": base_numerics, "numerics_differ": differ,
             "collective": (config.get("collective") or {}).get(name),
+            "spec_lines": spec_difference(base_cfg.get("per_leg") or {}, cfg.get("per_leg") or {}),
         }
         out["legs"][name] = entry
     return out
@@ -193,6 +217,7 @@ def _rows(ev: dict[str, Any]) -> tuple[list[tuple[str, list[str]]], list[str]]:
     return [
         ("against", [p.get("baseline", "-")] * len(names)),
         ("lines of training code that differ", col(lambda e: str(e["code"]["lines_differ"]))),
+        ("spec lines for this leg alone", col(lambda e: "; ".join(e.get("spec_lines") or []) or "none")),
         ("preflight", col(pre)),
         ("compile time (mean, s)", col(lambda e: _n(e["compile"]["compile_time_s"]))),
         ("saved by a warm cache", col(saved)),

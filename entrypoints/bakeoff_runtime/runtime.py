@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import signal
 import threading
 import time
@@ -38,6 +37,7 @@ import torch
 
 from .backends import get_backend
 from .contract import TrainingEnv
+from .fingerprint import model_record, seed_everything  # noqa: F401  (re-exported)
 from .mlflow_sink import MlflowSink
 from .telemetry import Telemetry, host_environment
 
@@ -58,37 +58,6 @@ def _to_cpu(obj):
 
 def _unique_parameters(model: torch.nn.Module) -> int:
     return len({id(p) for p in model.parameters()})
-
-
-def model_record(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    """What was trained, from the optimizer's own parameters (taken at the first step, so it
-    sees the model as it is on the device): where they live, how many there are and their
-    shapes. Legs that train the same model agree on all but the device; weights un-tied by a
-    move to XLA show as extra tensors of the tied shape."""
-    seen: dict[int, torch.Tensor] = {}
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            seen.setdefault(id(p), p)
-    shapes: dict[str, int] = {}
-    devices: dict[str, int] = {}
-    for p in seen.values():
-        key = "x".join(map(str, p.shape)) or "scalar"
-        shapes[key] = shapes.get(key, 0) + 1
-        devices[p.device.type] = devices.get(p.device.type, 0) + 1
-    return {"parameters": int(sum(p.numel() for p in seen.values())), "tensors": len(seen),
-            "shapes": dict(sorted(shapes.items())), "devices": dict(sorted(devices.items())),
-            "source": "optimizer parameters at the first optimizer step"}
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-    try:
-        import numpy as np
-
-        np.random.seed(seed % 2**32)
-    except ImportError:
-        pass
 
 
 class Runtime:

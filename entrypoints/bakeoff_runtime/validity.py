@@ -11,6 +11,9 @@ summary.json records (the Runtime writes `model`, `first_train_loss` and `compil
   with the baseline's (else it fails); un-tied weights after a move to XLA show as extra
   tensors. For paired seeds the first logged loss should agree within FIRST_LOSS_TOLERANCE: a
   leg whose first loss is off on every seed is a warning (another start, so seeds may not pair).
+* `seeds:<leg>`: seeds that gave bit-identical results (the metric and the training losses) are
+  one run counted several times: the script ignores the seed it is given (it seeds itself, or
+  reads no seed), so the spread the verdict needs is not there. That fails.
 * `blockers:<leg>`: CPU fallbacks, recompilations after warm-up and the Runtime's warnings.
   They do not decide quality, so they never fail the verdict, but the leg's speed and cost
   are marked as not representative of the target.
@@ -34,7 +37,7 @@ RECOMPILE_ALLOWANCE = 2
 PREFLIGHT_HINT = "run `bakeoff preflight SPEC` to see where and how to fix them"
 
 # The kinds of check this module makes: the prefix of each check's name ("backend:trn1").
-KINDS = ("backend", "same-model", "blockers")
+KINDS = ("backend", "same-model", "seeds", "blockers")
 
 
 def is_validity_check(check: dict[str, Any]) -> bool:
@@ -87,13 +90,15 @@ def backend_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
             problems.append(f"seed {s.get('seed')}: no CUDA memory was allocated")
     if not any((s.get("model") or {}).get("devices") for s in records):
         return {"name": name, "status": "unchecked", "passed": False,
-                "why": f"{leg}: its jobs did not record where their parameters lived (no optimizer step through "
-                       "the Runtime)"}
+                "why": f"{leg}: its jobs did not record where their parameters lived (no optimizer step that "
+                       "bakeoff saw)"}
     if problems:
+        script_mode = any(s.get("mode") == "script" for s in records)
+        fix = ("; give the leg the arguments that make the script choose it (legs[].arguments, e.g. "
+               f"[--device, {want}])" if script_mode else "; move the model and batches to rt.device")
         return {"name": name, "status": "failed", "passed": False, "ran_on": seen,
                 "why": f"{leg} did not train on its {backend} backend, so its verdict says nothing about "
-                       f"{cfg.get('instance_type')}: " + "; ".join(problems[:3])
-                       + ("; move the model and batches to rt.device" if backend != "cpu" else "")}
+                       f"{cfg.get('instance_type')}: " + "; ".join(problems[:3]) + (fix if backend != "cpu" else "")}
     return {"name": name, "status": "passed", "passed": True, "ran_on": seen[:1],
             "why": f"{leg} trained on {want} ({seen[0]})"}
 
@@ -114,8 +119,8 @@ def same_model_check(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict
               for leg, runs in runs_by_leg.items()}
     if models.get(base) is None:
         return {"name": name, "status": "unchecked", "passed": False,
-                "why": f"the baseline {base} recorded no model (no completed run through the Runtime's optimizer "
-                       "step), so the legs cannot be compared"}
+                "why": f"the baseline {base} recorded no model (no completed run reached an optimizer "
+                       "step that bakeoff saw), so the legs cannot be compared"}
     b = models[base]
     problems, unchecked = [], []
     for leg, m in models.items():
@@ -185,6 +190,29 @@ def _first_losses(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]])
     return out
 
 
+def seeds_check(leg: str, metric: str, runs: list[dict]) -> dict[str, Any]:
+    name = f"seeds:{leg}"
+    done = [r for r in runs if r.get("summary") and r["summary"].get("status") == COMPLETED]
+    if len(done) < 2:
+        return {"name": name, "status": "unchecked", "passed": False,
+                "why": f"{leg}: fewer than 2 completed seeds, so whether they differ cannot be shown"}
+
+    def result(s: dict) -> tuple:
+        return ((s.get("metrics") or {}).get(metric), s.get("first_train_loss"), s.get("final_train_loss"))
+
+    results = {result(r["summary"]) for r in done}
+    seeds = ", ".join(str(r["seed"]) for r in sorted(done, key=lambda r: r["seed"]))
+    if len(results) == 1:
+        value = next(iter(results))[0]
+        return {"name": name, "status": "failed", "passed": False,
+                "why": f"{leg}: the script ignores its seed: seeds {seeds} gave bit-identical results ({metric} "
+                       f"{value}, the same training losses), so there is one run, not {len(done)}, and no spread "
+                       "to test; let the seed reach the script (entrypoint.script_mode.seed) or stop it seeding "
+                       "itself with a constant"}
+    return {"name": name, "status": "passed", "passed": True,
+            "why": f"{leg}: seeds {seeds} gave different results"}
+
+
 def blockers_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     name = f"blockers:{leg}"
     records = _records(runs)
@@ -217,17 +245,19 @@ def blockers_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     return {**out, "status": "passed", "passed": True, "speed_representative": True, "why": f"{leg}: {basis}"}
 
 
-def checks(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]]) -> list[dict[str, Any]]:
+def checks(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]],
+           metric: str = "val_loss") -> list[dict[str, Any]]:
     """The validity checks of a bake-off, in the order they are shown."""
     out = [backend_check(leg, legs_cfg[leg], runs_by_leg[leg]) for leg in legs_cfg]
     out.append(same_model_check(base, legs_cfg, runs_by_leg))
+    out += [seeds_check(leg, metric, runs_by_leg[leg]) for leg in legs_cfg]
     out += [blockers_check(leg, legs_cfg[leg], runs_by_leg[leg]) for leg in legs_cfg]
     return out
 
 
 def section(validity: list[dict[str, Any]]) -> dict[str, Any]:
     """evaluation.json's `measured`: each check's status and why, by kind."""
-    out: dict[str, Any] = {"backend": {}, "same_model": None, "blockers": {}}
+    out: dict[str, Any] = {"backend": {}, "same_model": None, "seeds": {}, "blockers": {}}
     for c in validity:
         kind, _, leg = c["name"].partition(":")
         brief = {"status": c["status"], "why": c["why"]}

@@ -43,10 +43,12 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
                          devices=leg.devices, backend=leg.backend, precision=leg.precision,
                          per_device_batch_size=leg.batching.per_device_batch_size,
                          gradient_accumulation_steps=leg.batching.gradient_accumulation_steps,
-                         global_batch_size=leg.batching.global_batch_size) for leg in plan.legs)
+                         global_batch_size=leg.batching.global_batch_size,
+                         arguments=tuple(loaded.leg(leg.name).arguments)) for leg in plan.legs)
     source = loaded._source_path
     return Validation(spec_file=str(source) if source else None, name=loaded.name, spec_hash=plan.spec_hash,
-                      seeds=tuple(loaded.seed_list), jobs=len(plan.jobs), legs=legs, warnings=tuple(warnings))
+                      seeds=tuple(loaded.seed_list), jobs=len(plan.jobs), mode=loaded.entrypoint.mode, legs=legs,
+                      warnings=tuple(warnings))
 
 
 def _check_compiles(spec: BakeoffSpec, plan: Any) -> None:

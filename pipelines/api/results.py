@@ -55,6 +55,7 @@ class LegPlan(Result):
     per_device_batch_size: int
     gradient_accumulation_steps: int
     global_batch_size: int
+    arguments: tuple[str, ...] = Field((), description="script mode: the command-line arguments only this leg gets")
 
 
 class Validation(Result):
@@ -65,6 +66,7 @@ class Validation(Result):
     spec_hash: str
     seeds: tuple[int, ...]
     jobs: int = Field(description="training jobs (legs x seeds)")
+    mode: str = Field("runtime", description="entrypoint.mode: `runtime` or `script` (the script batches itself)")
     legs: tuple[LegPlan, ...]
     warnings: tuple[str, ...] = Field(description="design and seed-count warnings; none stops the bake-off")
 

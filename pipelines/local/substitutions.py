@@ -106,6 +106,9 @@ class Substitutions:
                          + (f"; {leg.local_processes_why}" if leg.derived_from or leg.local_processes > 1 else ""))
         if self.mlflow:
             lines.append(f"MLflow -> {self.mlflow['MLFLOW_TRACKING_URI']} (the client of this Python; no install)")
+        if self.plan.spec.entrypoint.mode == "script":
+            lines.append("script mode: requirements.txt is checked against this Python, not installed; an emulated "
+                         "neuron leg's SM_NUM_NEURONS is its number of processes here")
         lines.append("the Evaluate step's evaluation config -> emulated: speed and cost labelled, local wall time "
                      "as billable time, prices from the bundled table or the Price List cache")
         return lines
@@ -115,14 +118,18 @@ class Substitutions:
         ENV = self.contract.ENV
         env_in = request.get("Environment", {})
         leg_name = env_in[ENV["leg"]]
-        seed = int(json.loads(request["HyperParameters"]["seed"]))
+        script_mode = self.plan.spec.entrypoint.mode == "script"
+        seed_key = runtime_module("script_contract").SEED_HP if script_mode else "seed"
+        seed = int(json.loads(request["HyperParameters"][seed_key]))
         planned = self.plan.leg(leg_name)
         emu = self.emulation[leg_name]
         opt_ml = job_dir / "opt" / "ml"
         hps = dict(request["HyperParameters"])
-        hps["per_device_batch_size"] = json.dumps(planned.local_batching.per_device_batch_size)
-        hps["gradient_accumulation_steps"] = json.dumps(planned.local_batching.gradient_accumulation_steps)
-        env = {k: self._local_value(v) for k, v in env_in.items() if k != ENV["mlflow_install"]}
+        if not script_mode:  # a script-mode script batches itself: its arguments stay as compiled
+            hps["per_device_batch_size"] = json.dumps(planned.local_batching.per_device_batch_size)
+            hps["gradient_accumulation_steps"] = json.dumps(planned.local_batching.gradient_accumulation_steps)
+        env = {k: self._local_value(v) for k, v in env_in.items()
+               if k not in (ENV["mlflow_install"], ENV["install_requirements"])}
         env.update(emu.environment)
         env[ENV["backend"]] = emu.backend
         env[ENV["nproc_per_node"]] = str(planned.local_processes)  # 1 unless a scaling sweep's leg
@@ -137,7 +144,8 @@ class Substitutions:
         if self.hosts > 1:
             env[ENV["host_map"]] = json.dumps(dict.fromkeys(self._host_names(), LOCAL_HOST_ADDRESS))
         channels = {c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"] for c in request["InputDataConfig"]}
-        entry = request["AlgorithmSpecification"]["ContainerEntrypoint"]
+        spec_ = request["AlgorithmSpecification"]
+        entry = [*spec_["ContainerEntrypoint"], *spec_.get("ContainerArguments", [])]
         command = tuple(self._local_command(part, opt_ml) for part in entry)
         return LocalTrainingJob(
             step_name=step_name, name=job_dir.name, leg=leg_name, seed=seed, request=request,

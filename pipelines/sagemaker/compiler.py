@@ -50,6 +50,10 @@ CAPACITY_RETRY = {"ExceptionType": ["SageMaker.CAPACITY_ERROR"], "IntervalSecond
                   "MaxAttempts": 6}
 TRAIN_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/input/data/code/" + CODE_ARCHIVE +
                  " -C /opt/ml/code && cd /opt/ml/code && exec python3 launch.py {script}")
+# Script mode: the script and the leg's own arguments travel as ContainerArguments ("$@", never
+# parsed by the shell); AlgorithmSpecification.ContainerArguments, botocore's sagemaker model.
+SCRIPT_TRAIN_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/input/data/code/" + CODE_ARCHIVE +
+                        " -C /opt/ml/code && cd /opt/ml/code && exec python3 launch.py \"$@\"")
 EVAL_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/processing/input/code/" + CODE_ARCHIVE +
                 " -C /opt/ml/code && exec python3 /opt/ml/code/evaluate.py \"$@\"")
 EVAL_OUT = "/opt/ml/processing/evaluation"
@@ -147,7 +151,12 @@ def _data_channels(spec: BakeoffSpec, base_dir: Path, bucket: str, prefix: str) 
 
 def metric_definitions(spec: BakeoffSpec) -> list[dict[str, str]]:
     """What SageMaker parses from the jobs' logs: generated from the step-line format the
-    jobs print (bakeoff_runtime.contract), plus the parity metric when it is another one."""
+    jobs print (bakeoff_runtime.contract), plus the parity metric when it is another one.
+    In script mode the spec's own regexes, then the step lines the step hook prints."""
+    if spec.entrypoint.mode == "script":
+        own = [{"Name": m.name, "Regex": m.regex} for m in spec.entrypoint.script_mode.metrics]
+        taken = {d["Name"] for d in own}
+        return own + [d for d in runtime_module("contract").metric_definitions() if d["Name"] not in taken]
     metric = spec.parity.metric
     extra = {f"validation:{metric}": metric} if metric != "val_loss" else {}
     return runtime_module("contract").metric_definitions(extra)
@@ -161,7 +170,13 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
     ENV = runtime_module("contract").ENV
     env = dict(job.environment)
     hps = encode_hyperparameters(job.hyperparameters)
-    hps["max_steps"] = as_string(param("MaxSteps"))
+    script_mode = spec.entrypoint.mode == "script"
+    if script_mode:
+        # The script counts its own steps; MaxSteps is the Runtime's.
+        if spec.entrypoint.script_mode.install_requirements:
+            env[ENV["install_requirements"]] = "1"
+    else:
+        hps["max_steps"] = as_string(param("MaxSteps"))
     key = cache_key(backend=planned.backend, image=planned.image, precision=leg.precision, environment=env,
                     hyperparameters=job.hyperparameters, world_size=planned.batching.world_size)
     cache = cache_uri(bucket, prefix, planned.backend, key)
@@ -195,7 +210,9 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
         "AlgorithmSpecification": {
             "TrainingImage": planned.image,
             "TrainingInputMode": "File",
-            "ContainerEntrypoint": ["/bin/sh", "-c", TRAIN_COMMAND.format(script=job.script)],
+            "ContainerEntrypoint": (["/bin/sh", "-c", SCRIPT_TRAIN_COMMAND, "launch.py"] if script_mode else
+                                    ["/bin/sh", "-c", TRAIN_COMMAND.format(script=job.script)]),
+            **({"ContainerArguments": [job.script, *leg.arguments]} if script_mode else {}),
             "MetricDefinitions": defs,
             "EnableSageMakerMetricsTimeSeries": True,
         },

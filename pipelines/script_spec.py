@@ -1,0 +1,99 @@
+"""`entrypoint.script_mode`: how bakeoff runs a training script as it is (no bakeoff_runtime).
+
+The one place these settings are declared; `settings()` turns them into the typed value the
+launcher reads inside the container (bakeoff_runtime.script_contract.ScriptSettings).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# botocore's sagemaker model: MetricDefinition Name 1-255, Regex 1-500 characters;
+# AlgorithmSpecification.MetricDefinitions at most 40.
+MAX_METRIC_NAME = 255
+MAX_METRIC_REGEX = 500
+MAX_METRIC_DEFINITIONS = 40
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+
+class MetricRegex(_Model):
+    """One metric read from what the script prints, in SageMaker's MetricDefinitions form."""
+
+    name: str = Field(..., min_length=1, max_length=MAX_METRIC_NAME, description="The metric's name, as the "
+                      "verdict (parity.metric) and SageMaker's metric definitions call it, e.g. `val_loss`.")
+    regex: str = Field(..., min_length=1, max_length=MAX_METRIC_REGEX, description="A regular expression over "
+                       "each line of the job's output; its first group is the value, e.g. "
+                       r"`Test set: Average loss: ([0-9.]+)`.")
+
+    @field_validator("regex")
+    @classmethod
+    def _one_group(cls, v: str) -> str:
+        try:
+            compiled = re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        if compiled.groups < 1:
+            raise ValueError("the regex needs a group around the value, e.g. `loss: ([0-9.eE+-]+)`")
+        return v
+
+
+class SeedDelivery(_Model):
+    """How the job's seed reaches the script. bakeoff also seeds Python, NumPy and torch before the
+    script starts, so a script that takes no seed still differs from seed to seed."""
+
+    argument: str | None = Field(None, description="The hyperparameter (command-line option) that carries the "
+                                 "seed, e.g. `seed` for `--seed 3`.")
+    environment: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Or the environment "
+                                    "variable, e.g. `SEED`.")
+
+
+class ScriptMode(_Model):
+    """An existing script, run unchanged: how its arguments, metrics, seed and throughput work."""
+
+    argument_style: Literal["space", "equals"] = Field(
+        "space", description="How hyperparameters become arguments: `space` (`--key value`, as SageMaker passes "
+        "them) or `equals` (`--key=value`, for scripts with a nanoGPT-style configurator).")
+    metrics: list[MetricRegex] = Field(default_factory=list, max_length=MAX_METRIC_DEFINITIONS - 6,
+                                       description="Metrics read from the script's output by regex; the same list "
+                                       "becomes the pipeline's metric definitions.")
+    hf_trainer_state: bool = Field(False, description="Also read a Hugging Face Trainer's `trainer_state.json` "
+                                   "(`log_history`: `loss` is the training loss, `eval_loss` and the other "
+                                   "metrics keep their names); call `trainer.save_state()` at the end.")
+    loss_metric: str = Field("train_loss", description="Which metric is the training loss (its first value is "
+                             "compared across legs for the same-model check).")
+    seed: SeedDelivery = Field(default_factory=SeedDelivery, description="How the seed reaches the script.")
+    unit: Literal["samples", "tokens"] = Field("samples", description="What throughput counts.")
+    units_per_step: float | None = Field(None, gt=0, description="Samples (or tokens) one optimizer step "
+                                         "processes over all devices: the global batch (x sequence length for "
+                                         "tokens). Without it only step times are measured.")
+    warmup_steps: int = Field(5, ge=1, le=100_000, description="Optimizer steps left out of the steady state "
+                              "(graph compilation, allocator warm-up).")
+    sync_interval: int = Field(10, ge=1, le=100_000, description="Every this many optimizer steps the step hook "
+                               "waits for the device and logs a step time.")
+    install_requirements: bool = Field(True, description="Install `requirements.txt` beside the script before it "
+                                       "starts (SageMaker jobs; a local run checks this Python has it instead).")
+
+    @model_validator(mode="after")
+    def _names(self):
+        names = [m.name for m in self.metrics]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"metric names must be unique: {', '.join(dup)} appears twice")
+        return self
+
+    def settings(self, parity_metric: str) -> Any:
+        from .runtime_modules import runtime_module
+
+        contract = runtime_module("script_contract")
+        return contract.ScriptSettings(
+            argument_style=self.argument_style,
+            metrics=tuple(contract.MetricRegex(m.name, m.regex) for m in self.metrics),
+            loss_metric=self.loss_metric, parity_metric=parity_metric,
+            seed_argument=self.seed.argument, seed_environment=self.seed.environment, unit=self.unit,
+            units_per_step=self.units_per_step, hf_trainer_state=self.hf_trainer_state,
+            warmup_steps=self.warmup_steps, sync_interval=self.sync_interval)

@@ -1,0 +1,97 @@
+"""Script mode as declared: what the spec refuses before anything runs, and the SageMaker
+definition it compiles to, checked against botocore's SageMaker model."""
+import io
+import json
+import shutil
+import tarfile
+
+import pytest
+
+from conftest import ROOT, bakeoff, write_spec
+
+ASSETS = ROOT / "tests" / "assets" / "script_mode"
+METRICS = [{"name": "train_loss", "regex": r"step \d+: loss ([0-9.]+)"},
+           {"name": "val_loss", "regex": r"validation loss ([0-9.]+)"}]
+
+
+def _spec(tmp_path, **over):
+    shutil.copytree(ASSETS / "plain_loop", tmp_path / "plain_loop", dirs_exist_ok=True)
+    entry = {"source_dir": "plain_loop", "script": "train.py", "mode": "script",
+             "script_mode": {"metrics": METRICS, "seed": {"argument": "seed"}, "units_per_step": 32}}
+    data = {"name": "sm", "entrypoint": entry, "hyperparameters": {"steps": 30},
+            "legs": [{"name": "trn1", "instance_type": "ml.trn1.2xlarge", "arguments": ["--device", "xla"]},
+                     {"name": "g5", "instance_type": "ml.g5.xlarge"}],
+            "seeds": 2, "parity": {"metric": "val_loss", "margin": 0.5, "baseline": "g5"}}
+    for key, value in over.items():
+        node, *path = key.split(".")
+        target = data
+        for part in [node, *path][:-1]:
+            target = target[part] if not part.isdigit() else target[int(part)]
+        last = [node, *path][-1]
+        if value is None:
+            target.pop(last, None)
+        else:
+            target[int(last) if last.isdigit() else last] = value
+    return write_spec(tmp_path / "bakeoff.yaml", data)
+
+
+@pytest.mark.parametrize("over, field, words", [
+    ({"parity.metric": "accuracy"}, "parity.metric", "declare 'accuracy' in entrypoint.script_mode.metrics"),
+    ({"entrypoint.script_mode.metrics": [{"name": "val_loss", "regex": "loss [0-9.]+"}]},
+     "entrypoint.script_mode.metrics", "needs a group around the value"),
+    ({"entrypoint.mode": "runtime"}, "entrypoint.script_mode", "need `mode: script`"),
+    ({"legs.0.precompile": True}, "legs[0].precompile", "precompile"),
+    ({"hyperparameters": {"seed": 3}}, "hyperparameters.seed", "carries the seed"),
+    ({"legs.0.arguments": ["x" * 300]}, "legs[0].arguments", "at most 256"),
+])
+def test_script_mode_refuses_what_it_cannot_do_in_one_line(tmp_path, over, field, words):
+    proc = bakeoff("validate", _spec(tmp_path, **over))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in proc.stderr and field in line and words in line, line
+
+
+def test_per_leg_arguments_need_script_mode(tmp_path):
+    spec = write_spec(tmp_path / "b.yaml", {
+        "name": "rt", "legs": [{"name": "trn1", "instance_type": "ml.trn1.2xlarge", "arguments": ["--x"]},
+                               {"name": "g5", "instance_type": "ml.g5.xlarge"}]})
+    proc = bakeoff("validate", spec)
+    assert proc.returncode == 2 and "legs[0].arguments" in proc.stderr and "mode: script" in proc.stderr
+
+
+def test_the_compiled_definition_runs_the_script_as_sagemaker_would(tmp_path):
+    from pipelines.loader import load_spec
+    from pipelines.plan import build_plan
+    from pipelines.sagemaker.compiler import compile_plan
+    from pipelines.sagemaker.validate import definition_problems
+
+    compiled = compile_plan(build_plan(load_spec(_spec(tmp_path))))
+    assert definition_problems(compiled.definition) == []
+    steps = {s["Name"]: s for s in compiled.definition["Steps"]}
+    args = steps["Train-trn1-s1"]["Arguments"]
+    algo = args["AlgorithmSpecification"]
+    # The script and the leg's arguments travel as ContainerArguments: never parsed by the shell.
+    assert algo["ContainerEntrypoint"][:2] == ["/bin/sh", "-c"] and algo["ContainerEntrypoint"][2].endswith('"$@"')
+    assert algo["ContainerArguments"] == ["train.py", "--device", "xla"]
+    assert steps["Train-g5-s1"]["Arguments"]["AlgorithmSpecification"]["ContainerArguments"] == ["train.py"]
+    # The script's hyperparameters (its seed among them) and bakeoff's own, prefixed so they stay off its command line.
+    assert args["HyperParameters"] == {"bakeoff_leg": "trn1", "bakeoff_seed": "1", "seed": "1", "steps": "30"}
+    assert args["Environment"]["BAKEOFF_INSTALL_REQUIREMENTS"] == "1"
+    names = [d["Name"] for d in algo["MetricDefinitions"]]
+    assert names[:2] == ["train_loss", "val_loss"] and algo["MetricDefinitions"][1]["Regex"] == METRICS[1]["regex"]
+    # The launcher's settings ride in the code bundle, beside the script.
+    code = next(a for a in compiled.assets if a.key.endswith("sourcedir.tar.gz"))
+    with tarfile.open(fileobj=io.BytesIO(code.body)) as tar:
+        settings = json.loads(tar.extractfile("bakeoff_script.json").read())
+    assert settings["seed_argument"] == "seed" and settings["metrics"][1]["name"] == "val_loss"
+
+
+def test_bakeoff_init_writes_a_script_mode_spec_around_an_existing_script(tmp_path):
+    shutil.copy(ASSETS / "plain_loop" / "train.py", tmp_path / "train.py")
+    proc = bakeoff("init", tmp_path, "--template", "script", "--script", tmp_path / "train.py")
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "bakeoff.yaml").read_text()
+    assert "mode: script" in text and "seed: {argument: seed}" in text and "arguments: [--device, xla]" in text
+    assert bakeoff("validate", tmp_path / "bakeoff.yaml").returncode == 0
+    missing = bakeoff("init", tmp_path / "other", "--template", "script")
+    assert missing.returncode == 2 and "--script PATH" in missing.stderr
