@@ -64,6 +64,9 @@ class ScriptMode(_Model):
     hf_trainer_state: bool = Field(False, description="Also read a Hugging Face Trainer's `trainer_state.json` "
                                    "(`log_history`: `loss` is the training loss, `eval_loss` and the other "
                                    "metrics keep their names); call `trainer.save_state()` at the end.")
+    metrics_from_mlflow: bool = Field(False, description="The script logs metrics to MLflow itself (it is pointed at "
+                                      "the job's child run through MLFLOW_RUN_ID): take the ones the regexes do "
+                                      "not give from there, the parity metric included. Needs MLflow on.")
     loss_metric: str = Field("train_loss", description="Which metric is the training loss (its first value is "
                              "compared across legs for the same-model check).")
     seed: SeedDelivery = Field(default_factory=SeedDelivery, description="How the seed reaches the script.")

@@ -659,11 +659,12 @@ class BakeoffSpec(_Model):
             return
         sm = ep.script_mode
         names = [m.name for m in sm.metrics]
-        if not sm.hf_trainer_state and self.parity.metric not in names:
+        if not (sm.hf_trainer_state or sm.metrics_from_mlflow) and self.parity.metric not in names:
             hint = f" (declared: {', '.join(names)})" if names else ""
             raise SpecFieldError(("parity", "metric"), f"script mode reads metrics from the script's output: "
                                  f"declare {self.parity.metric!r} in entrypoint.script_mode.metrics with a regex"
-                                 f"{hint}, or set script_mode.hf_trainer_state: true for a Hugging Face Trainer")
+                                 f"{hint}, set script_mode.hf_trainer_state: true for a Hugging Face Trainer, or "
+                                 "script_mode.metrics_from_mlflow: true for a script that logs it to MLflow")
         if sm.seed.argument and sm.seed.argument in self.hyperparameters:
             raise SpecFieldError(("hyperparameters", sm.seed.argument), f"{sm.seed.argument!r} carries the seed "
                                  "(entrypoint.script_mode.seed.argument): bakeoff sets it per job; remove it here")

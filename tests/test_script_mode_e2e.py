@@ -115,3 +115,71 @@ def test_a_metric_regex_that_never_matches_stops_after_the_first_seed(tmp_path):
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "val_loss" in proc.stderr and "train_loss" in proc.stderr
     assert not (tmp_path / "out" / "jobs" / "trn1-s1").exists()
+
+
+GPT_ENTRY = {"argument_style": "equals", "seed": {"argument": "seed"}, "unit": "tokens", "units_per_step": 256,
+             "metrics": [{"name": "train_loss", "regex": r"iter \d+: loss ([0-9.]+)"},
+                         {"name": "val_loss", "regex": r"val loss ([0-9.]+)"}]}
+
+
+def test_a_nanogpt_style_script_configured_by_key_equals_value_runs_unchanged(tmp_path):
+    proc, ev = _run(tmp_path, "keyvalue_gpt", GPT_ENTRY, legs=[{**TRN, "arguments": ["--device=xla"]}, GPU],
+                    hyperparameters={"weight_tying": False, "max_iters": 40})
+    assert ev["verdict"] == "pass", proc.stdout[-3000:]
+    s = _job_summary(tmp_path, "trn1-s0")
+    assert s["script_arguments"] == ["--max_iters=40", "--seed=0", "--weight_tying=False", "--device=xla"]
+    assert s["throughput"]["unit"] == "tokens" and s["throughput"]["tokens_per_sec"] > 0
+
+
+def test_tied_weights_that_the_move_to_xla_unties_fail_the_same_model_check(tmp_path):
+    # The script ties its embedding and output weights; PyTorch/XLA's .to() copies them apart.
+    proc, ev = _run(tmp_path, "keyvalue_gpt", GPT_ENTRY, legs=[{**TRN, "arguments": ["--device=xla"]}, GPU],
+                    hyperparameters={"max_iters": 20})
+    check = _check(ev, "same-model")
+    assert ev["verdict"] == "fail" and check["status"] == "failed"
+    assert "trn1 has 2,048 more parameters than g5" in check["why"] and "1 more tensor of shape 64x32" in check["why"]
+    assert "re-tie them after `model.to(device)`" in check["why"]
+    assert "FAIL same-model" in proc.stdout
+
+
+def test_a_hugging_face_trainer_script_is_measured_from_its_trainer_state(tmp_path):
+    # Only spec lines differ: the GPU leg keeps transformers off the XLA device it would pick on its
+    # own, the trn leg uses an optimizer that runs on XLA (the Trainer's fused AdamW does not).
+    hps = {"max_steps": 30, "per_device_train_batch_size": 8, "learning_rate": 0.001, "logging_steps": 5,
+           "eval_strategy": "steps", "eval_steps": 15, "dataloader_drop_last": True, "report_to": "none"}
+    proc, ev = _run(tmp_path, "hf_trainer", {"hf_trainer_state": True, "seed": {"argument": "seed"},
+                                             "unit": "tokens", "units_per_step": 256},
+                    legs=[{**TRN, "hyperparameters": {"optim": "adamw_torch"}},
+                          {**GPU, "environment": {"USE_TORCH_XLA": "0"}}],
+                    hyperparameters=hps, metric="eval_loss")
+    assert ev["verdict"] == "pass", proc.stdout[-3000:]
+    s = _job_summary(tmp_path, "trn1-s1")
+    assert s["metric_source"].startswith("trainer_state.json") and s["metrics"]["eval_loss"] > 0
+    assert s["model"]["devices"] == {"xla": s["model"]["tensors"]} and s["first_train_loss"] is not None
+    assert _check(ev, "backend:trn1")["status"] == "passed"
+    lines = ev["porting"]["legs"]["trn1"]["spec_lines"]
+    assert "hyperparameter optim: adamw_torch (baseline: (unset))" in lines
+    assert "environment USE_TORCH_XLA: (unset) (baseline: 0)" in lines
+
+
+def test_a_script_that_logs_to_mlflow_itself_logs_into_the_jobs_child_run(tmp_path):
+    shutil.copytree(ASSETS / "plain_loop", tmp_path / "plain_loop")
+    spec = write_spec(tmp_path / "bakeoff.yaml", {
+        "name": "own-mlflow", "entrypoint": {
+            "source_dir": "plain_loop", "script": "train.py", "mode": "script",
+            "script_mode": {"metrics": PLAIN_METRICS[:1], "metrics_from_mlflow": True, "seed": {"argument": "seed"}}},
+        "hyperparameters": {"steps": 20, "log-to-mlflow": 1},
+        "legs": [{**TRN, "arguments": ["--device", "xla"]}, GPU], "seeds": 2,
+        "parity": {"metric": "val_mse", "margin": 0.5, "baseline": "g5"}})
+    proc = bakeoff("run", spec, "--out", tmp_path / "out")
+    ev = json.loads((tmp_path / "out" / "evaluation" / "evaluation.json").read_text())
+    assert ev["verdict"] == "pass", proc.stdout[-3000:] + proc.stderr[-2000:]
+    s = _job_summary(tmp_path, "trn1-s0")
+    assert "the script's own MLflow logging (val_mse)" in s["metric_source"]
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow' / 'mlflow.db'}")
+    run = client.get_run(s["mlflow"]["run_id"])
+    # One child run per job: the script's own metric and the one read from its output, side by side.
+    assert {"val_mse", "train_loss"} <= set(run.data.metrics) and run.data.tags["bakeoff.leg"] == "trn1"
+    assert run.info.status == "FINISHED" and not s["mlflow"]["error"]

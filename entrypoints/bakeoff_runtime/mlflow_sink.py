@@ -70,6 +70,10 @@ class MlflowSink:
             self._thread = threading.Thread(target=self._run, name="bakeoff-mlflow", daemon=True)
             self._thread.start()
 
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the run exists (or the sink gave up): its id is known only then."""
+        return self._ready.wait(timeout)
+
     # --- called from the training loop -------------------------------------------------
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         self._put(("metrics", metrics, step))

@@ -30,6 +30,7 @@ from .script_contract import (
     seed_environment,
 )
 from .script_metrics import LogMetrics, find_trainer_state, trainer_state
+from .script_mlflow import ScriptRun
 from .script_summary import compose, read_probe, write
 
 
@@ -40,6 +41,7 @@ class PreparedScript:
     metrics: LogMetrics
     failure: str | None = None
     notes: list[str] = field(default_factory=list)
+    mlflow: ScriptRun | None = None
 
 
 def _requirements(code_dir: Path) -> tuple[str | None, list[str]]:
@@ -90,9 +92,13 @@ def prepare(env: TrainingEnv, script: Path, leg_args: list[str], settings: Scrip
     environment.update(seed_environment(settings, int(seed) if seed is not None else None))
     environment.setdefault("PYTHONUNBUFFERED", "1")
     print(f"[bakeoff] script mode: {script.name} {' '.join(arguments)}".rstrip(), flush=True)
+    run = ScriptRun(env, arguments) if env.host_rank == 0 and os.environ.get("MLFLOW_TRACKING_URI") else None
+    if run is not None:
+        environment.update(run.environment())
     metrics = LogMetrics(settings.metrics, settings.loss_metric,
-                         env.model_dir / "metrics.jsonl" if env.host_rank == 0 else None)
-    return PreparedScript(arguments, environment, metrics, failure, notes)
+                         env.model_dir / "metrics.jsonl" if env.host_rank == 0 else None,
+                         on_value=run.log if run is not None else None)
+    return PreparedScript(arguments, environment, metrics, failure, notes, run)
 
 
 def _ended(env: TrainingEnv) -> tuple[str, str | None, str | None]:
@@ -122,6 +128,11 @@ def finish(env: TrainingEnv, settings: ScriptSettings, job: PreparedScript, wall
             sources.append(f"{path.name} ({path.parent.name}/)")
         else:
             job.notes.append("no trainer_state.json was written (call trainer.save_state() at the end)")
+    if job.mlflow is not None:
+        own = {k: v for k, v in job.mlflow.logged_by_script().items() if k not in series}
+        if own:
+            series.update(own)
+            sources.append("the script's own MLflow logging (" + ", ".join(sorted(own)) + ")")
     summary = compose(env, settings, probe=read_probe(env.output_dir / PROBE_FILE), series=series, status=status,
                       reason=reason, failure_kind=kind, arguments=job.arguments,
                       metric_source=", ".join(sources) or "none declared", wall_time_s=wall_time_s)
@@ -129,5 +140,7 @@ def finish(env: TrainingEnv, settings: ScriptSettings, job: PreparedScript, wall
     summary["peak_host_memory_bytes"] = int(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
     if job.notes:
         summary["notes"] = job.notes
+    if job.mlflow is not None:
+        summary["mlflow"] = job.mlflow.close(summary["status"])
     write(env, summary)
     return summary

@@ -16,6 +16,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,9 @@ class LogMetrics:
     """Applies the regexes line by line; keeps every value and writes metrics.jsonl as it goes."""
 
     def __init__(self, metrics: tuple[MetricRegex, ...], loss_metric: str, out: Path | None,
-                 started_at: float | None = None):
+                 started_at: float | None = None, on_value: Callable[[str, float, int], None] | None = None):
         self.patterns = [(m.name, re.compile(m.regex)) for m in metrics]
+        self.on_value = on_value
         self.loss_metric = loss_metric
         self.started_at = started_at if started_at is not None else time.time()
         self.series: dict[str, list[float]] = {}
@@ -59,6 +61,8 @@ class LogMetrics:
                 continue
             values = self.series.setdefault(name, [])
             values.append(value)
+            if self.on_value is not None:
+                self.on_value(name, value, len(values))
             if self._fh is not None:
                 kind = "train" if name == self.loss_metric else "eval"
                 key = "train_loss" if name == self.loss_metric else name

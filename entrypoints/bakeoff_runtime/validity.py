@@ -133,7 +133,11 @@ def same_model_check(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict
                                                                         b.get("shapes")):
             diff = (m.get("parameters") or 0) - (b.get("parameters") or 0)
             what = _shape_difference(m.get("shapes") or {}, b.get("shapes") or {})
-            tied = (" (shared weights un-tied: give the model a tie_weights() method, or re-tie after moving it)"
+            script_mode = any(s.get("mode") == "script" for s in _records(runs_by_leg[leg]))
+            fix = ("re-tie them after `model.to(device)` in the script (PyTorch/XLA's .to() copies each shared "
+                   "parameter separately), or tie them in a tie_weights() the script calls after the move"
+                   if script_mode else "give the model a tie_weights() method, or re-tie after moving it")
+            tied = (f" (shared weights un-tied: {fix})"
                     if diff > 0 and (m.get("tensors") or 0) > (b.get("tensors") or 0) else "")
             problems.append(f"{leg} has {abs(diff):,} {'more' if diff >= 0 else 'fewer'} parameters than {base} "
                             f"({m.get('parameters'):,} vs {b.get('parameters'):,}; {what or 'same shapes'}){tied}")

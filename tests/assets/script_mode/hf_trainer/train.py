@@ -6,9 +6,11 @@ A typical run:
       --per_device_train_batch_size 8 --learning_rate 1e-3 --logging_steps 5 \
       --eval_strategy steps --eval_steps 20 --dataloader_drop_last true \
       --seed 42 --report_to none
---output_dir defaults to $SM_MODEL_DIR. The GPT-2 is built from a config (no
-download); the data are a synthetic token stream from a fixed Markov chain, or
-$SM_CHANNEL_TRAINING/data.pt (a 1-D tensor of token ids < 64) when present.
+--output_dir defaults to $SM_MODEL_DIR. On a torch_xla device add
+--optim adamw_torch (the default fused AdamW does not take XLA tensors).
+The GPT-2 is built from a config (no download); the data are a synthetic
+token stream from a fixed Markov chain, or $SM_CHANNEL_TRAINING/data.pt
+(a 1-D tensor of token ids < 64) when present.
 """
 import logging
 import os

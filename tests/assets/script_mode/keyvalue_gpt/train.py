@@ -1,12 +1,9 @@
 """
 A tiny character-level GPT trained in the style of Karpathy's nanoGPT train.py.
-
-Configuration is module-level globals, overridden from the command line by
-configurator.py, e.g.
+Config is module-level globals, overridden by configurator.py, e.g.
 $ python train.py --batch_size=16 --max_iters=100 --device=cpu
-The training text is a fixed synthetic corpus (or $SM_CHANNEL_TRAINING/data.pt,
-a 1-D tensor of token ids < 64, when present); the final weights go to
-$SM_MODEL_DIR/model.pt as in SageMaker script mode.
+Text: a fixed synthetic corpus (or $SM_CHANNEL_TRAINING/data.pt, a 1-D tensor
+of token ids < 64); the final weights go to $SM_MODEL_DIR/model.pt.
 """
 import math
 import os
@@ -23,7 +20,6 @@ block_size = 32
 n_layer = 2
 n_head = 2
 n_embd = 32
-dropout = 0.0
 max_iters = 60
 log_interval = 10
 eval_interval = 20
@@ -35,9 +31,7 @@ seed = 1337
 weight_tying = True
 out_dir = os.environ.get('SM_MODEL_DIR', 'out')
 # -----------------------------------------------------------------------------
-config_keys = [k for k, v in globals().items() if not k.startswith('_') and isinstance(v, (int, float, bool, str))]
 exec(open(os.path.join(os.path.dirname(__file__), 'configurator.py')).read())  # overrides from command line
-config = {k: globals()[k] for k in config_keys}
 # -----------------------------------------------------------------------------
 
 torch.manual_seed(seed)
@@ -73,7 +67,6 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.c_attn = nn.Linear(n_embd, 3 * n_embd)
         self.c_proj = nn.Linear(n_embd, n_embd)
-        self.drop = nn.Dropout(dropout)
         self.register_buffer('bias', torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
 
     def forward(self, x):
@@ -82,7 +75,7 @@ class CausalSelfAttention(nn.Module):
         q, k, v = (t.view(B, T, n_head, C // n_head).transpose(1, 2) for t in (q, k, v))
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
-        att = self.drop(F.softmax(att, dim=-1))
+        att = F.softmax(att, dim=-1)
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y)
 
@@ -93,7 +86,7 @@ class Block(nn.Module):
         self.ln_1 = nn.LayerNorm(n_embd)
         self.attn = CausalSelfAttention()
         self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd), nn.Dropout(dropout))
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))

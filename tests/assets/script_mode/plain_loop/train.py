@@ -12,6 +12,7 @@ parser.add_argument("--batch-size", type=int, default=32)
 parser.add_argument("--seed", type=int, default=0)
 parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
 parser.add_argument("--plant", default="none", choices=["none", "nonzero", "crash", "fixed_seed"])
+parser.add_argument("--log-to-mlflow", type=int, default=0, help="also log the validation MSE to MLflow")
 args = parser.parse_args()
 
 torch.manual_seed(0 if args.plant == "fixed_seed" else args.seed)
@@ -40,5 +41,10 @@ for step in range(args.steps):
 with torch.no_grad():
     val = torch.nn.functional.mse_loss(model(inputs.to(device)), targets.to(device)).item()
 print(f"validation loss {val:.5f}", flush=True)
+if args.log_to_mlflow:
+    import mlflow
+
+    with mlflow.start_run():
+        mlflow.log_metric("val_mse", val, step=args.steps)
 os.makedirs(os.environ.get("SM_MODEL_DIR", "model"), exist_ok=True)
 torch.save(model.state_dict(), os.path.join(os.environ.get("SM_MODEL_DIR", "model"), "model.pt"))
