@@ -163,6 +163,16 @@ def with_script_settings(bundle: Bundle, spec) -> Bundle:
     if any(n == name for n, _ in bundle.files):
         raise SpecError(f"{spec.entrypoint.source_dir} has a {name} of its own: bakeoff writes that file in script "
                         "mode; rename it", field="entrypoint.source_dir")
+    folder = Path(bundle.script).parent
+    names = {n for n, _ in bundle.files}
+    needs = (folder / "requirements.txt").as_posix() in names and spec.entrypoint.script_mode.install_requirements
+    has_wheels = any(n.startswith((folder / "wheels").as_posix() + "/") for n in names)
+    if needs and spec.security.network_isolation and not has_wheels:
+        raise SpecError("the jobs run with network isolation, so pip cannot reach an index to install "
+                        "requirements.txt: put the wheels beside it (`pip download -r requirements.txt -d wheels "
+                        "--only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.12`), or set "
+                        "entrypoint.script_mode.install_requirements: false if the image has them",
+                        field="entrypoint.script_mode.install_requirements")
     body = spec.entrypoint.script_mode.settings(spec.parity.metric).to_json().encode()
     return Bundle(tuple(sorted((*bundle.files, (name, body)))), bundle.script)
 
@@ -183,5 +193,7 @@ def bundle_for(spec, base_dir: Path) -> Bundle:
     except SpecError as exc:
         from .loader import locate
 
-        file, line = locate(spec, ("entrypoint", "source_dir" if "source_dir" in (exc.field or "") else "script"))
+        where = ("script_mode",) if "script_mode" in (exc.field or "") else \
+            ("source_dir",) if "source_dir" in (exc.field or "") else ("script",)
+        file, line = locate(spec, ("entrypoint", *where))
         raise SpecError(exc.message, file=file, line=line, field=exc.field) from None

@@ -95,3 +95,39 @@ def test_bakeoff_init_writes_a_script_mode_spec_around_an_existing_script(tmp_pa
     assert bakeoff("validate", tmp_path / "bakeoff.yaml").returncode == 0
     missing = bakeoff("init", tmp_path / "other", "--template", "script")
     assert missing.returncode == 2 and "--script PATH" in missing.stderr
+
+
+def test_requirements_without_wheels_are_refused_when_the_jobs_have_no_network(tmp_path):
+    spec = _spec(tmp_path, security={"network_isolation": True})
+    (tmp_path / "plain_loop" / "requirements.txt").write_text("numpy\n")
+    proc = bakeoff("validate", spec)
+    assert proc.returncode == 2 and "entrypoint.script_mode.install_requirements" in proc.stderr
+    assert "pip download -r requirements.txt -d wheels" in proc.stderr
+    (tmp_path / "plain_loop" / "wheels").mkdir()
+    (tmp_path / "plain_loop" / "wheels" / "numpy-2.0-py3-none-any.whl").write_bytes(b"not really a wheel")
+    assert bakeoff("validate", spec).returncode == 0
+
+
+@pytest.mark.parametrize("folder, entry, legs, metric", [
+    ("argparse_cnn", {"metrics": [{"name": "val_loss", "regex": r"Test set: Average loss: ([0-9.]+)"}],
+                      "seed": {"argument": "seed"}}, [["--device", "xla"], []], "val_loss"),
+    ("keyvalue_gpt", {"argument_style": "equals", "metrics": [{"name": "val_loss", "regex": r"val loss ([0-9.]+)"}]},
+     [["--device=xla"], []], "val_loss"),
+    ("hf_trainer", {"hf_trainer_state": True, "seed": {"argument": "seed"}}, [[], []], "eval_loss"),
+])
+def test_every_test_script_synthesizes_a_definition_botocore_accepts(tmp_path, folder, entry, legs, metric):
+    shutil.copytree(ASSETS / folder, tmp_path / folder)
+    spec = write_spec(tmp_path / "b.yaml", {
+        "name": folder.replace("_", "-"), "entrypoint": {"source_dir": folder, "script": "train.py", "mode": "script",
+                                                         "script_mode": entry},
+        "legs": [{"name": "trn1", "instance_type": "ml.trn1.32xlarge", "arguments": legs[0]},
+                 {"name": "p4d", "instance_type": "ml.p4d.24xlarge", "arguments": legs[1]}],
+        "seeds": 3, "parity": {"metric": metric, "margin": 0.1}})
+    proc = bakeoff("synth", spec, "-o", tmp_path / "definition.json")
+    assert proc.returncode == 0, proc.stderr
+    from pipelines.sagemaker.validate import definition_problems
+
+    definition = json.loads((tmp_path / "definition.json").read_text())
+    assert definition_problems(definition) == []
+    train = next(s for s in definition["Steps"] if s["Name"] == "Train-trn1-s0")["Arguments"]
+    assert train["AlgorithmSpecification"]["ContainerArguments"] == ["train.py", *legs[0]]
