@@ -12,6 +12,13 @@ VERDICT_STYLE = {"ready": "green", "will recompile": "yellow", "will fall back":
 
 
 def legs_to_check(spec: BakeoffSpec, names: list[str] | None) -> list[str]:
+    if spec.entrypoint.mode == "script":
+        from .loader import locate
+
+        file, line = locate(spec, ("entrypoint", "mode"))
+        raise SpecError("preflight probes a Runtime script's steps; a script-mode bake-off reports CPU fallbacks and "
+                        "recompilations in its blockers checks (`bakeoff run`), and PT_XLA_DEBUG_LEVEL=1 in a leg's "
+                        "environment says where they come from", file=file, line=line, field="entrypoint.mode")
     if names:
         known = {leg.name for leg in spec.legs}
         for n in names:

@@ -100,7 +100,7 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
     slowed = [n for n, f in legs.items() if f.get("speed_representative") is False]
     if slowed:
         console.print(f"  [yellow]note[/yellow] the speed and cost of {', '.join(slowed)} are not representative "
-                      "(CPU fallbacks, recompilations or warnings above): run `bakeoff preflight SPEC` to find them",
+                      "(CPU fallbacks, recompilations or warnings above; each blockers line says how to find them)",
                       highlight=False)
     basis = evaluation.get("cost_basis")
     if basis:

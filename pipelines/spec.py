@@ -24,6 +24,7 @@ BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 IMAGE_RE = re.compile(
     r"^(?P<registry>[a-z0-9.\-]+(:[0-9]+)?/)?(?P<repo>[a-z0-9._\-/]+)(:(?P<tag>[A-Za-z0-9._\-]{1,128}))?"
     r"(@sha256:[a-f0-9]{64})?$")
+SCRIPT_RE = re.compile(r"[A-Za-z0-9._/-]+")
 ROLE_ARN_RE = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/[\w+=,.@\-/]{1,512}$")
 
 Backend = Literal["neuron", "torchneuron", "cuda", "cpu"]
@@ -106,6 +107,15 @@ class Entrypoint(_Model):
         "tree, e.g. in a monorepo. Off by default: the folder is packed and uploaded, and `../../etc` must not be.")
     max_bundle_mb: Float = Field(50, gt=0, le=2048, description="Largest code bundle (MB) bakeoff packs from "
                                  "`source_dir`; put data in a data channel, not beside the script.")
+
+    @field_validator("script")
+    @classmethod
+    def _script_path(cls, v: str | None) -> str | None:
+        # It names a file in every job's command line: a plain relative path, nothing a shell could read.
+        if v is not None and (not SCRIPT_RE.fullmatch(v) or v.startswith("/") or ".." in v.split("/")):
+            raise ValueError(f"script {v!r} must be a relative path inside source_dir made of letters, digits and "
+                             "._/- (no spaces, no '..'); rename the file, e.g. train.py")
+        return v
 
     @model_validator(mode="after")
     def _one_kind(self):

@@ -131,3 +131,17 @@ def test_every_test_script_synthesizes_a_definition_botocore_accepts(tmp_path, f
     assert definition_problems(definition) == []
     train = next(s for s in definition["Steps"] if s["Name"] == "Train-trn1-s0")["Arguments"]
     assert train["AlgorithmSpecification"]["ContainerArguments"] == ["train.py", *legs[0]]
+
+
+def test_preflight_says_what_a_script_mode_bake_off_does_instead(tmp_path):
+    proc = bakeoff("preflight", _spec(tmp_path))
+    assert proc.returncode == 2 and "entrypoint.mode" in proc.stderr and "PT_XLA_DEBUG_LEVEL" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["my train.py", "t$(id>x).py", "../outside.py", "/abs/train.py"])
+def test_a_script_name_a_shell_could_read_is_refused_in_one_line(tmp_path, name):
+    proc = bakeoff("validate", _spec(tmp_path, **{"entrypoint.script": name}))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "entrypoint.script" in line and "relative path inside source_dir" in line, line

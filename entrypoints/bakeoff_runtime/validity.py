@@ -35,6 +35,10 @@ COMPLETED = "completed"
 # and a logging step's. More than this is a shape or value that changes from step to step.
 RECOMPILE_ALLOWANCE = 2
 PREFLIGHT_HINT = "run `bakeoff preflight SPEC` to see where and how to fix them"
+# Script mode has no preflight probes: PyTorch/XLA's own debugging output (PT_XLA_DEBUG_LEVEL, read by
+# torch-xla 2.9's _XLAC; docs.pytorch.org/xla "Troubleshoot") says where each compile and transfer comes from.
+SCRIPT_HINT = ("give the leg `environment: {PT_XLA_DEBUG_LEVEL: \"1\"}` to have PyTorch/XLA print where each "
+               "compilation and transfer comes from")
 
 # The kinds of check this module makes: the prefix of each check's name ("backend:trn1").
 KINDS = ("backend", "same-model", "seeds", "blockers")
@@ -241,9 +245,10 @@ def blockers_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     out = {"name": name, "fallback_ops": sorted(fallbacks),
            "recompiles_after_warmup": max(recompiles) if recompiles else None, "warnings": sorted(warnings)}
     if found:
+        hint = SCRIPT_HINT if any(s.get("mode") == "script" for s in records) else PREFLIGHT_HINT
         return {**out, "status": "warning", "passed": False, "speed_representative": False,
                 "why": f"{leg}: " + "; ".join(found) + f". Its speed and cost are not representative of "
-                       f"{cfg.get('instance_type')}; {PREFLIGHT_HINT}"}
+                       f"{cfg.get('instance_type')}; {hint}"}
     basis = (f"no CPU fallbacks, {max(recompiles)} graphs compiled after warm-up (at most {RECOMPILE_ALLOWANCE} "
              "expected)" if recompiles else "no CPU fallbacks")
     return {**out, "status": "passed", "passed": True, "speed_representative": True, "why": f"{leg}: {basis}"}

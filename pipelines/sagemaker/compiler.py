@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,7 +212,7 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
             "TrainingImage": planned.image,
             "TrainingInputMode": "File",
             "ContainerEntrypoint": (["/bin/sh", "-c", SCRIPT_TRAIN_COMMAND, "launch.py"] if script_mode else
-                                    ["/bin/sh", "-c", TRAIN_COMMAND.format(script=job.script)]),
+                                    ["/bin/sh", "-c", TRAIN_COMMAND.format(script=shlex.quote(job.script))]),
             **({"ContainerArguments": [job.script, *leg.arguments]} if script_mode else {}),
             "MetricDefinitions": defs,
             "EnableSageMakerMetricsTimeSeries": True,
@@ -326,7 +327,7 @@ def _precompile_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
     step, _ = _training_step(plan, job, **kw)
     args = step["Arguments"]
     args["HyperParameters"] = dict(sorted({**args["HyperParameters"], "max_steps": str(PRECOMPILE_STEPS)}.items()))
-    command = TRAIN_COMMAND.format(script=job.script).replace(
+    command = TRAIN_COMMAND.format(script=shlex.quote(job.script)).replace(
         "exec python3 launch.py", "exec neuron_parallel_compile python3 launch.py")
     args["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/sh", "-c", command]
     precompile = runtime_module("contract").ENV["precompile"]
@@ -371,7 +372,7 @@ def _collective_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
     args["Environment"] = dict(sorted(env.items()))
     args["AlgorithmSpecification"] = {
         "TrainingImage": args["AlgorithmSpecification"]["TrainingImage"], "TrainingInputMode": "File",
-        "ContainerEntrypoint": ["/bin/sh", "-c", TRAIN_COMMAND.format(script=COLLECTIVE_SCRIPT)]}
+        "ContainerEntrypoint": ["/bin/sh", "-c", TRAIN_COMMAND.format(script=shlex.quote(COLLECTIVE_SCRIPT))]}
     args["StoppingCondition"] = {"MaxRuntimeInSeconds": min(COLLECTIVE_MAX_RUNTIME_S, leg.max_runtime_s)}
     args["OutputDataConfig"] = {**args["OutputDataConfig"],
                                 "S3OutputPath": _s3(kw["bucket"], kw["prefix"], plan.spec.name, "collective", job.leg)}
