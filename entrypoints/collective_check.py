@@ -130,13 +130,23 @@ def compare(results: dict, hosts: int, network_gbps: float | None, emulated: str
     return out
 
 
+def _contract():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # bakeoff_runtime ships beside this script
+    from bakeoff_runtime.contract import TrainingEnv
+
+    return TrainingEnv.from_environ()
+
+
 def output_dir(args) -> Path:
-    return Path(args.out or os.environ.get("SM_MODEL_DIR") or ".")
+    """The job's model dir as the contract derives it: SageMaker sets no SM_MODEL_DIR in a container
+    whose entrypoint bakeoff overrides (the training toolkit that would set it never runs), so the
+    default is /opt/ml/model, whose contents become the step's model.tar.gz."""
+    return Path(args.out) if args.out else _contract().model_dir
 
 
 def write_failure(reason: str) -> None:
     """SageMaker shows /opt/ml/output/failure as the job's (and the step's) FailureReason."""
-    root = os.environ.get("SM_OUTPUT_DIR") or ("/opt/ml/output" if Path("/opt/ml").is_dir() else None)
+    root = str(_contract().output_dir) if (os.environ.get("SM_OUTPUT_DIR") or Path("/opt/ml").is_dir()) else None
     if root:
         Path(root).mkdir(parents=True, exist_ok=True)
         (Path(root) / "failure").write_text(reason[:1000] + "\n")

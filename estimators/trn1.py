@@ -32,7 +32,11 @@ class Trn1(LegKind):
         # Neuron 2.27 changed the --auto-cast default; state precision explicitly so
         # both legs train at the precision the spec declares.
         cast = "--auto-cast=none" if precision == "fp32" else "--auto-cast=none --enable-mixed-precision-accumulation"
-        return {"NEURON_CC_FLAGS": f"--model-type=transformer -O1 {cast}",
+        # --retry_failed_compilation: a compile that was interrupted (a spot reclaim, a stop, max runtime) is
+        # cached as failed, and every later job of the same cache key would skip it and crash ("Will skip
+        # compilation, please set --retry_failed_compilation": Neuron docs, neuron-caching.rst and
+        # pytorch-neuron-parallel-compile.rst; shared/reference/aws-first-run-review.md #7).
+        return {"NEURON_CC_FLAGS": f"--model-type=transformer -O1 {cast} --retry_failed_compilation",
                 "NEURON_RT_STOCHASTIC_ROUNDING_EN": "0" if precision == "fp32" else "1"}
 
     def multi_node_refusal(self, inst) -> str | None:

@@ -136,6 +136,19 @@ def spec_hash(spec: BakeoffSpec) -> str:
     return digest(declared(spec).canonical(), 12)
 
 
+def checkpoint_interval(spec: BakeoffSpec) -> int:
+    """The spec's interval; when it is 0 and a leg uses managed spot, a tenth of the run: SageMaker
+    restores /opt/ml/checkpoints to a restarted spot job but syncs only what the job wrote there
+    (docs.aws.amazon.com/sagemaker/latest/dg/model-checkpoints-resume.html: "the checkpoints from this S3
+    bucket are restored to checkpoint_local_path"), so a spot job that writes none
+    starts over from step 0. The same on every leg (it is part of the fairness contract, and
+    graph-neutral for the compile cache)."""
+    t = spec.training
+    if t.checkpoint_interval or not any(leg.managed_spot for leg in spec.legs):
+        return t.checkpoint_interval
+    return max(1, t.steps // 10)
+
+
 def training_hyperparameters(spec: BakeoffSpec) -> dict[str, Any]:
     """Hyperparameters every job gets (the fairness contract). In script mode only the spec's
     own `hyperparameters:`: each becomes an argument of the script, as on SageMaker."""
@@ -150,7 +163,7 @@ def training_hyperparameters(spec: BakeoffSpec) -> dict[str, Any]:
         "warmup_steps": o.warmup_steps, "schedule": o.schedule, "min_lr_ratio": o.min_lr_ratio,
         "grad_clip": o.grad_clip,
         "eval_interval": t.eval_interval, "eval_batches": t.eval_batches, "eval_batch_size": t.eval_batch_size,
-        "log_interval": t.log_interval, "checkpoint_interval": t.checkpoint_interval,
+        "log_interval": t.log_interval, "checkpoint_interval": checkpoint_interval(spec),
         "divergence_factor": t.divergence_factor,
     }
     if spec.entrypoint.builtin:

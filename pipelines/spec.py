@@ -185,7 +185,8 @@ class Training(_Model):
     eval_batch_size: Int = Field(16, ge=1, description="Sequences per validation batch.")
     log_interval: Int = Field(10, ge=1, description="Steps between logged (device-synchronising) metrics.")
     checkpoint_interval: Int = Field(0, ge=0, description="Steps between checkpoints to the checkpoint "
-                                     "dir (0 = none); needed to resume managed-spot jobs.")
+                                     "dir (0 = none, except when a leg uses managed spot: then every tenth of "
+                                     "the run, so an interrupted job resumes instead of starting over).")
     divergence_factor: Float = Field(4.0, gt=1, description="Stop a run whose loss exceeds this multiple "
                                      "of its first loss (NaN/inf always stops it).")
 

@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -211,3 +212,16 @@ def test_a_passed_check_lets_the_job_train(tmp_path):
     proc, opt = _launch_with_result(tmp_path, {"ok": True}, as_tar=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "trained").read_text() == "yes"
+
+
+def test_the_check_writes_its_result_where_sagemaker_packs_the_model_with_no_sm_variable_set(monkeypatch):
+    # bakeoff overrides the container's entrypoint, so nothing sets SM_MODEL_DIR on SageMaker: the result must
+    # still land in /opt/ml/model (the step's model.tar.gz), not in the working directory.
+    import argparse
+
+    import collective_check
+
+    for name in ("SM_MODEL_DIR", "SM_OUTPUT_DIR", "SM_INPUT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert collective_check.output_dir(argparse.Namespace(out=None)) == Path("/opt/ml/model")
+    assert collective_check.output_dir(argparse.Namespace(out="elsewhere")) == Path("elsewhere")

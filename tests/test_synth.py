@@ -103,6 +103,9 @@ def test_training_steps_are_complete_create_training_job_requests(quickstart):
     assert "BAKEOFF_SPEC_HASH" not in env  # it changes with every other leg: a tag, not a cache key
     assert trn["CacheConfig"]["Enabled"] is True
     assert trn["RetryPolicies"][0]["ExceptionType"] == ["SageMaker.CAPACITY_ERROR"]
+    # Over a training quota, a job waits for instances to be released instead of failing the execution.
+    assert trn["RetryPolicies"][1] == {"ExceptionType": ["SageMaker.RESOURCE_LIMIT"], "IntervalSeconds": 900,
+                                       "BackoffRate": 1.0, "MaxAttempts": 12}
     assert args["HyperParameters"]["per_device_batch_size"] == "1"
     assert steps["Train-p4d-s0"]["Arguments"]["HyperParameters"]["per_device_batch_size"] == "4"
     assert steps["Train-p4d-s0"]["Arguments"]["Environment"]["BAKEOFF_NPROC_PER_NODE"] == "8"
@@ -283,3 +286,15 @@ def test_metric_definitions_capture_finite_numbers_only():
             assert regex.search(line) is None, (d["Name"], bad)
     loss = next(d for d in metric_definitions(load_spec(QUICKSTART)) if d["Name"] == "train:loss")
     assert re.search(loss["Regex"], "[bakeoff] step=5 train_loss=2.5e-01 lr=0.1").group(1) == "2.5e-01"
+
+
+def test_a_spot_leg_checkpoints_a_tenth_of_the_run_when_the_spec_sets_no_interval(tmp_path):
+    from pipelines.loader import load_spec
+    from pipelines.plan import build_plan
+
+    spec = load_spec(QUICKSTART)
+    assert build_plan(spec).jobs[0].hyperparameters["checkpoint_interval"] == spec.training.checkpoint_interval == 0
+    spot = spec.model_copy(update={"legs": [spec.legs[0].model_copy(update={"managed_spot": "after_first_seed"}),
+                                            *spec.legs[1:]]})
+    hps = {j.hyperparameters["checkpoint_interval"] for j in build_plan(spot).jobs}
+    assert hps == {max(1, spec.training.steps // 10)}  # every leg alike: the fairness contract

@@ -49,6 +49,12 @@ EVAL_INSTANCE = "ml.m5.xlarge"
 CACHE_EXPIRY = "P30D"
 CAPACITY_RETRY = {"ExceptionType": ["SageMaker.CAPACITY_ERROR"], "IntervalSeconds": 300, "BackoffRate": 2.0,
                   "MaxAttempts": 6}
+# A new account's training quotas are small (often 0-4 instances of a type): a job over the quota
+# waits for others to release theirs instead of failing the execution. SageMaker.RESOURCE_LIMIT is one
+# of the retry policy's exception types (docs.aws.amazon.com/sagemaker/latest/dg/pipelines-retry-policy.html;
+# IntervalSeconds at most 43200): every 15 min for 3 h.
+RESOURCE_LIMIT_RETRY = {"ExceptionType": ["SageMaker.RESOURCE_LIMIT"], "IntervalSeconds": 900, "BackoffRate": 1.0,
+                        "MaxAttempts": 12}
 TRAIN_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/input/data/code/" + CODE_ARCHIVE +
                  " -C /opt/ml/code && cd /opt/ml/code && exec python3 launch.py {script}")
 # Script mode: the script and the leg's own arguments travel as ContainerArguments ("$@", never
@@ -249,7 +255,7 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
         "Type": "Training",
         "Arguments": args,
         "CacheConfig": {"Enabled": True, "ExpireAfter": CACHE_EXPIRY},
-        "RetryPolicies": [CAPACITY_RETRY],
+        "RetryPolicies": [CAPACITY_RETRY, RESOURCE_LIMIT_RETRY],
     }
     return step, output
 
