@@ -652,6 +652,11 @@ class BakeoffSpec(_Model):
                 if region not in REGISTRY_ACCOUNTS:
                     raise SpecFieldError(("legs", i, "image"), f"AWS publishes no Deep Learning Containers in "
                                          f"{region}; give this leg an `image:` from a registry in that region")
+        if self.security.network_isolation:
+            for i, leg in enumerate(self.legs):
+                if leg.precompile:
+                    raise SpecFieldError(("legs", i, "precompile"), "precompile fills the S3 compile cache, which "
+                                         "an isolated job (security.network_isolation) cannot reach: leave one off")
         if self.parity.baseline is not None and self.parity.baseline not in seen:
             raise SpecFieldError(("parity", "baseline"), f"baseline {self.parity.baseline!r} is not a leg "
                                  f"({', '.join(seen)})")

@@ -79,6 +79,11 @@ def design_warnings(spec: BakeoffSpec) -> list[str]:
         if spec.security.volume_kms_key and leg.instance.local_storage:
             out.append(f"leg {leg.name}: {leg.instance_type} has local NVMe storage, which SageMaker encrypts with "
                        "the instance's hardware key; the volume KMS key is not applied to it")
+    cached = [leg.name for leg in spec.legs if leg.backend == "neuron" or leg.compile == "torch_compile"]
+    if spec.security.network_isolation and cached:
+        out.append(f"security.network_isolation: {', '.join(cached)} cannot reach the S3 compile cache from an "
+                   "isolated container, so each of their jobs compiles from scratch (the time shows as compile "
+                   "time); without isolation a job after the first starts warm")
     if spec.security.network_isolation and spec.mlflow.enabled and spec.mlflow.tracking_uri:
         out.append("security.network_isolation: the training jobs cannot reach MLflow; their runs are back-filled by "
                    "the Evaluate step from their metrics")

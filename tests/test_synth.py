@@ -269,6 +269,8 @@ def test_platform_options_reach_every_job_and_pass_botocores_model(tmp_path):
     assert "VolumeKmsKeyId" in steps["Preflight"]["Arguments"]["ResourceConfig"]  # ml.m5: EBS
     # An isolated job cannot reach MLflow: it neither tries nor installs a client.
     assert "MLFLOW_TRACKING_URI" not in trn["Environment"] and trn["Environment"]["BAKEOFF_CONTINUE_ON_FAILURE"] == "1"
+    # Nor the S3 compile cache: the Neuron cache stays on the instance instead of failing on an unreachable URL.
+    assert "NEURON_COMPILE_CACHE_URL" not in trn["Environment"] and "BAKEOFF_COMPILE_CACHE" not in trn["Environment"]
     ev = steps["Evaluate"]["Arguments"]
     assert ev["NetworkConfig"]["VpcConfig"] == trn["VpcConfig"] and "EnableNetworkIsolation" not in ev["NetworkConfig"]
     assert ev["ProcessingOutputConfig"]["KmsKeyId"] == "alias/bakeoff-outputs"
@@ -298,3 +300,14 @@ def test_a_spot_leg_checkpoints_a_tenth_of_the_run_when_the_spec_sets_no_interva
                                             *spec.legs[1:]]})
     hps = {j.hyperparameters["checkpoint_interval"] for j in build_plan(spot).jobs}
     assert hps == {max(1, spec.training.steps // 10)}  # every leg alike: the fairness contract
+
+
+def test_network_isolation_refuses_precompile_and_says_trn_jobs_compile_cold(tmp_path):
+    from conftest import bakeoff, tiny_spec, write_spec
+
+    data = tiny_spec(security={"network_isolation": True})
+    proc = bakeoff("validate", write_spec(tmp_path / "ok.yaml", data))
+    assert proc.returncode == 0 and "cannot reach the S3 compile cache" in proc.stdout, proc.stdout + proc.stderr
+    data["legs"][0]["precompile"] = True
+    proc = bakeoff("validate", write_spec(tmp_path / "bad.yaml", data))
+    assert proc.returncode == 2 and "legs[0].precompile" in proc.stderr and "isolated job" in proc.stderr

@@ -187,9 +187,15 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
     key = cache_key(backend=planned.backend, image=planned.image, precision=leg.precision, environment=env,
                     hyperparameters=job.hyperparameters, world_size=planned.batching.world_size)
     cache = cache_uri(bucket, prefix, planned.backend, key)
-    env[ENV["compile_cache"]] = cache
-    if leg.backend == "neuron":
-        env["NEURON_COMPILE_CACHE_URL"] = cache
+    if spec.security.network_isolation:
+        # An isolated container has no network (CreateTrainingJob EnableNetworkIsolation), so an s3:// cache
+        # cannot be read or written; the Neuron cache stays at its on-instance default and the job compiles
+        # cold (`validate` says so). The tag below still names where the cache would be.
+        pass
+    else:
+        env[ENV["compile_cache"]] = cache
+        if leg.backend == "neuron":
+            env["NEURON_COMPILE_CACHE_URL"] = cache
     if spec.mlflow.enabled and spec.mlflow.tracking_uri and not spec.security.network_isolation:
         # An isolated job cannot reach the server: the Evaluate step back-fills its run.
         env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
