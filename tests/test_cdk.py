@@ -298,6 +298,9 @@ def test_mlflow_server_schedule_and_grant():
         assert env["MLFLOW_TRACKING_URI"] == mlflow_arn() and env["BAKEOFF_MLFLOW_INSTALL"] == "1", step["Name"]
     mlflow = statements_by_sid(t, "BakeoffExecutionRole")["MlflowTracking"]
     assert all(a.startswith("sagemaker-mlflow:") for a in mlflow["Action"]) and "*" not in json.dumps(mlflow["Action"])
+    # Every MLflow call bakeoff makes on a SageMaker tracking server, the experiment tag and run trash included.
+    assert {"sagemaker-mlflow:SetExperimentTag", "sagemaker-mlflow:DeleteRun", "sagemaker-mlflow:CreateRun",
+            "sagemaker-mlflow:LogBatch", "sagemaker-mlflow:UpdateRun"} <= set(mlflow["Action"])
     rule = next(iter(of_type(t, "AWS::Events::Rule").values()))["Properties"]
     assert rule["ScheduleExpression"] == "rate(7 days)"
     assert rule["Targets"][0]["SageMakerPipelineParameters"]["PipelineParameterList"] == [

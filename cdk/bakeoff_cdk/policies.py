@@ -49,6 +49,12 @@ MLFLOW_ACTIONS = (
     "sagemaker-mlflow:UpdateRun", "sagemaker-mlflow:GetRun", "sagemaker-mlflow:SearchRuns",
     "sagemaker-mlflow:LogBatch", "sagemaker-mlflow:LogMetric", "sagemaker-mlflow:LogParam",
     "sagemaker-mlflow:SetTag", "sagemaker-mlflow:GetMetricHistory",
+    # The Evaluate step tags the experiment (MlflowClient.set_experiment_tag) before its parent run, and a
+    # job replacing its earlier attempt's run moves that run to the trash (delete_run): both are actions of
+    # their own in the Service Authorization Reference ("Actions defined by Amazon SageMaker with MLflow",
+    # docs.aws.amazon.com/service-authorization/latest/reference/list_sagemaker-mlflow.html), without which
+    # the parent run was dropped whole (shared/reference/aws-first-run-review.md #9).
+    "sagemaker-mlflow:SetExperimentTag", "sagemaker-mlflow:DeleteRun",
 )
 # Starting, watching and reporting a pipeline (`bakeoff start/status/wait/report`). The
 # per-action resource types of the Service Authorization Reference were not retrieved, so
