@@ -584,6 +584,11 @@ class BakeoffSpec(_Model):
     security: Security = Field(default_factory=Security, description="VPC, network isolation and KMS keys of "
                                "the SageMaker jobs.")
     preflight: PreflightStep = Field(default_factory=PreflightStep, description="Optional preflight pipeline step.")
+    max_parallel_steps: Int = Field(
+        8, ge=1, le=1000, description="SageMaker runs at most this many of the pipeline's steps at once "
+        "(ParallelismConfiguration.MaxParallelExecutionSteps); the others queue. A new account's training quotas "
+        "are small, and a job over one is retried (SageMaker.RESOURCE_LIMIT) rather than failing the execution. "
+        "Local runs are not affected.")
     _source_path: Path | None = PrivateAttr(None)
     _source_lines: dict[tuple, int] = PrivateAttr(default_factory=dict)
     # Set on the spec pipelines.scaling.expand() returns: the spec as declared (what is hashed).

@@ -75,6 +75,8 @@ def test_deploy_start_over_http(moto_env, tmp_path):
     described = sm.describe_pipeline(PipelineName="bakeoff-quickstart")
     assert json.loads(described["PipelineDefinition"]) == compiled.definition
     assert described["RoleArn"] == ROLE
+    # At most max_parallel_steps steps at once: a new account's small training quotas are not overrun.
+    assert described["ParallelismConfiguration"] == {"MaxParallelExecutionSteps": 8}
     tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=described["PipelineArn"])["Tags"]}
     assert tags["bakeoff:name"] == "quickstart" and "bakeoff:spec-hash" in tags
     for asset in compiled.assets:

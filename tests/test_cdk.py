@@ -296,6 +296,7 @@ def test_mlflow_server_schedule_and_grant():
     for step in definition["Steps"][:-1]:  # every job logs to the server and installs MLflow at start
         env = step["Arguments"]["Environment"]
         assert env["MLFLOW_TRACKING_URI"] == mlflow_arn() and env["BAKEOFF_MLFLOW_INSTALL"] == "1", step["Name"]
+    assert pipeline["ParallelismConfiguration"] == {"MaxParallelExecutionSteps": 8}
     mlflow = statements_by_sid(t, "BakeoffExecutionRole")["MlflowTracking"]
     assert all(a.startswith("sagemaker-mlflow:") for a in mlflow["Action"]) and "*" not in json.dumps(mlflow["Action"])
     # Every MLflow call bakeoff makes on a SageMaker tracking server, the experiment tag and run trash included.

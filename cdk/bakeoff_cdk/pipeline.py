@@ -279,6 +279,9 @@ class BakeoffPipeline(Construct):
         self.pipeline = sagemaker.CfnPipeline(
             self, "Pipeline", pipeline_name=self.pipeline_name, role_arn=role.role_arn,
             pipeline_definition=body, pipeline_description=f"bakeoff {spec.name}: {spec.description}"[:3072],
+            # A JSON-typed property in CDK's L1: written as given, so in CloudFormation's own casing
+            # (AWS::SageMaker::Pipeline ParallelismConfiguration: {"MaxParallelExecutionSteps": Integer}).
+            parallelism_configuration={"MaxParallelExecutionSteps": spec.max_parallel_steps},
             tags=[{"key": "bakeoff:name", "value": spec.name},
                   {"key": "bakeoff:stack", "value": stack.stack_name}])
         self.pipeline.node.add_dependency(self.assets)

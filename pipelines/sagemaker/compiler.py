@@ -94,6 +94,12 @@ class CompiledPipeline:
     assets: tuple[Asset, ...]
     bucket: str
     role_arn: str
+    # CreatePipeline/UpdatePipeline's ParallelismConfiguration (not part of the definition itself).
+    max_parallel_steps: int | None = None
+
+    @property
+    def parallelism(self) -> dict[str, int] | None:
+        return {"MaxParallelExecutionSteps": self.max_parallel_steps} if self.max_parallel_steps else None
 
     def to_json(self, indent: int | None = None) -> str:
         if indent:
@@ -611,7 +617,7 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
         "Steps": [*train_steps, evaluate, gate],
     }
     assets = tuple(sorted([code_asset, config_asset, *data_assets], key=lambda a: a.key))
-    return CompiledPipeline(pipeline_name(spec), definition, assets, bucket, role)
+    return CompiledPipeline(pipeline_name(spec), definition, assets, bucket, role, spec.max_parallel_steps)
 
 
 def synth_json(spec: BakeoffSpec, **kwargs) -> str:

@@ -173,16 +173,18 @@ class SageMakerOps:
         body = compiled.to_json()
         tag_list = [{"Key": k, "Value": v} for k, v in sorted((tags or {}).items())]
         desc = f"bakeoff {compiled.name}"
+        extra = {"ParallelismConfiguration": compiled.parallelism} if compiled.parallelism else {}
         if not self._pipeline_exists(compiled.name):
             with aws(f"create pipeline {compiled.name}"):
                 arn = self.sm.create_pipeline(PipelineName=compiled.name, PipelineDefinition=body,
                                               PipelineDescription=desc, RoleArn=compiled.role_arn,
-                                              Tags=tag_list)["PipelineArn"]
+                                              Tags=tag_list, **extra)["PipelineArn"]
             action = "created"
         else:
             with aws(f"update pipeline {compiled.name}"):
                 arn = self.sm.update_pipeline(PipelineName=compiled.name, PipelineDefinition=body,
-                                              PipelineDescription=desc, RoleArn=compiled.role_arn)["PipelineArn"]
+                                              PipelineDescription=desc, RoleArn=compiled.role_arn,
+                                              **extra)["PipelineArn"]
                 if tag_list:
                     self.sm.add_tags(ResourceArn=arn, Tags=tag_list)
             action = "updated"
