@@ -311,3 +311,21 @@ def test_network_isolation_refuses_precompile_and_says_trn_jobs_compile_cold(tmp
     data["legs"][0]["precompile"] = True
     proc = bakeoff("validate", write_spec(tmp_path / "bad.yaml", data))
     assert proc.returncode == 2 and "legs[0].precompile" in proc.stderr and "isolated job" in proc.stderr
+
+
+def test_the_preflight_step_splits_the_batch_for_its_one_process_and_fails_on_a_crash(tmp_path):
+    from pipelines.plan import build_plan
+    from pipelines.sagemaker.compiler import compile_plan
+
+    spec = load_spec(QUICKSTART)
+    spec = spec.model_copy(update={"preflight": spec.preflight.model_copy(update={"enabled": True})})
+    steps = _steps(compile_plan(build_plan(spec)).definition)
+    pre = steps["Preflight"]["Arguments"]
+    hps = pre["HyperParameters"]
+    # trn1.32xlarge's 32 devices share the global batch 32 one each; the Preflight step runs one process.
+    assert steps["Train-trn1-s0"]["Arguments"]["HyperParameters"]["per_device_batch_size"] == "1"
+    assert int(hps["per_device_batch_size"]) * int(hps["gradient_accumulation_steps"]) == \
+        spec.training.global_batch_size
+    assert pre["Environment"]["BAKEOFF_NPROC_PER_NODE"] == "1"
+    assert "BAKEOFF_CONTINUE_ON_FAILURE" not in pre["Environment"]  # a crash stops the trn jobs
+    assert steps["Train-trn1-s0"]["Arguments"]["Environment"]["BAKEOFF_CONTINUE_ON_FAILURE"] == "1"

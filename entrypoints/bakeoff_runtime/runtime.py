@@ -552,6 +552,9 @@ class Runtime:
             except Diverged as late:
                 self.telemetry.say(diverged=1)
                 self.finish("diverged", reason=str(late))
+                if os.environ.get("BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER") == "1":
+                    self.env.write_failure(f"preflight: the run diverged: {late}")
+                    raise SystemExit(1) from None
                 return False
             body = self.finish("completed")
             blockers = (body.get("preflight") or {}).get("blockers")
@@ -565,9 +568,13 @@ class Runtime:
             return False
         if isinstance(exc, Diverged):
             # A diverged run is a result, not a crash: it is reported and counted
-            # as unstable by the evaluation, so the job itself succeeds.
+            # as unstable by the evaluation, so the job itself succeeds (except as the pipeline's
+            # Preflight step, whose gate stops the trn jobs on anything but a completed run).
             self.telemetry.say(diverged=1)
             self.finish("diverged", reason=str(exc))
+            if os.environ.get("BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER") == "1":
+                self.env.write_failure(f"preflight: the run diverged: {exc}")
+                raise SystemExit(1)
             return True
         first_line = (str(exc).strip().splitlines() or [""])[0]
         reason = f"{exc_type.__name__}: {first_line}"[:500]

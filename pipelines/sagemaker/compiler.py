@@ -35,7 +35,7 @@ from ..names import (
     precompile_step,
 )
 from ..names import pipeline_name as _pipeline_name
-from ..plan import Plan, PlannedJob, build_plan, encode_hyperparameters, evaluation_config
+from ..plan import Plan, PlannedJob, build_plan, derive_batching, encode_hyperparameters, evaluation_config
 from ..runtime_modules import runtime_module
 from ..spec import ROLE_ARN_RE, BakeoffSpec
 from .expressions import as_string, get, join, json_get, param
@@ -317,10 +317,18 @@ def preflight_step(plan: Plan, leg: str | None = None, steps: int | None = None,
     hps = dict(args["HyperParameters"])
     hps.update(max_steps=str(steps or spec.preflight.steps), log_interval="1", eval_interval="0",
                checkpoint_interval="0", warmup_exclude_steps="1")
+    # One process on a CPU instance: the leg's global batch split for one process, not for the leg's
+    # devices (its per-device share would not add up to the global batch, and the job would refuse it).
+    one = derive_batching(int(job.hyperparameters["global_batch_size"]), 1, spec.training.max_per_device_batch_size)
+    hps.update(per_device_batch_size=str(one.per_device_batch_size),
+               gradient_accumulation_steps=str(one.gradient_accumulation_steps))
     args["HyperParameters"] = dict(sorted(hps.items()))
     env = {k: v for k, v in args["Environment"].items() if not k.startswith(("NEURON_", "FI_", "RDMAV_"))}
     env.update({"PJRT_DEVICE": "CPU", ENV["backend"]: "neuron", ENV["preflight"]: "1",
                 ENV["preflight_fail_on_blocker"]: "1", ENV["nproc_per_node"]: "1"})
+    # A preflight that crashes has found something too: it fails the step, so no trn job starts
+    # (the training steps' continue-on-failure is for the Evaluate step, which this step is not).
+    env.pop(ENV["continue_on_failure"], None)
     args["Environment"] = dict(sorted(env.items()))
     args["ResourceConfig"] = {"InstanceType": spec.preflight.instance_type, "InstanceCount": 1, "VolumeSizeInGB": 50}
     args["StoppingCondition"] = {"MaxRuntimeInSeconds": 3600}
