@@ -183,3 +183,13 @@ def test_a_script_that_logs_to_mlflow_itself_logs_into_the_jobs_child_run(tmp_pa
     # One child run per job: the script's own metric and the one read from its output, side by side.
     assert {"val_mse", "train_loss"} <= set(run.data.metrics) and run.data.tags["bakeoff.leg"] == "trn1"
     assert run.info.status == "FINISHED" and not s["mlflow"]["error"]
+
+
+def test_the_script_mode_example_runs_an_mnist_style_cnn_unchanged_to_a_verdict(tmp_path):
+    proc = bakeoff("run", ROOT / "examples" / "script_mode.yaml", "--out", tmp_path / "out", "--no-mlflow",
+                   "--set", "seeds=2")
+    ev = json.loads((tmp_path / "out" / "evaluation" / "evaluation.json").read_text())
+    assert ev["verdict"] == "pass", proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert _check(ev, "backend:trn1")["status"] == "passed" and _check(ev, "same-model")["status"] == "passed"
+    s = _job_summary(tmp_path, "trn1-s0")
+    assert s["metrics"]["val_accuracy"] > 0 and s["script_arguments"][-2:] == ["--device", "xla"]
