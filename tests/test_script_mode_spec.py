@@ -109,14 +109,16 @@ def test_requirements_without_wheels_are_refused_when_the_jobs_have_no_network(t
 
 
 @pytest.mark.parametrize("folder, entry, legs, metric", [
-    ("argparse_cnn", {"metrics": [{"name": "val_loss", "regex": r"Test set: Average loss: ([0-9.]+)"}],
+    ("script_mode", {"metrics": [{"name": "val_loss", "regex": r"Test set: Average loss: ([0-9.]+)"}],
                       "seed": {"argument": "seed"}}, [["--device", "xla"], []], "val_loss"),
     ("keyvalue_gpt", {"argument_style": "equals", "metrics": [{"name": "val_loss", "regex": r"val loss ([0-9.]+)"}]},
      [["--device=xla"], []], "val_loss"),
     ("hf_trainer", {"hf_trainer_state": True, "seed": {"argument": "seed"}}, [[], []], "eval_loss"),
 ])
 def test_every_test_script_synthesizes_a_definition_botocore_accepts(tmp_path, folder, entry, legs, metric):
-    shutil.copytree(ASSETS / folder, tmp_path / folder)
+    # The MNIST-style CNN is the example's own script (examples/script_mode), not a copy of it.
+    source = ROOT / "examples" / folder if folder == "script_mode" else ASSETS / folder
+    shutil.copytree(source, tmp_path / folder)
     spec = write_spec(tmp_path / "b.yaml", {
         "name": folder.replace("_", "-"), "entrypoint": {"source_dir": folder, "script": "train.py", "mode": "script",
                                                          "script_mode": entry},
