@@ -83,9 +83,13 @@ def test_precompile_and_preflight_steps():
     pre = steps["Precompile-trn1"]["Arguments"]
     assert "neuron_parallel_compile python3 launch.py" in pre["AlgorithmSpecification"]["ContainerEntrypoint"][2]
     train = steps["Train-trn1-s0"]["Arguments"]
-    # Everything but the step count matches the real launch, or the real run misses the cache.
-    same = {k: v for k, v in pre["HyperParameters"].items() if k != "max_steps"}
-    assert same == {k: v for k, v in train["HyperParameters"].items() if k != "max_steps"}
+    # Everything but the step count (and when it validates, a Python-side condition that changes no graph)
+    # matches the real launch, or the real run misses the cache.
+    loop_only = ("max_steps", "eval_interval")
+    same = {k: v for k, v in pre["HyperParameters"].items() if k not in loop_only}
+    assert same == {k: v for k, v in train["HyperParameters"].items() if k not in loop_only}
+    # It crosses one validation inside the loop, so those graphs (and the training graph after them) are cached.
+    assert 0 < int(pre["HyperParameters"]["eval_interval"]) < int(pre["HyperParameters"]["max_steps"])
     assert pre["Environment"]["NEURON_COMPILE_CACHE_URL"] == train["Environment"]["NEURON_COMPILE_CACHE_URL"]
     assert pre["ResourceConfig"] == train["ResourceConfig"]
     assert steps["Train-trn1-s0"]["DependsOn"] == ["Precompile-trn1", "Preflight"]

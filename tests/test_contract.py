@@ -181,6 +181,21 @@ def test_nan_on_a_lazy_device_is_dated_to_the_step_it_appeared(tmp_path):
     assert summary["compile"]["compiled_graphs"] <= 6  # step 0, step 1, the checks, the NaN fetch: no per-step graphs
 
 
+@pytest.mark.slow
+def test_graph_extraction_runs_to_the_end_whatever_the_device_reads_back(tmp_path):
+    """Under neuron_parallel_compile graphs are compiled, not run, and read back zeros (the
+    "first bad step" marker too): the finite and divergence checks stay off in that run, so it
+    reaches the steady-state steps and the final validation and all their graphs are extracted."""
+    body = TRAIN_LOOP.replace("{LOSS}", "* (float('nan') if step >= 5 else 1.0)").replace("{HOOK}", "").replace(
+        "model(x)", "model(x.to(rt.device))")
+    proc, layout, summary = _run_script(tmp_path, body, hps={"log_interval": 4}, extra_env={
+        "BAKEOFF_BACKEND": "neuron", "PJRT_DEVICE": "CPU", "BAKEOFF_PRECOMPILE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert summary["status"] == "completed" and summary["steps_completed"] == 20
+    assert summary["precompile"] is True  # its figures are not results
+    assert [json.loads(line)["kind"] for line in (layout.model / "metrics.jsonl").read_text().splitlines()][-1] == "eval"
+
+
 def test_the_job_environment_is_one_value_with_one_name_per_variable():
     from bakeoff_runtime.contract import ENV, JobEnvironment, metric_definitions, parse_step_line, step_line
 

@@ -74,6 +74,11 @@ class Runtime:
         self.log_interval = max(1, int(hps.get("log_interval", 10)))
         self.max_steps = int(hps["max_steps"]) if "max_steps" in hps else None
         self.divergence_factor = float(hps.get("divergence_factor", 4.0))
+        # Under neuron_parallel_compile every graph is traced, compiled into the cache and not run:
+        # what a device tensor reads back is 0 (the "first bad step" marker too, which starts at
+        # -1), so the finite and divergence checks would end the run at step 0 before the
+        # steady-state and validation graphs are ever extracted. They are off in that run.
+        self.extracting_graphs = environ.get("BAKEOFF_PRECOMPILE") == "1"
 
         self.world_size = int(environ.get("WORLD_SIZE", 1))
         self.rank = int(environ.get("RANK", 0))
@@ -269,6 +274,8 @@ class Runtime:
         records, inside its own graph, a tiny device-side update of "first bad step"
         (device tensors created before the loop, so the step's graph is the same every
         step and nothing recompiles); it is read at the next logged step."""
+        if self.extracting_graphs:
+            return
         if not torch.is_tensor(loss):
             if not math.isfinite(float(loss)):
                 raise Diverged(f"loss is {float(loss)} at step {step}")
@@ -299,7 +306,7 @@ class Runtime:
         self._first_bad = torch.where((self._first_bad < 0) & bad, self._step_t + self._watch_offset, self._first_bad)
 
     def _raise_if_went_bad(self, noticed_at: int) -> None:
-        if self._first_bad is None:
+        if self._first_bad is None or self.extracting_graphs:
             return
         first = int(self._first_bad.item())
         if first >= 0:
@@ -366,6 +373,8 @@ class Runtime:
         self._check_divergence(step, value)
 
     def _check_divergence(self, step: int, value: float) -> None:
+        if self.extracting_graphs:
+            return
         if not math.isfinite(value):
             raise Diverged(f"loss is {value} at step {step}")
         if self._first_loss is not None and step > 0 and value > self.divergence_factor * max(self._first_loss, 1e-8):
@@ -377,6 +386,8 @@ class Runtime:
         self.validation = metrics
         self.validation_history.append({"step": step, **metrics})
         self.telemetry.log("eval", step, **metrics)
+        if self.extracting_graphs:
+            return
         for k, v in metrics.items():
             if not math.isfinite(v):
                 raise Diverged(f"validation metric {k} is {v} at step {step}")
@@ -534,6 +545,8 @@ class Runtime:
 
     def _final_finite_check(self) -> None:
         """The last steps' losses, which no later logged step has looked at."""
+        if self.extracting_graphs:
+            return
         if self._pending_loss is not None:
             step, loss = self._pending_loss
             self._pending_loss = None

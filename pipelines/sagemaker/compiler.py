@@ -352,7 +352,12 @@ def _precompile_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
     writing to the same compile-cache location the leg's training jobs read."""
     step, _ = _training_step(plan, job, **kw)
     args = step["Arguments"]
-    args["HyperParameters"] = dict(sorted({**args["HyperParameters"], "max_steps": str(PRECOMPILE_STEPS)}.items()))
+    hps = {**args["HyperParameters"], "max_steps": str(PRECOMPILE_STEPS)}
+    if int(json.loads(hps.get("eval_interval", "0"))) > 0:
+        # Cross one evaluation inside the loop: the validation graphs, and the training graph
+        # that follows them, are extracted too, not only the first steps'.
+        hps["eval_interval"] = str(PRECOMPILE_STEPS // 2)
+    args["HyperParameters"] = dict(sorted(hps.items()))
     command = TRAIN_COMMAND.format(script=shlex.quote(job.script)).replace(
         "exec python3 launch.py", "exec neuron_parallel_compile python3 launch.py")
     args["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/sh", "-c", command]
