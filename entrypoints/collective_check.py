@@ -146,10 +146,10 @@ def output_dir(args) -> Path:
 
 def write_failure(reason: str) -> None:
     """SageMaker shows /opt/ml/output/failure as the job's (and the step's) FailureReason."""
-    root = str(_contract().output_dir) if (os.environ.get("SM_OUTPUT_DIR") or Path("/opt/ml").is_dir()) else None
-    if root:
-        Path(root).mkdir(parents=True, exist_ok=True)
-        (Path(root) / "failure").write_text(reason[:1000] + "\n")
+    env = _contract()
+    # Outside a job (a developer running the check by hand) there is no tree to write into.
+    if env.output_dir.parent.is_dir():
+        env.write_failure(reason)
 
 
 def main(argv: list[str] | None = None) -> int:

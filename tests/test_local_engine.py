@@ -18,8 +18,9 @@ SUBSTITUTED = {
     "BAKEOFF_NPROC_PER_NODE": "one process per host",
     "BAKEOFF_COMPILE_CACHE": "s3:// -> the local store", "NEURON_COMPILE_CACHE_URL": "s3:// -> the local store",
 }
-ADDED = {"PJRT_DEVICE", "BAKEOFF_EMULATED_ON", "BAKEOFF_SPEC_HASH", "BAKEOFF_CHECKPOINT_DIR", "BAKEOFF_JOB_KEY",
-         "SM_INPUT_DIR", "SM_MODEL_DIR", "SM_OUTPUT_DIR", "SM_OUTPUT_DATA_DIR", "PYTHONUNBUFFERED",
+# No SM_* variable: SageMaker sets none in a container whose entrypoint is overridden.
+ADDED = {"PJRT_DEVICE", "BAKEOFF_EMULATED_ON", "BAKEOFF_SPEC_HASH", "BAKEOFF_OPT_ML", "BAKEOFF_JOB_KEY",
+         "PYTHONUNBUFFERED",
          "TF_CPP_MIN_LOG_LEVEL", "MLFLOW_TRACKING_URI", "BAKEOFF_MLFLOW_EXPERIMENT", "BAKEOFF_MLFLOW_ARTIFACT_LOCATION"}
 REMOVED = {"BAKEOFF_MLFLOW_INSTALL"}  # this Python has MLflow
 
@@ -63,6 +64,7 @@ def test_each_job_is_the_compiled_request_plus_the_printed_substitutions(tiny_ru
             elif key not in SUBSTITUTED:
                 assert env[key] == value, key
         assert set(env) - set(compiled_env) <= ADDED, set(env) - set(compiled_env) - ADDED
+        assert not [k for k in env if k.startswith("SM_")]
         # The container command, with /opt/ml and python3 pointed at this machine.
         entry = request["AlgorithmSpecification"]["ContainerEntrypoint"]
         assert local["command"][:2] == entry[:2]

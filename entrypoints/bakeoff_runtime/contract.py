@@ -1,9 +1,11 @@
 """The contract between the orchestration side and the containers, in one place.
 
-* `TrainingEnv`: the SageMaker training container contract (/opt/ml, resourceconfig.json,
-  SM_* variables), read the way SageMaker lays it out. Everything has a default under
-  /opt/ml so the same code runs in a real training container; the local executor points
-  the SM_* variables into a per-job tree instead.
+* `TrainingEnv`: the SageMaker training container contract (/opt/ml, resourceconfig.json),
+  read the way SageMaker lays it out. Every path derives from /opt/ml, because a container
+  whose entrypoint bakeoff overrides has no SM_* variable (the training toolkit that sets
+  them never runs); SM_* variables are honoured only where an image sets them. The local
+  executor moves the one root (BAKEOFF_OPT_ML, as a mount would) and sets no SM_* variable,
+  so a local run cannot lean on what SageMaker would not give.
 * `JobEnvironment`: the BAKEOFF_* variables, each named once, as one frozen value.
 * The step line a job prints (`[bakeoff] step=N name=value ...`) and the SageMaker
   metric definitions that parse it, generated from the same format.
@@ -73,6 +75,7 @@ class JobEnvironment:
     host_map: str = _env_field("BAKEOFF_HOST_MAP", "", doc="JSON: host name -> address, for local hosts")
     master_port: int | None = _env_field("BAKEOFF_MASTER_PORT", doc="rendezvous port (default 7777)")
     checkpoint_dir: str = _env_field("BAKEOFF_CHECKPOINT_DIR", "", doc="checkpoint dir (default /opt/ml/checkpoints)")
+    opt_ml: str = _env_field("BAKEOFF_OPT_ML", "", doc="where /opt/ml is: the local platform's per-job tree")
 
     def to_environ(self) -> dict[str, str]:
         out = {}
@@ -195,6 +198,12 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+def opt_ml_root(environ: Mapping[str, str] | None = None) -> Path:
+    """/opt/ml, or the tree the local platform stands in for it."""
+    env = os.environ if environ is None else environ
+    return Path(env.get(ENV["opt_ml"]) or OPT_ML)
+
+
 @dataclass
 class TrainingEnv:
     """Where a training job finds its inputs and puts its outputs."""
@@ -231,9 +240,10 @@ class TrainingEnv:
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> TrainingEnv:
         env = os.environ if environ is None else environ
-        input_dir = Path(env.get("SM_INPUT_DIR", OPT_ML / "input"))
+        root = opt_ml_root(env)
+        input_dir = Path(env.get("SM_INPUT_DIR", root / "input"))
         config_dir = Path(env.get("SM_INPUT_CONFIG_DIR", input_dir / "config"))
-        output_dir = Path(env.get("SM_OUTPUT_DIR", OPT_ML / "output"))
+        output_dir = Path(env.get("SM_OUTPUT_DIR", root / "output"))
 
         if "SM_HPS" in env:
             raw_hps = json.loads(env["SM_HPS"])
@@ -264,12 +274,12 @@ class TrainingEnv:
             channels[name] = Path(env.get(f"SM_CHANNEL_{name.upper()}", data_dir / name))
 
         return cls(
-            model_dir=Path(env.get("SM_MODEL_DIR", OPT_ML / "model")),
+            model_dir=Path(env.get("SM_MODEL_DIR", root / "model")),
             output_dir=output_dir,
             output_data_dir=Path(env.get("SM_OUTPUT_DATA_DIR", output_dir / "data")),
             input_dir=input_dir,
             input_config_dir=config_dir,
-            checkpoint_dir=Path(env.get(ENV["checkpoint_dir"]) or OPT_ML / "checkpoints"),
+            checkpoint_dir=Path(env.get(ENV["checkpoint_dir"]) or root / "checkpoints"),
             channels=channels,
             hyperparameters=hps,
             hosts=list(hosts),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..runtime_modules import runtime_module
 from .store import LocalS3
 from .substitutions import LocalProcessingJob, LocalTrainingJob, host_environment
 
@@ -142,8 +143,7 @@ def _run_hosts(job: LocalTrainingJob, job_dir: Path, opt_ml: Path, env: dict[str
             shutil.copytree(opt_ml / "input", root / "input", symlinks=True)
             (root / "model").mkdir(parents=True)
         (root / "input" / "config" / "resourceconfig.json").write_text(json.dumps(_resourceconfig(job, host)))
-        host_env = {**env, "SM_INPUT_DIR": str(root / "input"), "SM_MODEL_DIR": str(root / "model"),
-                    "SM_OUTPUT_DIR": str(root / "output"), "SM_OUTPUT_DATA_DIR": str(root / "output" / "data")}
+        host_env = {**env, runtime_module("contract").ENV["opt_ml"]: str(root)}
         command = [part.replace(str(opt_ml), str(root)) for part in job.command]
         proc = JobProcess()
         log = job_dir / ("stdout.log" if i == 0 else f"stdout-{host}.log")

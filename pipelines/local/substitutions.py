@@ -88,7 +88,7 @@ class Substitutions:
         lines = [
             f"s3:// URIs -> {self.store.root}/BUCKET/KEY (a local directory store)",
             f"{OPT_ML} -> {self.run_dir}/jobs/JOB/opt/ml; the Evaluate step's {OPT_ML} -> "
-            f"{self.run_dir}/evaluation/opt/ml",
+            f"{self.run_dir}/evaluation/opt/ml (BAKEOFF_OPT_ML; no SM_* variable, as on SageMaker)",
             f"images -> this Python ({self.python}; " + ", ".join(f"{k} {v}" for k, v in rt.items()) + ")",
         ]
         for leg in self.plan.legs:
@@ -135,10 +135,10 @@ class Substitutions:
         env[ENV["nproc_per_node"]] = str(planned.local_processes)  # 1 unless a scaling sweep's leg
         env[ENV["emulated_on"]] = emu.device_label
         env[ENV["spec_hash"]] = self.plan.spec_hash  # a tag on SageMaker; the runtime records it
-        env[ENV["checkpoint_dir"]] = str(opt_ml / "checkpoints")
-        env.update({"SM_INPUT_DIR": str(opt_ml / "input"), "SM_MODEL_DIR": str(opt_ml / "model"),
-                    "SM_OUTPUT_DIR": str(opt_ml / "output"), "SM_OUTPUT_DATA_DIR": str(opt_ml / "output" / "data"),
-                    "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+        # The one path moved, as a mount would: no SM_* variable, because SageMaker sets none
+        # in a container whose entrypoint is overridden, and a local run must not lean on one.
+        env[ENV["opt_ml"]] = str(opt_ml)
+        env.update({"PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
         if self.mlflow:
             env.update(self.mlflow)
         if self.hosts > 1:
