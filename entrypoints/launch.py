@@ -14,8 +14,10 @@ the SageMaker training toolkit runs). It:
   infrastructure loss, not a verdict on the leg); SIGTERM and SIGINT reach the child;
 * exits 0 after a script failure when BAKEOFF_CONTINUE_ON_FAILURE=1 (the compiled
   pipeline sets it), so the pipeline goes on to its Evaluate step and a crashed leg
-  still gets a verdict. Errors outside the script (capacity, the platform stopping the
-  job) are SageMaker's and keep their retries.
+  still gets a verdict. An infrastructure failure (a process killed by a signal, a broken
+  collective, a Neuron runtime or hardware error: bakeoff_runtime.failure_cause) exits
+  non-zero whatever that setting says, so the step fails and is never served from the
+  step cache, and a retried execution runs it again.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -113,10 +116,12 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
               extra_env: dict[str, str] | None = None, on_line=None, expects_report: bool = True) -> int:
     """Run the workers, pass SIGTERM/SIGINT on, and say how they ended. `on_line`: each line of
     their output (stdout and stderr), which is then passed on to this process's stdout."""
+    # The workers' output passes through here so that its last lines can say whose failure a
+    # failure was (torchrun reports a worker's death by a signal only in its output).
     child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env), **(extra_env or {})},
-                             start_new_session=True, stdout=subprocess.PIPE if on_line else None,
-                             stderr=subprocess.STDOUT if on_line else None,
-                             text=True if on_line else None, bufsize=1 if on_line else -1)
+                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, errors="replace", bufsize=1)
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
     stopping: list[int] = []
 
     def forward(signum, _frame):
@@ -128,11 +133,12 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
-    if on_line is not None:
-        assert child.stdout is not None
-        for line in child.stdout:
-            sys.stdout.write(line)
-            sys.stdout.flush()
+    assert child.stdout is not None
+    for line in child.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        tail.append(line)
+        if on_line is not None:
             on_line(line)
     code = child.wait()
     if stopping:
@@ -148,18 +154,59 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
         record_failure(env, f"killed by {name}{hint}", "killed")
         print(f"[bakeoff] the training process was killed by {name}{hint}", file=sys.stderr, flush=True)
     elif code:
-        record_failure(env, f"the training process exited with code {code}", "script")
+        cause = _infrastructure_cause(env, "".join(tail))
+        if cause:
+            record_failure(env, f"infrastructure: {cause}", INFRASTRUCTURE, overrule_script=True)
+        else:
+            record_failure(env, f"the training process exited with code {code}", "script")
     elif (expects_report and script is not None and script.name not in REPORTS_ELSEWHERE and env.host_rank == 0
           and not (env.model_dir / "summary.json").exists()):
         # A clean exit that measured nothing is the script's doing, not the platform's: said so,
         # so the evaluation does not call it an infrastructure loss and advise re-running it.
         record_failure(env, NO_REPORT, "no-report")
         print(f"[bakeoff] {NO_REPORT}", file=sys.stderr, flush=True)
+    exit_code = code if code >= 0 else 128 - code
+    if code and _recorded_kind(env) in NOT_CACHEABLE:
+        print(f"[bakeoff] an infrastructure failure ({_recorded_reason(env)}): exiting {exit_code} so the step "
+              "fails, is never served from SageMaker's step cache, and a retried execution runs it again",
+              file=sys.stderr, flush=True)
+        return exit_code
     if code and os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1":
         print("[bakeoff] the failure is recorded in summary.json; exiting 0 so the pipeline's Evaluate step "
               "decides with it (BAKEOFF_CONTINUE_ON_FAILURE=1)", file=sys.stderr, flush=True)
         return 0
-    return code if code >= 0 else 128 - code
+    return exit_code
+
+
+TAIL_LINES = 200
+INFRASTRUCTURE = "infrastructure"
+# Failure kinds that exit non-zero even with BAKEOFF_CONTINUE_ON_FAILURE: the platform's, not the script's.
+NOT_CACHEABLE = (INFRASTRUCTURE, "killed")
+
+
+def _summary(env: TrainingEnv) -> dict:
+    try:
+        return json.loads((env.model_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _recorded_kind(env: TrainingEnv) -> str | None:
+    return _summary(env).get("failure_kind")
+
+
+def _recorded_reason(env: TrainingEnv) -> str:
+    return str(_summary(env).get("reason") or "see the failure file")[:300]
+
+
+def _infrastructure_cause(env: TrainingEnv, output_tail: str) -> str | None:
+    from bakeoff_runtime.failure_cause import infrastructure_cause
+
+    summary = _summary(env)
+    if summary.get("failure_kind") in NOT_CACHEABLE:
+        return str(summary.get("reason"))
+    failure = env.failure_file.read_text() if env.failure_file.exists() else None
+    return infrastructure_cause(summary.get("reason"), failure, output_tail)
 
 
 def main(argv: list[str]) -> int:
@@ -260,12 +307,19 @@ def record_crash(env: TrainingEnv, exc: BaseException) -> None:
     record_failure(env, f"{type(exc).__name__}: {exc}", kind)
 
 
-def record_failure(env: TrainingEnv, reason: str, kind: str) -> None:
+def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bool = False) -> None:
     """Write a failed summary.json unless the job already wrote one (rank 0 only), and keep
-    a copy of it and of the failure file where the evaluation step finds them."""
+    a copy of it and of the failure file where the evaluation step finds them.
+    `overrule_script`: the launcher knows better than a summary that blamed the script (a
+    rank that saw its peer die by a signal reports a broken collective, not the signal)."""
     if int(os.environ.get("RANK", 0)) != 0:
         return
     summary = env.model_dir / "summary.json"
+    if overrule_script and summary.exists():
+        body = _summary(env)
+        if body.get("status") == "failed" and body.get("failure_kind") in (None, "script", "interrupted"):
+            body.update(failure_kind=kind, reason=f"{reason} (the script said: {body.get('reason')})"[:500])
+            summary.write_text(json.dumps(body, indent=2))
     if not summary.exists():
         env.model_dir.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({

@@ -349,3 +349,20 @@ def test_status_and_report_take_the_region_from_the_execution_arn():
     assert region_of(arn) == "eu-west-1" and region_of("bakeoff-q") is None
     assert SageMakerOps(arn=arn).sm.meta.region_name == "eu-west-1"
     assert SageMakerOps(region="us-west-2", arn=arn).sm.meta.region_name == "us-west-2"  # --region wins
+
+
+def test_a_retry_is_the_modelled_request_and_idempotent_per_attempt():
+    ops = SageMakerOps(region="us-east-1")
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-q/execution/abc123"
+    tokens = []
+    with Stubber(ops.sm) as stub:  # Stubber checks the request against botocore's SageMaker model
+        for attempt in (1, 1, 2):
+            from pipelines.hashing import digest
+
+            token = digest(f"{arn}#{attempt}", 32)
+            tokens.append(token)
+            stub.add_response("retry_pipeline_execution", {"PipelineExecutionArn": arn},
+                              {"PipelineExecutionArn": arn, "ClientRequestToken": token})
+        assert [ops.retry(arn, a) for a in (1, 1, 2)] == [arn] * 3
+        stub.assert_no_pending_responses()
+    assert tokens[0] == tokens[1] != tokens[2] and len(tokens[0]) >= 32

@@ -158,6 +158,30 @@ def test_on_sagemaker_a_script_failure_exits_0_so_the_pipeline_reaches_evaluate(
 
 
 @pytest.mark.slow
+def test_on_sagemaker_a_broken_collective_exits_non_zero_so_it_is_never_cached_and_a_retry_runs_it(tmp_path):
+    body = TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", """if step == 3:
+            import torch.distributed
+            raise torch.distributed.DistBackendError('NCCL error in: ProcessGroupNCCL.cpp (planted)')""")
+    proc, layout, summary = _run_script(tmp_path, body, extra_env={"BAKEOFF_CONTINUE_ON_FAILURE": "1"})
+    assert proc.returncode != 0, proc.stderr
+    assert summary["status"] == "failed" and summary["failure_kind"] == "infrastructure"
+    assert "never served from SageMaker's step cache" in proc.stderr
+    assert json.loads((layout.output / "data" / "summary.json").read_text())["failure_kind"] == "infrastructure"
+
+
+@pytest.mark.slow
+def test_a_worker_killed_under_torchrun_is_the_platforms_failure_even_where_its_peer_blamed_the_script(tmp_path):
+    # Rank 1 dies by SIGKILL; rank 0 is stopped by torchrun. torchrun exits 1 and says why only in its output.
+    body = TRAIN_LOOP.replace("{LOSS}", "").replace("{HOOK}", """if step == 3 and rt.rank == 1:
+            import os, signal; os.kill(os.getpid(), signal.SIGKILL)""")
+    proc, layout, summary = _run_script(tmp_path, body, extra_env={"BAKEOFF_CONTINUE_ON_FAILURE": "1",
+                                                                   "BAKEOFF_NPROC_PER_NODE": "2"})
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert summary["status"] == "failed" and summary["failure_kind"] == "infrastructure", summary
+    assert "killed by SIGKILL" in summary["reason"]
+
+
+@pytest.mark.slow
 def test_a_training_process_killed_by_a_signal_is_recorded_as_such(tmp_path):
     body = TRAIN_LOOP.replace("{LOSS}", "").replace(
         "{HOOK}", "if step == 3:\n            import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
@@ -193,7 +217,8 @@ def test_graph_extraction_runs_to_the_end_whatever_the_device_reads_back(tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert summary["status"] == "completed" and summary["steps_completed"] == 20
     assert summary["precompile"] is True  # its figures are not results
-    assert [json.loads(line)["kind"] for line in (layout.model / "metrics.jsonl").read_text().splitlines()][-1] == "eval"
+    kinds = [json.loads(line)["kind"] for line in (layout.model / "metrics.jsonl").read_text().splitlines()]
+    assert kinds[-1] == "eval"
 
 
 def test_the_job_environment_is_one_value_with_one_name_per_variable():

@@ -11,8 +11,10 @@ import pytest
 from bakeoff_runtime import sequential as seq
 from bakeoff_runtime import stats
 from conftest import ROOT, write_spec
+from pipelines.errors import RunError
 from pipelines.loader import load_spec
 from pipelines.local.sequential import grow, next_size, with_seeds
+from pipelines.sagemaker.compiler import compile_pipeline
 from pipelines.sagemaker.sequential import reuse_problems, round_pipeline
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
@@ -237,3 +239,48 @@ def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():
     assert reuse_problems(first, second) == []
     config = next(a for a in ops.deployed[1].assets if a.key.endswith("config.json") and b"sequential" in a.body)
     assert json.loads(config.body)["sequential"]["looks"] == [3, 6]
+
+
+def test_a_sagemaker_round_whose_seed_was_lost_to_infrastructure_is_retried_not_decided_without_it():
+    """A job fails its step only for an infrastructure failure (it exits non-zero, so the step cache never
+    serves it): the round's execution is retried, which runs that seed again, before its evaluation is read."""
+    from pipelines.sagemaker.sequential import ops_round
+
+    class Ops:
+        def __init__(self, failures):
+            self.failures, self.calls = list(failures), []
+
+        def deploy(self, compiled, progress=None):
+            self.calls.append("deploy")
+
+        def start(self, name, parameters=None):
+            return "arn:exec"
+
+        def wait(self, arn):
+            self.calls.append(f"wait {arn}")
+            return {"status": "Failed" if self.failures else "Succeeded", "failure_reason": "step failed"}
+
+        def status(self, arn):
+            return {"steps": [{"name": name, "status": "Failed", "failure_reason": "AlgorithmError: infrastructure"}
+                              for name in self.failures.pop(0)]}
+
+        def retry(self, arn, attempt):
+            self.calls.append(f"retry {attempt}")
+            return arn
+
+        def fetch_evaluation(self, arn):
+            return {"verdict": "pass"}, {}
+
+    compiled = compile_pipeline(load_spec(QUICKSTART, ["seeds=3"]))
+    said: list[str] = []
+    ops = Ops([["Train-trn1-s2"]])
+    assert ops_round(ops, progress=said.append)(compiled) == {"verdict": "pass"}
+    assert ops.calls == ["deploy", "wait arn:exec", "retry 1", "wait arn:exec"]
+    assert any("Train-trn1-s2" in line and "retry 1 of 2" in line for line in said)
+    # Retries are bounded, and a failure that is not a lost seed (the Evaluate step) is never retried.
+    with pytest.raises(RunError, match="ended Failed"):
+        ops_round(Ops([["Train-trn1-s2"]] * 3))(compiled)
+    ops = Ops([["Evaluate"]])
+    with pytest.raises(RunError, match="ended Failed"):
+        ops_round(ops)(compiled)
+    assert "retry 1" not in ops.calls

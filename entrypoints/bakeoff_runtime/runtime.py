@@ -593,8 +593,12 @@ class Runtime:
         reason = f"{exc_type.__name__}: {first_line}"[:500]
         trace = "".join(traceback.format_exception(exc_type, exc, tb))[-3000:]
         self.env.write_failure(f"{exc_type.__name__}: {exc}\n\n{trace}")
-        # An interrupt is the operator or the platform stopping the job, not the script failing.
-        kind = "interrupted" if isinstance(exc, KeyboardInterrupt) else "script"
+        # An interrupt is the operator or the platform stopping the job, not the script failing;
+        # a broken collective or a Neuron hardware error is the platform's too (failure_cause.py).
+        from .failure_cause import INFRASTRUCTURE, infrastructure_cause
+
+        kind = "interrupted" if isinstance(exc, KeyboardInterrupt) else \
+            (INFRASTRUCTURE if infrastructure_cause(reason, str(exc)) else "script")
         try:
             self.finish("failed", reason=reason, failure_kind=kind)
         except Exception:

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..errors import RunError
 from ..local.sequential import check_design, default_cap, grow, next_size, with_seeds
-from ..names import EVALUATE_STEP
+from ..names import EVALUATE_STEP, parse_step_name
 from ..runtime_modules import runtime_module
 from ..spec import BakeoffSpec
 from .compiler import Asset, CompiledPipeline, compile_pipeline
@@ -101,15 +102,37 @@ def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipelin
         seeds = grow(seeds, next_size(len(seeds), first, max_seeds, evaluation))
 
 
+# How often a round's execution is retried when training steps failed. A job fails its step only
+# for an infrastructure failure (a script failure exits 0 and Evaluate names it:
+# entrypoints/bakeoff_runtime/failure_cause.py), so a retry runs only those seeds again.
+ROUND_RETRIES = 2
+
+
 def ops_round(ops: Any, parameters: dict[str, str] | None = None,
-              progress: Callable[[str], None] = lambda m: None) -> Callable[[CompiledPipeline], dict[str, Any]]:
-    """A `run_round` from SageMakerOps (or anything with its deploy/start/wait/fetch_evaluation):
-    upsert the grown pipeline, start it, wait for it and read its evaluation.json."""
+              progress: Callable[[str], None] = lambda m: None,
+              retries: int = ROUND_RETRIES) -> Callable[[CompiledPipeline], dict[str, Any]]:
+    """A `run_round` from SageMakerOps (or anything with its deploy/start/wait/status/retry/
+    fetch_evaluation): upsert the grown pipeline, start it, wait for it (retrying an execution
+    whose training steps failed) and read its evaluation.json."""
     def run_round(compiled: CompiledPipeline) -> dict[str, Any]:
         ops.deploy(compiled, progress=progress)
         arn = ops.start(compiled.name, parameters)
         progress(f"round started: {arn}")
-        ops.wait(arn)
+        ended = ops.wait(arn)
+        for attempt in range(1, retries + 1):
+            if (ended or {}).get("status") != "Failed":
+                break
+            failed = [s for s in ops.status(arn)["steps"] if s["status"] == "Failed"]
+            if not failed or any(parse_step_name(s["name"]) is None for s in failed):
+                break  # not a lost seed: nothing a retry would change
+            progress(f"round execution failed in {', '.join(s['name'] for s in failed)} "
+                     f"({failed[0].get('failure_reason') or 'no reason given'}); retry {attempt} of {retries} "
+                     "runs only those again")
+            arn = ops.retry(arn, attempt)
+            ended = ops.wait(arn)
+        if (ended or {}).get("status") not in (None, "Succeeded"):
+            raise RunError(f"round execution {arn} ended {ended['status']}: {ended.get('failure_reason') or ''} "
+                           "(`bakeoff status` shows its steps)")
         evaluation, _ = ops.fetch_evaluation(arn)
         return evaluation
     return run_round
