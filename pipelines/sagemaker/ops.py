@@ -204,6 +204,18 @@ class SageMakerOps:
             return self.sm.start_pipeline_execution(PipelineName=pipeline, PipelineParameters=params)[
                 "PipelineExecutionArn"]
 
+    def retry(self, execution_arn: str, attempt: int) -> str:
+        """RetryPipelineExecution: the failed execution runs again, its failed steps afresh
+        (docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryPipelineExecution.html; the
+        token, 32-128 characters there, is the execution's ARN and the attempt, so a repeated
+        call is the same request)."""
+        from ..hashing import digest
+
+        with aws(f"retry execution {execution_arn}"):
+            return self.sm.retry_pipeline_execution(
+                PipelineExecutionArn=execution_arn,
+                ClientRequestToken=digest(f"{execution_arn}#{attempt}", 32))["PipelineExecutionArn"]
+
     def execution_steps(self, execution_arn: str) -> list[dict[str, Any]]:
         steps: list[dict[str, Any]] = []
         token = None
