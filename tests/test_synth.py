@@ -166,6 +166,14 @@ def test_spot_after_the_first_seed_keeps_the_first_on_demand():
         args = steps[f"Train-trn1-s{seed}"]["Arguments"]
         assert args["EnableManagedSpotTraining"] is True and "CheckpointConfig" in args
     assert "EnableManagedSpotTraining" not in steps["Train-p4d-s1"]["Arguments"]
+    # The spot seeds start after the first has filled the leg's compile cache, not beside it compiling cold.
+    assert steps["Train-trn1-s1"]["DependsOn"] == steps["Train-trn1-s2"]["DependsOn"] == ["Train-trn1-s0"]
+    assert "DependsOn" not in steps["Train-trn1-s0"] and "DependsOn" not in steps["Train-p4d-s1"]
+    assert definition_problems(compile_pipeline(spec).definition) == []
+    # With a Precompile step they wait for that instead (it fills the cache for every seed).
+    pre = _steps(compile_pipeline(load_spec(QUICKSTART, ["legs.0.managed_spot=after_first_seed", "seeds=3",
+                                                         "legs.0.precompile=true"])).definition)
+    assert pre["Train-trn1-s1"]["DependsOn"] == ["Precompile-trn1"]
     # Growing the seeds (--until-decided) leaves the first round's steps as they were: the step cache serves them.
     grown = _steps(compile_pipeline(load_spec(QUICKSTART, ["legs.0.managed_spot=after_first_seed", "seeds=5"]))
                    .definition)

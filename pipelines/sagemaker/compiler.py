@@ -344,6 +344,19 @@ def preflight_step(plan: Plan, leg: str | None = None, steps: int | None = None,
     return step
 
 
+def _spot_seeds_after_the_first(plan: Plan, leg: str, steps: list[dict[str, Any]]) -> None:
+    """`after_first_seed`: the spot seeds start once the on-demand first seed has filled the leg's
+    compile cache. Started together they would all compile cold, and a spot seed interrupted
+    mid-compile leaves a cache entry Neuron marks failed for every later job of the leg."""
+    jobs = plan.jobs_of(leg)
+    on_demand = plan.spec.seed_list[0]  # the seed _training_step keeps off spot
+    first = next(j.step_name for j in jobs if j.seed == on_demand)
+    later = {j.step_name for j in jobs if j.seed != on_demand}
+    for step in steps:
+        if step["Name"] in later:
+            step["DependsOn"] = sorted({*step.get("DependsOn", []), first})
+
+
 PRECOMPILE_STEPS = 10
 
 
@@ -528,6 +541,8 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
                 if step["Name"] in {j.step_name for j in plan.jobs_of(leg.name)}:
                     step.setdefault("DependsOn", []).append(pre["Name"])
             train_steps.insert(0, pre)
+        elif leg.managed_spot == "after_first_seed":
+            _spot_seeds_after_the_first(plan, leg.name, train_steps)
     _add_collective_steps(plan, train_steps, **kw)
     if spec.preflight.enabled or preflight:
         first = preflight_step(plan, *(preflight or ()), **kw)
