@@ -229,6 +229,13 @@ def main(argv: list[str]) -> int:
         record_failure(env, blocked, "collective")
         print(f"[bakeoff] {blocked}", file=sys.stderr, flush=True)
         return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 1
+    from bakeoff_runtime.package_install import ensure_packages
+
+    missing = ensure_packages(HERE, os.environ)
+    if missing:
+        record_failure(env, missing, "script")
+        print(f"[bakeoff] {missing}", file=sys.stderr, flush=True)
+        return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 1
     from bakeoff_runtime.mlflow_install import ensure_mlflow
 
     ensure_mlflow(HERE)

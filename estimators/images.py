@@ -25,6 +25,11 @@ Sources, looked up 2026-12-02:
   The SDK has no 2.9 Neuron training config; its only pytorch-training-neuronx entry
   (hyperpod-recipes-neuron.json) uses the same account in every region, so Neuron images take it too.
 - DNS suffix and partition: botocore data/endpoints.json (amazonaws.com, amazonaws.com.cn for aws-cn).
+- NEURON_TRANSFORMERS: aws-neuron/deep-learning-containers tag 2.29.1, common/nxdt_requirements.txt
+  (installed into the pytorch-training-neuronx image): `transformers==4.56.*`.
+- PYTORCH_DLC_PACKAGES: aws/deep-learning-containers pytorch/training/docker/2.9/py3/cu130/Dockerfile.gpu
+  (959ce8a4) installs torch, torchvision, torchaudio, torchtnt, torchdata, triton, s3torchconnector, fastai,
+  accelerate, spacy and others, and no transformers; the CPU image likewise.
 - TORCHNEURON: aws-neuron/aws-neuron-sdk frameworks/torch/pytorch-native-overview.rst (2026-05-29):
   TorchNeuron is a closed beta on Trn2/Trn3; no container image for it is published (none in
   NEURON_DLC nor in aws/deep-learning-containers).
@@ -49,6 +54,9 @@ class Image:
     source: str
     default: bool = False
     note: str = ""
+    # Python packages a training script may import that the image has (NEURON_TRANSFORMERS,
+    # PYTORCH_DLC_PACKAGES): a job whose image lacks one installs bakeoff's pin of it at start.
+    ships: tuple[str, ...] = ()
 
     def uri(self, region: str) -> str:
         return f"{registry_account(region)}.dkr.ecr.{region}.{dns_suffix(region)}/{self.repository}:{self.tag}"
@@ -56,7 +64,7 @@ class Image:
 
 def _neuron(sdk: str, default: bool = False, note: str = "") -> Image:
     return Image("neuron", "pytorch-training-neuronx", f"2.9.0-neuronx-py312-sdk{sdk}-ubuntu24.04", "PyTorch 2.9.0",
-                 "py312", f"Neuron SDK {sdk}, Ubuntu 24.04", "NEURON_DLC", default, note)
+                 "py312", f"Neuron SDK {sdk}, Ubuntu 24.04", "NEURON_DLC", default, note, ships=("transformers",))
 
 
 CATALOG: tuple[Image, ...] = (

@@ -199,6 +199,19 @@ def leg_environment(spec: BakeoffSpec, leg: Leg) -> dict[str, str]:
     return env
 
 
+def _check_packages(spec: BakeoffSpec, bundle: Bundle) -> None:
+    from . import packages
+    from .errors import SpecError
+    from .loader import locate
+
+    try:
+        packages.check(spec, bundle)
+    except SpecError as exc:
+        i = int((exc.field or "legs.0").split(".")[1])
+        file, line = locate(spec, ("legs", i))
+        raise SpecError(exc.message, file=file, line=line, field=exc.field) from None
+
+
 def _image(spec: BakeoffSpec, leg: Leg) -> str | None:
     if leg.image:
         return leg.image
@@ -225,6 +238,7 @@ def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle |
 
         local_gpu = gpu_available()
     bundle = bundle or bundle_for(spec, base_dir or spec_base_dir(spec))
+    _check_packages(spec, bundle)
     base = training_hyperparameters(spec)
     t = spec.training
     legs, jobs = [], []

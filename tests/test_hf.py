@@ -101,3 +101,44 @@ def test_tiny_hf_bakeoff_runs_on_both_legs_to_a_verdict(tmp_path):
     assert "xla" in str(summaries["trn1-s0"]["environment"]["backend_device"]).lower()
     # The model loads back with from_pretrained's config.
     assert (out / "jobs" / "trn1-s0" / "opt" / "ml" / "model" / "config.json").exists()
+
+
+def _p4d_spec(**extra):
+    spec = tiny_spec(**HF_TINY, **extra)
+    assert [leg["backend"] for leg in spec["legs"]] == ["neuron", "cuda"]  # a trn1 leg and a p4d leg
+    return spec
+
+
+def test_every_job_of_a_script_that_imports_transformers_installs_it_where_the_image_lacks_it(tmp_path):
+    """AWS's PyTorch 2.9 GPU image has no transformers (the Neuron one does): without this every p4d job crashed."""
+    from pipelines.loader import load_spec
+    from pipelines.sagemaker.compiler import compile_pipeline
+
+    steps = compile_pipeline(load_spec(str(write_spec(tmp_path / "hf.yaml", _p4d_spec())))).definition["Steps"]
+    envs = {s["Name"]: s["Arguments"]["Environment"] for s in steps if s["Type"] == "Training"}
+    assert envs and all(env["BAKEOFF_INSTALL_PACKAGES"] == "transformers" for env in envs.values())
+    reference = compile_pipeline(load_spec(str(write_spec(tmp_path / "ref.yaml", tiny_spec())))).definition["Steps"]
+    assert not any("BAKEOFF_INSTALL_PACKAGES" in s["Arguments"].get("Environment", {}) for s in reference)
+
+
+def test_under_network_isolation_a_leg_that_cannot_install_transformers_is_refused_in_one_line(tmp_path, capsys):
+    from pipelines.cli import main
+
+    path = write_spec(tmp_path / "hf.yaml", _p4d_spec(security={"network_isolation": True}))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "leg 'p4d'" in err and "transformers==4.56.2" in err and "legs.1.image" in err
+    # An image of the user's own is taken as given.
+    spec = _p4d_spec(security={"network_isolation": True})
+    spec["legs"][1]["image"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:hf"
+    assert main(["validate", str(write_spec(tmp_path / "own.yaml", spec))]) == 0
+
+
+def test_a_job_skips_what_its_image_has_and_names_what_it_could_not_install(tmp_path):
+    from bakeoff_runtime.package_install import ensure_packages
+
+    assert ensure_packages(tmp_path, {"BAKEOFF_INSTALL_PACKAGES": "json"}) is None  # importable: nothing run
+    (tmp_path / "wheels").mkdir()  # a bundle's wheels, without the package: pip --no-index cannot find it
+    why = ensure_packages(tmp_path, {"BAKEOFF_INSTALL_PACKAGES": "bakeoff_no_such_package"})
+    assert why.startswith("the script imports bakeoff_no_such_package, which this image lacks")
+    assert "the code bundle's wheels" in why

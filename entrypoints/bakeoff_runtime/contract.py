@@ -61,6 +61,8 @@ class JobEnvironment:
     mlflow_install: bool = _env_field("BAKEOFF_MLFLOW_INSTALL", False, doc="install the MLflow client at start")
     install_requirements: bool = _env_field("BAKEOFF_INSTALL_REQUIREMENTS", False,
                                             doc="script mode: pip install the script's requirements.txt first")
+    install_packages: str = _env_field("BAKEOFF_INSTALL_PACKAGES", "",
+                                       doc="packages to install at start when the image lacks them (comma-separated)")
     mlflow_experiment: str = _env_field("BAKEOFF_MLFLOW_EXPERIMENT", "", doc="MLflow experiment")
     mlflow_artifact_location: str = _env_field("BAKEOFF_MLFLOW_ARTIFACT_LOCATION", "",
                                                doc="artifact location of a new experiment")

@@ -129,7 +129,7 @@ class Substitutions:
             hps["per_device_batch_size"] = json.dumps(planned.local_batching.per_device_batch_size)
             hps["gradient_accumulation_steps"] = json.dumps(planned.local_batching.gradient_accumulation_steps)
         env = {k: self._local_value(v) for k, v in env_in.items()
-               if k not in (ENV["mlflow_install"], ENV["install_requirements"])}
+               if k not in (ENV["mlflow_install"], ENV["install_requirements"], ENV["install_packages"])}
         env.update(emu.environment)
         env[ENV["backend"]] = emu.backend
         env[ENV["nproc_per_node"]] = str(planned.local_processes)  # 1 unless a scaling sweep's leg

@@ -193,6 +193,13 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
     key = cache_key(backend=planned.backend, image=planned.image, precision=leg.precision, environment=env,
                     hyperparameters=job.hyperparameters, world_size=planned.batching.world_size)
     cache = cache_uri(bucket, prefix, planned.backend, key)
+    from ..packages import needed
+
+    wanted = needed(spec, plan.bundle)
+    if wanted:
+        # Each job installs bakeoff's pin where its image lacks the package (the Neuron image has
+        # transformers, AWS's PyTorch GPU image does not): pipelines/packages.py.
+        env[ENV["install_packages"]] = ",".join(wanted)
     if spec.security.network_isolation:
         # An isolated container has no network (CreateTrainingJob EnableNetworkIsolation), so an s3:// cache
         # cannot be read or written; the Neuron cache stays at its on-instance default and the job compiles
