@@ -7,6 +7,7 @@ from typing import Any
 
 from .errors import SpecError
 from .spec import BakeoffSpec
+from .terminal_text import data
 
 VERDICT_STYLE = {"ready": "green", "will recompile": "yellow", "will fall back": "red"}
 
@@ -60,8 +61,8 @@ def render(results: list[tuple[str, dict[str, Any]]], spec: BakeoffSpec, console
         console.print(f"preflight {name} ({leg.instance_type}, {leg.backend} {leg.precision}) on local xla:cpu, "
                       f"{report['steps']} steps: [{style}]{report['verdict'].upper()}[/{style}]", highlight=False)
         console.print(f"  graphs compiled: {report['graphs_compiled']} ({report['graphs_after_warmup']} after "
-                      f"warm-up); fallback ops: {', '.join(report['fallback_ops']) or 'none'}", highlight=False)
+                      f"warm-up); fallback ops: {data(', '.join(report['fallback_ops']) or 'none')}", highlight=False)
         for p in report["problems"]:
             mark = "[red]BLOCKER[/red]" if p["blocker"] else "[yellow]warning[/yellow]"
-            console.print(f"  {mark} {_describe(p)}", highlight=False)
-            console.print(f"          fix: {p['fix']}", highlight=False)
+            console.print(f"  {mark} {data(_describe(p))}", highlight=False)  # the job's text, shown as data
+            console.print(f"          fix: {data(p['fix'])}", highlight=False)

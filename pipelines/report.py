@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .terminal_text import data
+
 
 def _num(v, fmt="{:.4g}"):
     return "-" if v is None else fmt.format(v)
@@ -59,11 +61,11 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
     metric = parity["metric"]
     legs = evaluation["legs"]
     # Legs as columns: a bake-off has a few legs and many figures, so this fits a terminal.
-    table = Table(title=f"bake-off {evaluation.get('bakeoff')}: {metric} ({parity['direction']}), "
-                        f"baseline {parity['baseline']}", title_justify="left")
+    table = Table(title=data(f"bake-off {evaluation.get('bakeoff')}: {metric} ({parity['direction']}), "
+                             f"baseline {parity['baseline']}"), title_justify="left")
     table.add_column("")
     for name in legs:
-        table.add_column(name, justify="right")
+        table.add_column(data(name), justify="right")
     rows = [
         ("instance", lambda f: f["instance_type"]),
         ("runs on", lambda f: f.get("emulated_on") or f["backend"]),
@@ -82,37 +84,37 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
         ("parity", lambda f: f.get("parity", "baseline")),
     ]
     for label, get in rows:
-        cells = [get(f) for f in legs.values()]
+        cells = [data(get(f)) for f in legs.values()]
         if any(c != "-" for c in cells):  # a row of dashes says nothing (no device memory on CPU, say)
             table.add_row(label, *cells)
     console.print(table)
     for check in evaluation["checks"]:
         mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]", "warning": "[yellow]note[/yellow]",
                 "unchecked": "[dim]not checked[/dim]"}.get(check["status"], "[yellow]undecided[/yellow]")
-        console.print(f"  {mark} {check['name']}: {check['why']}", highlight=False)
+        console.print(f"  {mark} {data(check['name'])}: {data(check['why'])}", highlight=False)
     speed = evaluation.get("speed") or {}
     if emulated:
-        console.print(f"  speed and cost: {speed.get('label')}; no cheapest leg is named from an emulation",
+        console.print(f"  speed and cost: {data(speed.get('label'))}; no cheapest leg is named from an emulation",
                       highlight=False)
     for leg in speed.get("unstable_legs") or []:
-        console.print(f"  [yellow]note[/yellow] throughput of {leg} varies by more than 20% across seeds",
+        console.print(f"  [yellow]note[/yellow] throughput of {data(leg)} varies by more than 20% across seeds",
                       highlight=False)
     slowed = [n for n, f in legs.items() if f.get("speed_representative") is False]
     if slowed:
-        console.print(f"  [yellow]note[/yellow] the speed and cost of {', '.join(slowed)} are not representative "
+        console.print(f"  [yellow]note[/yellow] the speed and cost of {data(', '.join(slowed))} are not representative "
                       "(CPU fallbacks, recompilations or warnings above; each blockers line says how to find them)",
                       highlight=False)
     basis = evaluation.get("cost_basis")
     if basis:
-        console.print(f"  cost: {basis}", highlight=False)
+        console.print(f"  cost: {data(basis)}", highlight=False)
     rule = evaluation.get("rule") or {}
     if rule.get("changed"):
-        console.print(f"  [yellow]rule changed after the data[/yellow]: original {rule['original']}, now "
-                      f"{rule['current']} ({rule.get('reason')})", highlight=False)
+        console.print("  [yellow]rule changed after the data[/yellow]: " + data(
+            f"original {rule['original']}, now {rule['current']} ({rule.get('reason')})"), highlight=False)
     console.print(f"[bold {colour}]verdict: {verdict}[/bold {colour}]", highlight=False)
     rec = evaluation.get("recommendation")
     if rec:
-        console.print(f"to decide it: {rec['why']}", highlight=False)
+        console.print(f"to decide it: {data(rec['why'])}", highlight=False)
 
 
 def apply_billable_time(evaluation: dict[str, Any], billable: dict[tuple[str, int], float]) -> dict[str, Any]:

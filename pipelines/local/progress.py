@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import time
 
+from ..terminal_text import data
+
 
 def _fmt_s(seconds: float) -> str:
     return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
@@ -23,7 +25,8 @@ class Progress:
         self._run_walls: list[float] = []  # jobs that ran (not skipped): the basis of the bake-off's ETA
 
     def note(self, message: str) -> None:
-        self.console.print(f"[bold]bakeoff[/bold] {message}", highlight=False)
+        # Notes carry job text (reasons, paths): shown as data, never read as markup.
+        self.console.print(f"[bold]bakeoff[/bold] {data(message)}", highlight=False)
 
     def start(self, total_jobs: int) -> None:
         self._total_jobs = total_jobs
@@ -39,7 +42,7 @@ class Progress:
             self._bar.start()
 
     def begin(self, index: int, name: str, total_steps: int | None) -> None:
-        label = f"[{index}/{self._total_jobs}] {name}"
+        label = data(f"[{index}/{self._total_jobs}] {name}")
         self._total = total_steps
         if self._bar is not None:
             self._task = self._bar.add_task(label, total=total_steps)
@@ -74,15 +77,15 @@ class Progress:
         if tps:
             bits.append(f"{tps:,.0f} tokens/s")
         if reason and status != "completed":
-            bits.append(f"reason: {reason}")
+            bits.append(f"reason: {data(reason)}")
         style = "green" if status == "completed" else "red"
         eta = self.eta_s(index)
         tail = f" (bake-off: about {_fmt_s(eta)} left)" if eta is not None else ""
-        self.console.print(f"[{index}/{self._total_jobs}] {name}: [{style}]{', '.join(bits)}[/{style}]{tail}",
-                           highlight=False)
+        head = data(f"[{index}/{self._total_jobs}] {name}")
+        self.console.print(f"{head}: [{style}]{', '.join(bits)}[/{style}]{tail}", highlight=False)
 
     def skipped(self, index: int, name: str) -> None:
-        self.console.print(f"[{index}/{self._total_jobs}] {name}: unchanged, not re-run (use --force to re-run)",
+        self.console.print(data(f"[{index}/{self._total_jobs}] {name}: unchanged, not re-run (use --force to re-run)"),
                            highlight=False)
 
     def stop(self) -> None:

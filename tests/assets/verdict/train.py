@@ -9,6 +9,7 @@ for the end-to-end verdict tests (each job trains in well under a second).
     plant: sigkill_once=LEG/SEED     the same, on the job's first attempt only (its checkpoint dir remembers)
     plant: hang=LEG/SEED        that job stops making progress after 5 steps (until it is stopped)
     plant: slow                 every step takes 0.25 s more (time to stop a run in the middle)
+    plant: raise=LEG/SEED       that job raises RuntimeError(hyperparameter `message`) (a script failure)
 """
 import os
 import signal
@@ -23,6 +24,8 @@ with Runtime.from_environment() as rt:
     plant = str(rt.hp("plant", "none"))
     if plant == f"sigkill={rt.leg}/{rt.seed}":
         os.kill(os.getpid(), signal.SIGKILL)
+    if plant == f"raise={rt.leg}/{rt.seed}":
+        raise RuntimeError(str(rt.hp("message", "planted")))
     if plant == f"sigkill_once={rt.leg}/{rt.seed}":
         marker = rt.env.checkpoint_dir / "killed-once"
         if not marker.exists():
