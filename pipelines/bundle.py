@@ -8,7 +8,7 @@ import gzip
 import hashlib
 import io
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,8 +18,18 @@ _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", "node_modul
               ".ruff_cache", ".aws", ".ssh", ".gnupg", ".terraform"}
 _SKIP_SUFFIXES = {".pyc", ".pyo"}
 # Never packed, wherever they are: the bundle is uploaded to S3 and read by every job.
-SECRET_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_ed25519*", "id_ecdsa*",
-                   ".netrc", ".npmrc", ".pypirc", "credentials", "credentials.*", "*.kdbx", ".htpasswd")
+SECRET_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_ed25519*",
+                   "id_ecdsa*", ".netrc", ".npmrc", ".pypirc", "credentials", "credentials.*", "*.kdbx", ".htpasswd",
+                   ".git-credentials", ".pgpass", ".vault-token", ".s3cfg", ".boto", ".databrickscfg",
+                   "*_history", ".history", "*.tfstate", "*.tfstate.*", "application_default_credentials.json")
+# Secrets known by where they sit rather than by name (a folder's `config` or `token` is not one elsewhere).
+SECRET_PATHS = ("*.docker/config.json", "*.kube/config", "*.huggingface/token", "*.cache/huggingface/token",
+                "*wandb/settings", "*.config/gcloud/*")
+# Packed, but named like something that should not be: said once, with how to leave it out.
+# (`*token` and `*token.*`, not `*token*`: a tokenizer's files are not secrets.)
+SENSITIVE_LOOKING = ("*secret*", "*token", "*token.*", "*passw*", "*apikey*", "*api_key*", "*access_key*")
+IGNORE_FILES = (".gitignore", ".bakeoffignore")
+RUN_DIR_MARKER = ".bakeoff.lock"  # every run directory has one (pipelines/local/lock.py)
 LAUNCHER = "launch.py"
 BUILTIN_SCRIPT = "train.py"
 EVALUATE_SCRIPT = "evaluate.py"
@@ -38,20 +48,93 @@ def entrypoints_dir() -> Path:
     raise FileNotFoundError("bakeoff's entrypoints are missing from this installation")
 
 
-def is_secret(name: str) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_PATTERNS)
+def is_secret(name: str, rel: str | None = None, path: Path | None = None) -> bool:
+    if any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_PATTERNS):
+        return True
+    if rel is not None and any(fnmatch.fnmatch(rel, pattern) for pattern in SECRET_PATHS):
+        return True
+    return path is not None and _is_service_account_key(path)
+
+
+def _is_service_account_key(path: Path) -> bool:
+    """A Google Cloud service-account key, whatever its file is called (they are JSON with the key inside)."""
+    if path.suffix != ".json":
+        return False
+    try:
+        if path.stat().st_size > 64_000:
+            return False
+        head = path.read_bytes()
+    except OSError:
+        return False
+    return b'"private_key"' in head and b'"service_account"' in head
+
+
+class IgnoreRules:
+    """The subset of .gitignore both ignore files are read with: comments, `!` negation, a leading
+    `/` anchoring to the source dir, a trailing `/` for folders, `*`, `?`, `[...]` and `**`."""
+
+    def __init__(self, lines: list[str]):
+        self.rules: list[tuple[bool, bool, bool, str]] = []  # (negated, anchored, folders only, pattern)
+        for raw in lines:
+            line = raw.rstrip("\n").rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negated = line.startswith("!")
+            line = line[1:] if negated else line
+            folders = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = line.startswith("/") or "/" in line
+            self.rules.append((negated, anchored, folders, line.lstrip("/")))
+
+    @classmethod
+    def of(cls, root: Path) -> IgnoreRules:
+        lines: list[str] = []
+        for name in IGNORE_FILES:
+            try:
+                lines += (root / name).read_text().splitlines()
+            except (OSError, UnicodeDecodeError):
+                pass
+        return cls(lines)
+
+    def ignored(self, rel: str) -> bool:
+        parts = rel.split("/")
+        verdict = False
+        for negated, anchored, folders, pattern in self.rules:
+            # A path is matched as itself (files) and through each folder it sits in.
+            candidates = [("/".join(parts[:i]), i < len(parts)) for i in range(1, len(parts) + 1)]
+            for candidate, is_folder in candidates:
+                if folders and not is_folder:
+                    continue
+                name = candidate.rsplit("/", 1)[-1]
+                hit = fnmatch.fnmatch(candidate, pattern) or fnmatch.fnmatch(candidate, pattern.replace("**/", "")) \
+                    if anchored else fnmatch.fnmatch(name, pattern)
+                if hit:
+                    verdict = not negated
+                    break
+        return verdict
 
 
 def _files_under(root: Path, prefix: str = "", skipped: list[str] | None = None,
-                 contain: Path | None = None) -> dict[str, Path]:
-    """Files to pack under `root`: caches, VCS folders and secrets left out (named in `skipped`);
-    with `contain`, a symlink resolving outside it is refused."""
+                 contain: Path | None = None, exclude: tuple[Path, ...] = ()) -> dict[str, Path]:
+    """Files to pack under `root`: caches, VCS folders, secrets and what the ignore files name left
+    out (named in `skipped`); `exclude`: folders never packed (a run directory inside the source
+    dir); with `contain`, a symlink resolving outside it is refused."""
     out: dict[str, Path] = {}
+    rules = IgnoreRules.of(root) if skipped is not None else IgnoreRules([])
+    excluded = [e.resolve() for e in exclude]
+    if skipped is not None:
+        # A bake-off's own run directory (`--out` inside the source dir): packing it would put each run
+        # into the next one's bundle, which then never matches a finished job again.
+        for marker in sorted(root.rglob(RUN_DIR_MARKER)):
+            excluded.append(marker.parent.resolve())
+            skipped.append(f"{marker.parent.relative_to(root).as_posix()}/ (a bakeoff run directory)")
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if any(part in _SKIP_DIRS for part in rel.parts) or path.suffix in _SKIP_SUFFIXES or not path.is_file():
             continue
-        if is_secret(path.name):
+        if excluded and any(path.resolve().is_relative_to(e) for e in excluded):
+            continue  # named once above, not file by file
+        if is_secret(path.name, rel.as_posix(), path) or rules.ignored(rel.as_posix()):
             if skipped is not None:
                 skipped.append(rel.as_posix())
             continue
@@ -67,6 +150,20 @@ def _files_under(root: Path, prefix: str = "", skipped: list[str] | None = None,
 class Bundle:
     files: tuple[tuple[str, bytes], ...]
     script: str
+    # What the user's source dir had that was not packed, and what was packed though named like a
+    # secret: said once (`validate`, `run`), never part of the bundle's identity.
+    left_out: tuple[str, ...] = field(default=(), compare=False)
+    looks_sensitive: tuple[str, ...] = field(default=(), compare=False)
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.left_out:
+            out.append(f"source_dir: left out of the code bundle: {_listed(self.left_out)} (credentials, run "
+                       "directories and what .gitignore/.bakeoffignore name are never packed)")
+        if self.looks_sensitive:
+            out.append(f"source_dir: packed, and named like a secret: {_listed(self.looks_sensitive)}; the bundle "
+                       "goes to S3 and to every job: if it should not, name it in a .bakeoffignore")
+        return out
 
     @property
     def sha256(self) -> str:
@@ -138,7 +235,16 @@ def build_bundle(source_dir: Path | None = None, script: str | None = None, *, c
                                 f"({max_bytes / 1e6:,.0f} MB): the biggest are "
                                 + ", ".join(f"{n} ({p.stat().st_size / 1e6:,.1f} MB)" for n, p in biggest)
                                 + "; put data in a data channel", field="entrypoint.source_dir")
+        sensitive = tuple(n for n in sorted(user) if any(fnmatch.fnmatch(Path(n).name.lower(), p)
+                                                          for p in SENSITIVE_LOOKING))
+        return Bundle(tuple((name, files[name].read_bytes()) for name in sorted(files)), script,
+                      left_out=tuple(skipped), looks_sensitive=sensitive)
     return Bundle(tuple((name, files[name].read_bytes()) for name in sorted(files)), script)
+
+
+def _listed(names: tuple[str, ...], most: int = 8) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def inside(base_dir: Path, relative: str, allow_outside: bool, field: str) -> Path:
@@ -174,7 +280,7 @@ def with_script_settings(bundle: Bundle, spec) -> Bundle:
                         "entrypoint.script_mode.install_requirements: false if the image has them",
                         field="entrypoint.script_mode.install_requirements")
     body = spec.entrypoint.script_mode.settings(spec.parity.metric).to_json().encode()
-    return Bundle(tuple(sorted((*bundle.files, (name, body)))), bundle.script)
+    return replace(bundle, files=tuple(sorted((*bundle.files, (name, body)))))
 
 
 def bundle_for(spec, base_dir: Path) -> Bundle:

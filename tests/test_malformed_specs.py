@@ -1,6 +1,7 @@
 """A corpus of malformed specs and arguments: every one ends in exit code 2 and one line
 saying where (file:line or the --set argument), which field and what to do; no traceback,
 no hang, bounded memory."""
+import json
 import os
 
 import pytest
@@ -254,3 +255,64 @@ def test_a_hundred_seeds_can_be_synthesized(tmp_path):
     evaluate = next(s for s in compiled.definition["Steps"] if s["Name"] == "Evaluate")
     args = evaluate["Arguments"]["AppSpecification"]["ContainerArguments"]
     assert "--execution-arn" in args and len(args) <= 100
+
+
+CREDENTIALS = (".git-credentials", ".pgpass", ".envrc", ".bash_history", ".zsh_history", ".docker/config.json",
+               ".kube/config", "terraform.tfstate", "application_default_credentials.json", ".huggingface/token",
+               ".cache/huggingface/token", ".vault-token", ".s3cfg", ".boto", ".databrickscfg", "wandb/settings")
+
+
+def test_credential_files_are_never_packed_and_what_was_left_out_is_said_once(tmp_path, capsys):
+    from pipelines.loader import load_spec
+    from pipelines.plan import build_plan
+
+    proj = _tree(tmp_path)
+    code = proj / "code"
+    for rel in CREDENTIALS:
+        (code / rel).parent.mkdir(parents=True, exist_ok=True)
+        (code / rel).write_text("secret\n")
+    # A service-account key is a secret whatever its file is called.
+    (code / "gcp-ci.json").write_text(json.dumps({"type": "service_account", "private_key": "-----BEGIN"}))
+    (code / "tokenizer.json").write_text("{}")  # named like nothing secret: packed, silently
+    (code / "db_password.txt").write_text("hunter2\n")  # packed, but said
+    spec = proj / "spec.yaml"
+    spec.write_text(BASE + "entrypoint: {source_dir: code, script: train.py}\n")
+    bundle = build_plan(load_spec(spec)).bundle
+    names = {n for n, _ in bundle.files}
+    assert not names & {*CREDENTIALS, "gcp-ci.json"}, names & {*CREDENTIALS, "gcp-ci.json"}
+    assert {"train.py", "tokenizer.json", "db_password.txt"} <= names
+    assert main(["validate", str(spec)]) == 0
+    out = capsys.readouterr().out  # validate's warnings
+    left = next(line for line in out.splitlines() if "left out of the code bundle" in line)
+    assert ".bash_history" in left and "and 9 more" in left  # 17 left out, named up to 8 on one line
+    assert set(bundle.left_out) == {*CREDENTIALS, "gcp-ci.json"}  # every one of them, in the API
+    assert "db_password.txt" in next(line for line in out.splitlines() if "named like a secret" in line)
+
+
+def test_ignore_files_are_honoured_and_a_run_directory_inside_the_source_dir_is_never_packed(tmp_path):
+    from pipelines.loader import load_spec
+    from pipelines.plan import build_plan
+
+    proj = _tree(tmp_path)
+    code = proj / "code"
+    (code / ".gitignore").write_text("# build output\n*.log\ncache/\n!keep.log\n/top-only.txt\n")
+    (code / ".bakeoffignore").write_text("notes/**\n")
+    for rel in ("run.log", "keep.log", "cache/x.bin", "sub/cache/y.bin", "top-only.txt", "sub/top-only.txt",
+                "notes/a/b.md", "src/model.py"):
+        (code / rel).parent.mkdir(parents=True, exist_ok=True)
+        (code / rel).write_text("x\n")
+    (code / "runs" / "first").mkdir(parents=True)  # `bakeoff run --out code/runs/first`: a run directory
+    (code / "runs" / "first" / ".bakeoff.lock").write_text("")
+    (code / "runs" / "first" / "evaluation.json").write_text("{}")
+    spec = proj / "spec.yaml"
+    spec.write_text(BASE + "entrypoint: {source_dir: code, script: train.py}\n")
+    bundle = build_plan(load_spec(spec)).bundle
+    names = {n for n, _ in bundle.files if not n.startswith("bakeoff_runtime/")}
+    assert {"keep.log", "sub/top-only.txt", "src/model.py", "train.py"} <= names
+    assert not names & {"run.log", "cache/x.bin", "sub/cache/y.bin", "top-only.txt", "notes/a/b.md",
+                        "runs/first/evaluation.json"}
+    assert "runs/first/ (a bakeoff run directory)" in bundle.notes()[0]
+    # A second run inside it changes nothing: the bundle (and so every job's cache key) is the same.
+    (code / "runs" / "first" / "jobs").mkdir()
+    (code / "runs" / "first" / "jobs" / "big.bin").write_bytes(b"\0" * 1000)
+    assert build_plan(load_spec(spec)).bundle.sha256 == bundle.sha256

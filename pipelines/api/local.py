@@ -38,7 +38,8 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
     loaded = as_spec(spec, overrides)
     plan = build_plan(loaded)
     _check_compiles(loaded, plan)
-    warnings = seed_warnings(loaded, Path(previous_run) if previous_run else None) + design_warnings(loaded)
+    warnings = seed_warnings(loaded, Path(previous_run) if previous_run else None) + design_warnings(loaded) \
+        + plan.bundle.notes()
     legs = tuple(LegPlan(name=leg.name, instance_type=leg.instance_type, instance_count=leg.instance_count,
                          devices=leg.devices, backend=leg.backend, precision=leg.precision,
                          per_device_batch_size=leg.batching.per_device_batch_size,

@@ -241,6 +241,8 @@ class LocalExecutor:
         self._write_records(plan, compiled, subs, params)
         for line in subs.describe():
             self.progress.note(f"local: {line}")
+        for line in plan.bundle.notes():
+            self.progress.note(line)
         for leg in self.spec.legs:
             if leg.precompile:
                 self.progress.note(f"leg {leg.name}: the Precompile step is skipped locally (neuron_parallel_compile "
