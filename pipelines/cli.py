@@ -64,7 +64,14 @@ def cmd_run(args) -> int:
 def cmd_validate(args) -> int:
     from . import api
 
+    if not args.aws and (args.region or args.profile):
+        from .errors import SpecError
+
+        raise SpecError("--region and --profile say where to check the account: they go with --aws", field="--aws")
     result = api.validate(args.spec, overrides=args.overrides, previous_run=args.previous)
+    if args.aws:  # after the offline checks: a spec that cannot compile never reaches AWS
+        checks = api.account_checks(args.spec, overrides=args.overrides, region=args.region, profile=args.profile)
+        result = result.model_copy(update={"account": checks})
 
     def text(r) -> None:
         print(f"{args.spec}: ok: {r.name}, {len(r.legs)} legs x {len(r.seeds)} seeds = {r.jobs} "
@@ -79,8 +86,26 @@ def cmd_validate(args) -> int:
                   f"{leg.gradient_accumulation_steps} = global {leg.global_batch_size}")
         for warning in r.warnings:
             print(f"  warning: {warning}")
+        if r.account is not None:
+            _print_account(r.account)
 
-    return emit(args, result, text)
+    emit(args, result, text)
+    if result.account is not None and result.account.problems:
+        for line in result.account.problems:  # errors show even with --quiet or --json
+            print(f"bakeoff: error: {line}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _print_account(checks) -> None:
+    for q in checks.quotas:
+        have = "not read" if q.value is None else f"{q.value:g}" + (" (AWS default)" if q.default_value else "")
+        print(f"  quota {q.quota_name} ({q.quota_code or '?'}) in {checks.region}: {have}, needs {q.needed} at once"
+              + (": SHORT" if q.short else ""))
+    if checks.mlflow_server_version:
+        print(f"  MLflow tracking server {checks.mlflow_server_version}, client {checks.mlflow_client_version}")
+    for warning in checks.warnings:
+        print(f"  account warning: {warning}")
 
 
 def cmd_schema(args) -> int:
@@ -200,7 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
     _spec_arg(p)
     p.add_argument("--from", dest="previous", metavar="RUN_DIR", help="a previous run of this bake-off: warn when "
                    "its spread says the declared seeds are unlikely to decide the verdict")
-    output_args(p, "print the plan (legs, batching, seeds, jobs, spec hash) and warnings as JSON")
+    p.add_argument("--aws", action="store_true", help="also check the AWS account (read-only): each SageMaker quota "
+                   "the pipeline draws on against its peak (exit 2 when one is short), and the MLflow tracking "
+                   "server's version against the client the jobs install")
+    from .cli_aws import _aws_args
+
+    _aws_args(p)
+    output_args(p, "print the plan (legs, batching, seeds, jobs, spec hash) and warnings as JSON (with --aws, the "
+                   "account checks under `account`)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the spec")

@@ -48,12 +48,22 @@ def cmd_synth(args) -> int:
 
 def cmd_deploy(args) -> int:
     from . import api
+    from .api.aws import QuotaShortfall
 
-    result = api.deploy(args.spec, role_arn=args.role, bucket=args.bucket, region=args.region,
-                        overrides=args.overrides, profile=args.profile,
-                        progress=None if args.quiet else lambda ev: stderr_line(ev.message))
+    try:
+        result = api.deploy(args.spec, role_arn=args.role, bucket=args.bucket, region=args.region,
+                            overrides=args.overrides, profile=args.profile, skip_quota_check=args.skip_quota_check,
+                            progress=None if args.quiet else lambda ev: stderr_line(ev.message))
+    except QuotaShortfall as exc:  # one line per short quota, then what could not be checked
+        for line in exc.checks.problems:
+            stderr_line(f"bakeoff: error: {line}")
+        for line in exc.checks.warnings:
+            stderr_line(f"bakeoff: warning: {line}")
+        return exc.exit_code
 
     def text(r) -> None:
+        for line in r.warnings:
+            stderr_line(f"bakeoff: warning: {line}")
         print(f"{r.action} {r.pipeline_arn} ({len(r.uploaded)} assets uploaded, {len(r.already_present)} already "
               "present)")
         print(f"start it: bakeoff start {r.pipeline_name}")
@@ -194,6 +204,10 @@ def register(sub) -> None:
     p = sub.add_parser("deploy", help="upload code/data if absent and create or update the SageMaker pipeline")
     _spec_args(p)
     p.add_argument("--profile", help="AWS profile to use (default: AWS_PROFILE or the default chain)")
+    p.add_argument("--skip-quota-check", action="store_true",
+                   help="do not compare the account's SageMaker quotas with the pipeline's peak first (for a caller "
+                        "without servicequotas:ListServiceQuotas, or one who knows better); a short quota otherwise "
+                        "stops the deploy with exit 2 before anything is created")
     output_args(p, "print the pipeline ARN, action and uploaded keys as JSON")
     p.set_defaults(func=cmd_deploy)
 

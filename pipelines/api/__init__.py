@@ -10,7 +10,8 @@
     result.raise_for_verdict()          # ParityFailed / ParityInconclusive, carrying the evaluation
 
 Offline: `load_spec`, `validate`, `plan`, `synth`, `run_local`, `preflight`, `schema`, `instances`, `images`.
-On SageMaker: `deploy`, `start`, `start_until_decided`, `wait`, `status`, `report`, `stop`, `prices(refresh=True)`.
+On SageMaker: `account_checks`, `deploy`, `start`, `start_until_decided`, `wait`, `status`, `report`, `stop`,
+`prices(refresh=True)`.
 
 Each returns a frozen pydantic model (`pipelines.api.results`) whose `model_dump(mode="json")` is
 exactly what the matching `bakeoff COMMAND --json` prints. Nothing prints; long operations take a
@@ -24,10 +25,11 @@ from several threads with one session.
 """
 from __future__ import annotations
 
-from .aws import deploy, render_report, report, start, start_until_decided, status, stop, wait
+from .aws import account_checks, deploy, render_report, report, start, start_until_decided, status, stop, wait
 from .catalog import images, instances, prices
 from .local import load_spec, plan, preflight, run_local, schema, synth, validate
 from .results import (
+    AccountChecks,
     AssetInfo,
     Decision,
     Deployment,
@@ -43,6 +45,7 @@ from .results import (
     PriceRow,
     Prices,
     ProgressEvent,
+    QuotaCheck,
     Report,
     Result,
     Round,
@@ -54,16 +57,16 @@ from .results import (
 
 __all__ = [
     # the verbs, in the order a bake-off uses them
-    "load_spec", "validate", "plan", "synth", "run_local", "preflight", "deploy", "start",
+    "load_spec", "validate", "plan", "synth", "run_local", "preflight", "account_checks", "deploy", "start",
     "start_until_decided", "wait", "status", "report", "stop", "instances", "images", "prices", "schema",
     # what they return
     "Result", "ProgressEvent", "Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Deployment",
     "Execution", "ExecutionStatus", "StepStatus", "Report", "Instances", "LegKind", "InstanceInfo", "Prices",
-    "PriceRow", "Images", "ImageRow", "Preflight", "Decision", "Round",
+    "PriceRow", "Images", "ImageRow", "Preflight", "Decision", "Round", "AccountChecks", "QuotaCheck",
     # the report writer `report` runs
     "render_report",
 ]
 #: The verbs: one per CLI command.
-VERBS = tuple(__all__[:17])
+VERBS = tuple(__all__[:18])
 #: The result types the verbs return.
-RESULTS = tuple(__all__[17:-1])
+RESULTS = tuple(__all__[18:-1])

@@ -1,4 +1,4 @@
-"""The façade's SageMaker verbs: deploy, start, wait, status, report, stop.
+"""The façade's SageMaker verbs: account_checks, deploy, start, wait, status, report, stop.
 
 Every function takes `session` (a boto3.Session: its credentials and region), or `region` and
 `profile` to make one; nothing is read from anywhere a caller cannot override. The clients made for
@@ -17,10 +17,12 @@ from typing import Any
 from ..errors import RunError, SpecError
 from ._support import Progress, SpecLike, as_spec, note, ops_for, public
 from .results import (
+    AccountChecks,
     Decision,
     Deployment,
     Execution,
     ExecutionStatus,
+    QuotaCheck,
     Report,
     Round,
     StepStatus,
@@ -33,16 +35,76 @@ ExecutionLike = Execution | str
 Cancel = threading.Event | Callable[[], bool]
 
 
+class QuotaShortfall(SpecError):
+    """The account's SageMaker quotas cannot hold the pipeline at its peak (exit code 2). `checks` is the
+    whole AccountChecks; the message is its problems, one line each."""
+
+    def __init__(self, checks: AccountChecks):
+        self.checks = checks
+        super().__init__("\n".join(checks.problems))
+
+
+def _account_checks(spec: Any, compiled: Any, ops: Any, *, quotas: bool = True) -> AccountChecks:
+    """The quota and MLflow checks of a compiled pipeline in `ops`'s region and account."""
+    from ..sagemaker import mlflow_server
+    from ..sagemaker import quotas as quota_checks
+
+    checked: tuple[QuotaCheck, ...] = ()
+    problems: tuple[str, ...] = ()
+    warnings: list[str] = []
+    if quotas:
+        client = ops.client("service-quotas", retries=quota_checks.RETRIES)
+        found = quota_checks.check(compiled.definition, compiled.max_parallel_steps, client, ops.region)
+        checked = tuple(QuotaCheck(quota_name=n.quota, quota_code=q.code if q else None, value=q.value if q else None,
+                                   default_value=bool(q and q.default), needed=n.needed, steps=n.steps)
+                        for n in found.needs for q in [found.quotas.get(n.quota)])
+        problems, warnings = found.problems, list(found.warnings)
+    server = client = None
+    if spec.mlflow.enabled:
+        server, client, more = mlflow_server.check(spec.mlflow.tracking_uri,
+                                                   lambda region: ops.client("sagemaker", region=region))
+        warnings += more
+    return AccountChecks(region=ops.region, max_parallel_steps=compiled.max_parallel_steps, quotas=checked,
+                         mlflow_server_version=server, mlflow_client_version=client, problems=problems,
+                         warnings=tuple(warnings))
+
+
+@public
+def account_checks(spec: SpecLike | Synth, *, region: str | None = None, overrides: Sequence[str] = (),
+                   session: Any = None, profile: str | None = None) -> AccountChecks:
+    """Whether this AWS account can run the bake-off's pipeline (`bakeoff validate --aws`; `deploy` runs it too).
+
+    For each SageMaker quota the compiled pipeline draws on (`<type> for training job usage`, its spot twin
+    for managed-spot jobs, `<type> for processing job usage`, the account-wide training total), the
+    instances its jobs hold at once at the pipeline's peak (Collective, Precompile and Preflight steps
+    included, at most `max_parallel_steps` steps running), against the account's value from Service Quotas
+    (servicequotas:ListServiceQuotas). Each shortfall is a line in `problems` naming the quota, its code, both
+    numbers and the request that raises it. When the spec logs to a SageMaker MLflow tracking server, its
+    version is compared with the client the jobs install: a different major.minor is a warning. What could
+    not be read (a permission the caller lacks, a quota not listed) is a warning, never an error; no
+    credentials or no region is an AwsError. Reads only; creates nothing."""
+    from .local import synth
+
+    synthesized = spec if isinstance(spec, Synth) else synth(spec, overrides=overrides, region=region)
+    if synthesized._compiled is None:
+        raise SpecError("this Synth was read back from JSON and carries no pipeline; pass the spec")
+    ops = ops_for(session, region or synthesized.region, profile)
+    return _account_checks(synthesized._spec, synthesized._compiled, ops)
+
+
 @public
 def deploy(spec: SpecLike | Synth, *, role_arn: str, bucket: str | None = None, region: str | None = None,
            overrides: Sequence[str] = (), session: Any = None, profile: str | None = None,
-           progress: Progress | None = None) -> Deployment:
+           skip_quota_check: bool = False, progress: Progress | None = None) -> Deployment:
     """Upload the assets S3 lacks, then create or update the SageMaker pipeline (`bakeoff deploy`).
 
     `spec` is anything `load_spec` takes, or a `synth` result from this process. `role_arn` is the
     SageMaker execution role the jobs run as. The pipeline is tagged with the bake-off's name and
-    spec hash. Returns the pipeline's ARN and what was uploaded; raises AwsError (with the service's
-    error code) when AWS refuses."""
+    spec hash. First the account checks run (`account_checks`): a quota below the pipeline's peak raises
+    QuotaShortfall (a SpecError, exit code 2, carrying the checks) before anything is uploaded or created;
+    `skip_quota_check=True` leaves the quotas out (a caller without servicequotas:ListServiceQuotas, or one
+    who knows better). Their warnings come back in `warnings`. Returns the pipeline's ARN and what was
+    uploaded; raises AwsError (with the service's error code) when AWS refuses."""
     from ..plan import spec_hash
     from .local import synth
 
@@ -58,11 +120,14 @@ def deploy(spec: SpecLike | Synth, *, role_arn: str, bucket: str | None = None, 
         synthesized = synth(spec, overrides=overrides, bucket=bucket, role_arn=role_arn, region=region)
     loaded, compiled = synthesized._spec, synthesized._compiled
     ops = ops_for(session, region or synthesized.region, profile)
+    checks = _account_checks(loaded, compiled, ops, quotas=not skip_quota_check)
+    if checks.problems:
+        raise QuotaShortfall(checks)
     result = ops.deploy(compiled, tags={"bakeoff:name": loaded.name, "bakeoff:spec-hash": spec_hash(loaded)},
                         progress=lambda m: note(progress, m, kind="upload"))
     return Deployment(pipeline_arn=result["pipeline_arn"], pipeline_name=compiled.name, action=result["action"],
                       region=ops.region, bucket=compiled.bucket, uploaded=tuple(result["uploaded"]),
-                      already_present=tuple(result["already_present"]))
+                      already_present=tuple(result["already_present"]), warnings=checks.warnings)
 
 
 def _pipeline_name(pipeline: SpecLike | Deployment) -> tuple[str, str | None]:

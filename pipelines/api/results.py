@@ -58,6 +58,48 @@ class LegPlan(Result):
     arguments: tuple[str, ...] = Field((), description="script mode: the command-line arguments only this leg gets")
 
 
+class QuotaCheck(Result):
+    """One SageMaker quota the pipeline draws on: the instances it holds at once, and the account's value."""
+
+    quota_name: str = Field(description="the quota's name in Service Quotas, e.g. `ml.trn1.32xlarge for training "
+                                        "job usage` (`... for spot training job usage` for managed spot)")
+    quota_code: str | None = Field(None, description="its code (L-...) as Service Quotas lists it; None when not "
+                                                     "listed or not read")
+    value: float | None = Field(None, description="the account's value in the region; None when it was not read")
+    default_value: bool = Field(False, description="the value is AWS's default: the account has no applied value")
+    needed: int = Field(description="instances the pipeline holds at once at its peak, with at most "
+                                    "max_parallel_steps steps running")
+    steps: tuple[str, ...] = Field(description="the pipeline steps whose jobs count against it")
+
+    @property
+    def short(self) -> bool:
+        """True when the account's value is known and below what the pipeline needs at once."""
+        return self.value is not None and self.value < self.needed
+
+
+class AccountChecks(Result):
+    """`account_checks`: whether this AWS account can run the bake-off's pipeline: each SageMaker quota against
+    the pipeline's peak, and the MLflow tracking server's version against the client the jobs install."""
+
+    region: str = Field(description="the region the pipeline runs in (whose quotas were read)")
+    max_parallel_steps: int | None = Field(description="the pipeline's ParallelismConfiguration, which bounds its "
+                                                       "peak")
+    quotas: tuple[QuotaCheck, ...] = Field(description="every quota the pipeline draws on (empty when the quota "
+                                                       "check was skipped)")
+    mlflow_server_version: str | None = Field(None, description="the SageMaker tracking server's MlflowVersion; "
+                                                                "None when the spec logs elsewhere or it was not read")
+    mlflow_client_version: str | None = Field(None, description="the MLflow client the jobs install (its pin)")
+    problems: tuple[str, ...] = Field(description="one line per quota below the pipeline's need, saying what to "
+                                                  "do; any makes `validate --aws` and `deploy` exit 2")
+    warnings: tuple[str, ...] = Field(description="what could not be checked, and an MLflow client/server version "
+                                                  "mismatch; none stops a deploy")
+
+    @property
+    def ok(self) -> bool:
+        """True when no quota is short (warnings do not count)."""
+        return not self.problems
+
+
 class Validation(Result):
     """`validate`: the spec is valid and compiles to a pipeline SageMaker accepts; what it makes."""
 
@@ -69,6 +111,8 @@ class Validation(Result):
     mode: str = Field("runtime", description="entrypoint.mode: `runtime` or `script` (the script batches itself)")
     legs: tuple[LegPlan, ...]
     warnings: tuple[str, ...] = Field(description="design and seed-count warnings; none stops the bake-off")
+    account: AccountChecks | None = Field(None, description="`validate --aws`: this account's quotas and MLflow "
+                                                            "server, checked against the pipeline")
 
 
 class RunSummary(Result):
@@ -131,6 +175,8 @@ class Deployment(Result):
     bucket: str
     uploaded: tuple[str, ...] = Field(description="S3 keys uploaded this time")
     already_present: tuple[str, ...] = Field(description="S3 keys that were there already")
+    warnings: tuple[str, ...] = Field((), description="what the account checks could not check, and an MLflow "
+                                                      "client/server version mismatch")
 
 
 class Execution(Result):

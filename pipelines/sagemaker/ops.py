@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -103,6 +104,24 @@ class SageMakerOps:
             self.s3 = self.session.client("s3", region_name=wanted, config=Config(retries=dict(RETRIES),
                                                                                   user_agent_extra="bakeoff"))
         self.region = self.sm.meta.region_name
+        self._clients: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def client(self, service: str, region: str | None = None, retries: dict[str, Any] | None = None) -> Any:
+        """Another client of this session (Service Quotas, SageMaker in another region), made once under a
+        lock: the session is shared by the threads that share these operations, and sessions are not
+        thread-safe (see the class docstring)."""
+        from botocore.config import Config
+
+        where = region or self.region
+        if service == "sagemaker" and where == self.region:
+            return self.sm
+        with self._lock, aws(f"connect to {service} in {where}"):
+            key = (service, where)
+            if key not in self._clients:
+                cfg = Config(retries=dict(retries or RETRIES), user_agent_extra="bakeoff")
+                self._clients[key] = self.session.client(service, region_name=where, config=cfg)
+            return self._clients[key]
 
     def stack_pipeline(self, stack: str) -> str:
         """The name of the pipeline a bakeoff CDK stack deployed: its `<construct>PipelineName`
