@@ -182,14 +182,20 @@ def _message(err: Any) -> tuple[tuple, str]:
         bounds = _bounds(loc)
         got = err.get("input")
         # YAML 1.1 reads `1e30` (no dot) as text, so say what was read rather than "unable to parse".
-        msg = f"must be a whole number{' ' + bounds if bounds else ''} (got {got!r})"
+        msg = f"must be a whole number{' ' + bounds if bounds else ''} (got {_shown(got)})"
     elif err["type"] in ("literal_error", "enum"):
-        msg = f"{msg} (got {err.get('input')!r})"
+        msg = f"{msg} (got {_shown(err.get('input'))})"
     elif err["type"] in ("finite_number",):
         msg = "must be a finite number (not .inf or .nan)"
     elif err["type"].startswith(("less_than", "greater_than")):
-        msg = f"{msg} (got {err.get('input')!r})"
+        msg = f"{msg} (got {_shown(err.get('input'))})"
     return loc, msg
+
+
+def _shown(value: object, most: int = 80) -> str:
+    """A bad value as the error line quotes it: one line, never the whole of a huge input."""
+    text = repr(value)
+    return text if len(text) <= most else f"{text[:most]}... ({len(text):,} characters)"
 
 
 def _strip_union_tags(loc: tuple) -> tuple:

@@ -316,3 +316,15 @@ def test_ignore_files_are_honoured_and_a_run_directory_inside_the_source_dir_is_
     (code / "runs" / "first" / "jobs").mkdir()
     (code / "runs" / "first" / "jobs" / "big.bin").write_bytes(b"\0" * 1000)
     assert build_plan(load_spec(spec)).bundle.sha256 == bundle.sha256
+
+
+def test_a_seed_list_has_the_counts_cap_and_a_huge_bad_value_is_not_echoed_whole(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(BASE + f"seeds: {list(range(5000))}\n")
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "seeds lists 5,000 seeds; at most 100" in err and len(err) < 200
+    spec.write_text(BASE + "seeds: " + "x" * 10_000 + "\n")
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "(10,002 characters)" in err and len(err) < 300
