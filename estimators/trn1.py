@@ -6,7 +6,26 @@ PyTorch/XLA's CPU device.
 """
 from __future__ import annotations
 
-from .base import LegKind, LocalEmulation, instance
+from .base import InstanceType, LegKind, LocalEmulation, instance
+
+
+def neuron_network_environment(env: dict[str, str]) -> dict[str, str]:
+    """The Neuron runtime's own EFA setting, added to a multi-node job's libfabric settings (empty for a
+    single instance, which uses no fabric between hosts).
+
+    FI_EFA_FORK_SAFE=1: "Older Linux (<5.15) kernels require environment variable FI_EFA_FORK_SAFE to be set
+    to 1 for the libfabric to operate correctly ... When the variable is not set multi-node collective
+    communication will be disabled" (aws-neuron-sdk neuron-runtime/nrt-troubleshoot.rst), and the Neuron
+    multi-node setup lists it beside FI_PROVIDER=efa and FI_EFA_USE_DEVICE_RDMA=1 (aws-neuron-sdk
+    frameworks/torch/torch-neuronx/setup-trn1-multi-node-execution.rst). Which kernel SageMaker's trn hosts
+    run is not documented, so it is always set. On newer kernels it changes nothing: libfabric's EFA
+    provider "Has no effect on kernels which set copy-on-fork for registered pages, generally 5.13 and
+    later" (libfabric prov/efa/src/efa_env.c), and it reads RDMAV_FORK_SAFE, already set where the device
+    has RDMA read, the same way (efa_fork_support.c); on older ones it turns on the fork support the
+    Neuron runtime asks for."""
+    if env:
+        env["FI_EFA_FORK_SAFE"] = "1"
+    return env
 
 
 class Trn1(LegKind):
@@ -38,6 +57,9 @@ class Trn1(LegKind):
         # pytorch-neuron-parallel-compile.rst; shared/reference/aws-first-run-review.md #7).
         return {"NEURON_CC_FLAGS": f"--model-type=transformer -O1 {cast} --retry_failed_compilation",
                 "NEURON_RT_STOCHASTIC_ROUNDING_EN": "0" if precision == "fp32" else "1"}
+
+    def network_environment(self, inst: InstanceType, instance_count: int) -> dict[str, str]:
+        return neuron_network_environment(super().network_environment(inst, instance_count))
 
     def multi_node_refusal(self, inst) -> str | None:
         if inst.efa:

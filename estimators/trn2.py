@@ -1,8 +1,8 @@
 """Trainium 2 (ml.trn2): torch-neuronx (XLA) or TorchNeuron, the native backend."""
 from __future__ import annotations
 
-from .base import LegKind, LocalEmulation, instance
-from .trn1 import Trn1
+from .base import InstanceType, LegKind, LocalEmulation, instance
+from .trn1 import Trn1, neuron_network_environment
 
 
 class Trn2(LegKind):
@@ -19,6 +19,10 @@ class Trn2(LegKind):
 
     def environment(self, backend: str, precision: str) -> dict[str, str]:
         return Trn1().environment(backend, precision) if backend == "neuron" else {}
+
+    def network_environment(self, inst: InstanceType, instance_count: int) -> dict[str, str]:
+        # Both backends run on the Neuron runtime, whose multi-node check is the same as on trn1.
+        return neuron_network_environment(super().network_environment(inst, instance_count))
 
     def local_emulation(self, backend: str, gpu_available: bool) -> LocalEmulation:
         if backend == "torchneuron":

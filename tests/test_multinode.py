@@ -33,10 +33,10 @@ def test_every_host_meets_on_the_first_sorted_host(tmp_path):
         assert env.network_interface == "eth0"
 
 
-def _two_node_spec(tmp_path, leg):
+def _two_node_spec(tmp_path, leg, global_batch_size=64):
     data = tiny_spec()
     data["legs"] = [leg, {"name": "p4d", "instance_type": "ml.p4d.24xlarge", "instance_count": 2}]
-    data["training"]["global_batch_size"] = 64
+    data["training"]["global_batch_size"] = global_batch_size
     return load_spec(write_spec(tmp_path / "two.yaml", data))
 
 
@@ -49,12 +49,25 @@ def test_a_two_node_trn1_leg_carries_efa_settings(tmp_path):
     assert trn["ResourceConfig"]["InstanceCount"] == 2
     env = trn["Environment"]
     assert (env["FI_PROVIDER"], env["FI_EFA_USE_DEVICE_RDMA"], env["RDMAV_FORK_SAFE"]) == ("efa", "1", "1")
+    # The Neuron runtime disables multi-node collectives on older kernels without it (nrt-troubleshoot.rst).
+    assert env["FI_EFA_FORK_SAFE"] == "1"
     assert env["BAKEOFF_NPROC_PER_NODE"] == "32"
     gpu = steps["Train-p4d-s0"]["Arguments"]["Environment"]
     assert gpu["FI_PROVIDER"] == "efa" and gpu["NCCL_PROTO"] == "simple"
+    assert "FI_EFA_FORK_SAFE" not in gpu  # a Neuron runtime setting; NCCL legs keep the SDK driver's set
     one = compile_pipeline(load_spec(ROOT / "examples" / "quickstart.yaml"))
     single = next(s for s in one.definition["Steps"] if s["Name"] == "Train-trn1-s0")["Arguments"]["Environment"]
     assert "FI_PROVIDER" not in single  # one instance: no inter-node fabric to configure
+    assert "FI_EFA_FORK_SAFE" not in single
+
+
+def test_a_two_node_trn2_leg_gets_the_neuron_fork_setting_too(tmp_path):
+    spec = _two_node_spec(tmp_path, {"name": "trn2", "instance_type": "ml.trn2.48xlarge", "instance_count": 2},
+                          global_batch_size=128)  # 2 x 64 NeuronCores
+    compiled = compile_pipeline(spec)
+    check_definition(compiled.definition)
+    env = next(s for s in compiled.definition["Steps"] if s["Name"] == "Train-trn2-s0")["Arguments"]["Environment"]
+    assert (env["FI_PROVIDER"], env["FI_EFA_FORK_SAFE"]) == ("efa", "1")
 
 
 @pytest.mark.parametrize("instance", ["ml.trn1.2xlarge", "ml.g5.xlarge", "ml.m5.xlarge"])
