@@ -25,6 +25,8 @@ from aws_cdk.assertions import Match, Template  # noqa: E402
 
 from bakeoff_cdk import REASONS, BakeoffPipeline, add_security_checks  # noqa: E402
 from bakeoff_cdk.definition import PLACEHOLDER_MARKS  # noqa: E402
+from bakeoff_cdk.pipeline import MLFLOW_CLIENT_FOR_SERVER, MLFLOW_SERVER_VERSION  # noqa: E402
+from bakeoff_cdk.policies import MLFLOW_ACTIONS, MLFLOW_CLIENT_ACTIONS  # noqa: E402
 from estimators.images import registry_account  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
 from pipelines.loader import load_spec  # noqa: E402
@@ -289,7 +291,8 @@ def test_mlflow_server_schedule_and_grant():
     construct.grant_start_execution(user)
     t = Template.from_stack(stack)
     t.has_resource_properties("AWS::SageMaker::MlflowTrackingServer", {
-        "TrackingServerName": construct.pipeline_name, "ArtifactStoreUri": Match.any_value()})
+        "TrackingServerName": construct.pipeline_name, "ArtifactStoreUri": Match.any_value(),
+        "MlflowVersion": MLFLOW_SERVER_VERSION})
     pipeline = next(iter(of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]
     body = pipeline["PipelineDefinition"].get("PipelineDefinitionBody")
     definition = json.loads(substitute(body, mapping(t, mlflow=mlflow_arn())))
@@ -302,6 +305,8 @@ def test_mlflow_server_schedule_and_grant():
     # Every MLflow call bakeoff makes on a SageMaker tracking server, the experiment tag and run trash included.
     assert {"sagemaker-mlflow:SetExperimentTag", "sagemaker-mlflow:DeleteRun", "sagemaker-mlflow:CreateRun",
             "sagemaker-mlflow:LogBatch", "sagemaker-mlflow:UpdateRun"} <= set(mlflow["Action"])
+    assert set(mlflow["Action"]) == set(MLFLOW_ACTIONS) and mlflow["Resource"] == {
+        "Fn::GetAtt": [next(iter(of_type(t, "AWS::SageMaker::MlflowTrackingServer"))), "TrackingServerArn"]}
     rule = next(iter(of_type(t, "AWS::Events::Rule").values()))["Properties"]
     assert rule["ScheduleExpression"] == "rate(7 days)"
     assert rule["Targets"][0]["SageMakerPipelineParameters"]["PipelineParameterList"] == [
@@ -311,6 +316,65 @@ def test_mlflow_server_schedule_and_grant():
     assert f":pipeline/{construct.pipeline_name}" in json.dumps(grant["StartWatch"]["Resource"])
     outputs = json.dumps(t.to_json()["Outputs"])
     assert "MlflowTrackingServerArn" in outputs
+
+
+def _mlflow_client_calls():
+    """(file, method) of every MlflowClient call in the code that runs in SageMaker jobs."""
+    import ast
+
+    calls = set()
+    for path in sorted((ROOT / "entrypoints").rglob("*.py")):
+        text = path.read_text()
+        # mlflow_store prepares the local executor's store (pipelines/local/executor.py), never a job's.
+        if "MlflowClient" not in text or path.name == "mlflow_store.py":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "client":
+                calls.add((path.name, node.func.attr))
+    return calls
+
+
+def test_every_mlflow_call_the_jobs_make_has_its_action_in_the_synthesized_role():
+    calls = _mlflow_client_calls()
+    assert {f for f, _ in calls} == {"mlflow_parent.py", "mlflow_sink.py", "script_mlflow.py"}, calls
+    unknown = {(f, m) for f, m in calls if m not in MLFLOW_CLIENT_ACTIONS}
+    assert not unknown, f"MlflowClient calls without a sagemaker-mlflow action in policies.py: {unknown}"
+    # The local-only store helper stays local: nothing else imports it.
+    users = [p for top in ("pipelines", "entrypoints", "estimators", "cdk/bakeoff_cdk")
+             for p in (ROOT / top).rglob("*.py") if p.name != "mlflow_store.py" and "mlflow_store" in p.read_text()]
+    assert [p.relative_to(ROOT).as_posix() for p in users] == ["pipelines/local/executor.py"]
+    _, stack, _ = make_stack(load_spec(QUICKSTART, ["seeds=3"]), mlflow_tracking_server=True)
+    granted = set(statements_by_sid(Template.from_stack(stack), "BakeoffExecutionRole")["MlflowTracking"]["Action"])
+    needed = {f"sagemaker-mlflow:{a}" for _, m in calls for a in MLFLOW_CLIENT_ACTIONS[m]}
+    assert needed <= granted, needed - granted
+    assert "sagemaker-mlflow:AccessUI" not in granted  # no resource type: it would need "*"
+
+
+def test_the_jobs_mlflow_client_is_the_one_aws_names_for_the_default_server():
+    from bakeoff_runtime import mlflow_install
+
+    pins = {}
+    for path in (mlflow_install.REQUIREMENTS, mlflow_install.REQUIREMENTS_SAGEMAKER):
+        for line in path.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                name, version = line.split("==")
+                pins[name.strip()] = version.strip()
+    assert pins["mlflow-skinny"] == MLFLOW_CLIENT_FOR_SERVER[MLFLOW_SERVER_VERSION]
+
+
+def test_mlflow_version_is_a_prop_checked_at_synth():
+    _, stack, _ = make_stack(load_spec(QUICKSTART, ["seeds=3"]), mlflow_tracking_server=True, mlflow_version="3.0.1")
+    t = Template.from_stack(stack)
+    t.has_resource_properties("AWS::SageMaker::MlflowTrackingServer", {"MlflowVersion": "3.0.1"})
+    mine = Match.string_like_regexp("bakeoff:mlflow-version")
+    assert cdk.assertions.Annotations.from_stack(stack).find_warning("*", mine) == []  # same 3.0.x server
+    _, old, _ = make_stack(load_spec(QUICKSTART, ["seeds=3"]), mlflow_tracking_server=True, mlflow_version="2.16")
+    assert len(cdk.assertions.Annotations.from_stack(old).find_warning("*", mine)) == 1
+    cdk.assertions.Annotations.from_stack(old).has_warning("*", Match.string_like_regexp(r"mlflow==2\.16\.2"))
+    with pytest.raises(SpecError) as info:
+        make_stack(load_spec(QUICKSTART, ["seeds=3"]), mlflow_tracking_server=True, mlflow_version="latest")
+    assert info.value.field == "mlflow_version"
 
 
 def test_bad_spec_stops_synth_with_the_cli_error(tmp_path):
@@ -407,7 +471,8 @@ def test_cfn_lint_passes_on_the_synthesized_templates(quickstart, tmp_path):
 def test_no_secrets_or_account_literals(quickstart):
     _, _, t = quickstart
     text = json.dumps(t.to_json())
-    accounts = set(re.findall(r"(?<![0-9])[0-9]{12}(?![0-9])", text))
+    # Twelve digits inside a hex content hash (the code bundle's S3 key) are not an account.
+    accounts = set(re.findall(r"(?<![0-9a-f])[0-9]{12}(?![0-9a-f])", text))
     assert accounts <= {registry_account("us-east-1")}  # AWS's public Deep Learning Containers registry
     assert "000000000000" not in text and "AKIA" not in text
 

@@ -56,6 +56,19 @@ _MIB = 1024 * 1024
 _LONGEST_BUCKET = 63
 _LONGEST_OWN_ROLE_ARN = len("arn:aws-us-gov:iam::123456789012:role/") + 64
 _LONGEST_ROLE_ARN = 2048
+# The tracking server's MLflow version, set explicitly: left out, SageMaker creates "the latest version", and
+# AWS recommends "always specifying the latest version explicitly because the underlying MLflow APIs can
+# change" (docs.aws.amazon.com/sagemaker/latest/dg/mlflow-create-tracking-server-cli.html). 3.0 is the newest
+# tracking server release AWS pairs with a client ("For tracking server 3.0.x, use mlflow==3.0.0",
+# docs.aws.amazon.com/sagemaker/latest/dg/mlflow-track-experiments.html); the jobs install that client
+# (entrypoints/bakeoff_runtime/mlflow-requirements*.txt), since MLflow's own servers "may not work with the
+# newer version of the SDK" (mlflow.org/docs/latest/self-hosting/migration).
+MLFLOW_SERVER_VERSION = "3.0"
+# AWS's client release for each tracking server version (the same mlflow-track-experiments page).
+MLFLOW_CLIENT_FOR_SERVER = {"2.13": "2.13.2", "2.16": "2.16.2", "3.0": "3.0.0"}
+# CloudFormation AWS::SageMaker::MlflowTrackingServer MlflowVersion: pattern ^\d+(\.\d+)+$, 1-32 characters;
+# changing it on a deployed stack "requires: Some interruptions" (the resource's CloudFormation reference).
+MLFLOW_VERSION_PATTERN = re.compile(r"^\d+(\.\d+)+$")
 
 
 @jsii.implements(s3deploy.ISource)
@@ -109,7 +122,8 @@ class BakeoffPipeline(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, spec: BakeoffSpec | str | Path,
                  bucket: s3.IBucket | None = None, role: iam.IRole | None = None,
                  compile_cache_expiry_days: int = 30, mlflow_tracking_server: bool = False,
-                 mlflow_server_size: str = "Small", schedule: events.Schedule | None = None,
+                 mlflow_server_size: str = "Small", mlflow_version: str = MLFLOW_SERVER_VERSION,
+                 schedule: events.Schedule | None = None,
                  schedule_parameters: dict[str, str] | None = None,
                  inline_definition_limit: int = INLINE_DEFINITION_LIMIT,
                  removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
@@ -125,6 +139,11 @@ class BakeoffPipeline(Construct):
             be pointed at when an execution starts (`bakeoff start --param TrainDataUri=...`): the
             execution role may read them. The spec's own channels and the values in
             `schedule_parameters` are allowed without being listed.
+        :param mlflow_version: the MLflow version of the tracking server `mlflow_tracking_server=True`
+            creates (CloudFormation `MlflowVersion`). Default `MLFLOW_SERVER_VERSION` ("3.0"): the newest
+            version AWS pairs with a client release, and the client every job installs (mlflow-skinny 3.0.0).
+            Another version is created as given, with a synth warning when the jobs' client is not the one AWS
+            names for it; changing it on a deployed server interrupts it.
         :param removal_policy: RETAIN (default) keeps both buckets and their bucket policies
             (TLS-only) when the stack is deleted; DESTROY empties them (every object version) and
             deletes them. The MLflow tracking server is deleted either way.
@@ -199,6 +218,7 @@ class BakeoffPipeline(Construct):
         self.mlflow_server = None
         mlflow_arn = None
         if mlflow_tracking_server:
+            self._check_mlflow_version(mlflow_version)
             mlflow_role = iam.Role(self, "MlflowRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                                    description=f"MLflow tracking server of bake-off {spec.name}")
             artifacts = bucket.arn_for_objects(f"{prefix}/mlflow/*")
@@ -212,7 +232,7 @@ class BakeoffPipeline(Construct):
                 self, "MlflowServer", tracking_server_name=self.pipeline_name,
                 artifact_store_uri=f"s3://{bucket.bucket_name}/{prefix}/mlflow",
                 role_arn=mlflow_role.role_arn, tracking_server_size=mlflow_server_size,
-                automatic_model_registration=False)
+                mlflow_version=mlflow_version, automatic_model_registration=False)
             mlflow_arn = self.mlflow_server.attr_tracking_server_arn
         self.mlflow_arn = mlflow_arn
 
@@ -340,6 +360,22 @@ class BakeoffPipeline(Construct):
         self._read_grants += 1
         grant = s3_read(f"ReadAllowedData{self._read_grants if self._read_grants > 1 else ''}", uris)
         self._attach(self.role, grant)
+
+    def _check_mlflow_version(self, version: str) -> None:
+        if not isinstance(version, str) or len(version) > 32 or not MLFLOW_VERSION_PATTERN.match(version):
+            raise SpecError(f"mlflow_version {version!r} is not an MLflow version such as {MLFLOW_SERVER_VERSION!r} "
+                            "(CloudFormation's MlflowVersion: digits and dots, at most 32 characters)",
+                            field="mlflow_version")
+        server = ".".join(version.split(".")[:2])
+        client = MLFLOW_CLIENT_FOR_SERVER.get(server)
+        pinned = MLFLOW_CLIENT_FOR_SERVER[MLFLOW_SERVER_VERSION]
+        if client != pinned:
+            Annotations.of(self).add_warning_v2(
+                "bakeoff:mlflow-version",
+                f"the jobs install MLflow client {pinned}, which AWS pairs with tracking server "
+                f"{MLFLOW_SERVER_VERSION}.x; for a {server}.x server AWS names "
+                f"{'mlflow==' + client if client else 'no client release'} (mlflow-track-experiments): "
+                "logging may fail (the jobs train regardless and Evaluate back-fills their runs)")
 
     def _check_parameters(self, parameters: dict[str, str], where: str) -> None:
         for name, value in parameters.items():

@@ -43,19 +43,30 @@ VPC_ACTIONS = (
     "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
     "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
 )
-MLFLOW_ACTIONS = (
-    "sagemaker-mlflow:AccessUI", "sagemaker-mlflow:CreateExperiment", "sagemaker-mlflow:GetExperiment",
-    "sagemaker-mlflow:GetExperimentByName", "sagemaker-mlflow:SearchExperiments", "sagemaker-mlflow:CreateRun",
-    "sagemaker-mlflow:UpdateRun", "sagemaker-mlflow:GetRun", "sagemaker-mlflow:SearchRuns",
-    "sagemaker-mlflow:LogBatch", "sagemaker-mlflow:LogMetric", "sagemaker-mlflow:LogParam",
-    "sagemaker-mlflow:SetTag", "sagemaker-mlflow:GetMetricHistory",
-    # The Evaluate step tags the experiment (MlflowClient.set_experiment_tag) before its parent run, and a
-    # job replacing its earlier attempt's run moves that run to the trash (delete_run): both are actions of
-    # their own in the Service Authorization Reference ("Actions defined by Amazon SageMaker with MLflow",
-    # docs.aws.amazon.com/service-authorization/latest/reference/list_sagemaker-mlflow.html), without which
-    # the parent run was dropped whole (shared/reference/aws-first-run-review.md #9).
-    "sagemaker-mlflow:SetExperimentTag", "sagemaker-mlflow:DeleteRun",
-)
+# Each MlflowClient method the jobs and the Evaluate step call on a SageMaker tracking server
+# (entrypoints/bakeoff_runtime/mlflow_sink.py, mlflow_parent.py, script_mlflow.py), and the
+# sagemaker-mlflow action of the REST call it makes (mlflow/store/tracking/rest_store.py:
+# set_terminated is UpdateRun; log_artifact reads the run (GetRun) for its artifact URI and writes
+# to S3 with the role's own S3 grant). Actions as the Service Authorization Reference names them,
+# each on the mlflow-tracking-server resource ("Actions defined by Amazon SageMaker with MLflow",
+# docs.aws.amazon.com/service-authorization/latest/reference/list_sagemaker-mlflow.html).
+# Without SetExperimentTag the Evaluate step's parent run was dropped whole, without DeleteRun a
+# job could not trash its earlier attempt's run (shared/reference/aws-first-run-review.md #9).
+MLFLOW_CLIENT_ACTIONS = {
+    "create_experiment": ("CreateExperiment",), "get_experiment": ("GetExperiment",),
+    "get_experiment_by_name": ("GetExperimentByName",), "set_experiment_tag": ("SetExperimentTag",),
+    "create_run": ("CreateRun",), "get_run": ("GetRun",), "search_runs": ("SearchRuns",),
+    "log_batch": ("LogBatch",), "set_tag": ("SetTag",), "set_terminated": ("UpdateRun",),
+    "delete_run": ("DeleteRun",), "get_metric_history": ("GetMetricHistory",), "log_artifact": ("GetRun",),
+}
+# A script-mode script shares its job's run through MLflow's fluent API: mlflow.start_run() resumes it
+# (GetRun, then UpdateRun to mark it running: mlflow/tracking/fluent.py), and the script may log single
+# values (mlflow.log_metric, mlflow.log_param) or look experiments up (mlflow.search_experiments).
+MLFLOW_SCRIPT_ACTIONS = ("LogMetric", "LogParam", "SearchExperiments")
+# AccessUI is not granted: the Reference gives it no resource type (it is granted on "*" or not at all),
+# and no job opens the MLflow UI.
+MLFLOW_ACTIONS = tuple(f"sagemaker-mlflow:{a}" for a in sorted(
+    {a for actions in MLFLOW_CLIENT_ACTIONS.values() for a in actions} | set(MLFLOW_SCRIPT_ACTIONS)))
 # Starting, watching and reporting a pipeline (`bakeoff start/status/wait/report`). The
 # per-action resource types of the Service Authorization Reference were not retrieved, so
 # the pipeline actions name both the pipeline and its executions: whichever ARN an action is
