@@ -271,3 +271,47 @@ def test_every_cost_field_moves_with_the_billed_time(tmp_path):
                   "billable_s_mean"):
             assert doubled["legs"][leg][f] > ev["legs"][leg][f], (leg, f)
     assert doubled["cost_basis"] == "billed"
+
+
+def _rewrite(tmp_path, name, change):
+    path = tmp_path / name / "opt" / "ml" / "model" / "summary.json"
+    summary = json.loads(path.read_text())
+    change(summary)
+    path.write_text(json.dumps(summary))
+
+
+@pytest.mark.parametrize("what, change, state", [
+    ("an absurd metric", lambda s: s["metrics"].update(val_loss=1e308), "diverged"),
+    ("metrics as a list", lambda s: s.update(metrics=[2.4]), "lost"),
+    ("throughput as text", lambda s: s.update(throughput="fast"), "lost"),
+    ("a status that is not text", lambda s: s.update(status=["completed"]), "lost"),
+])
+def test_one_odd_summary_loses_that_run_only_and_the_verdict_for_the_others_stands(tmp_path, what, change, state):
+    _jobs(tmp_path, [2.41, 2.50, 2.32, 2.40], [2.41, 2.50, 2.32, 2.41])
+    _rewrite(tmp_path, "trn-s3", change)
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    run = next(r for r in ev["legs"]["trn"]["runs"] if r["seed"] == 3)
+    assert run["status"] == state, (what, run)
+    assert run["reason"]
+    assert [r["status"] for r in ev["legs"]["gpu"]["runs"]] == ["completed"] * 4
+    json.dumps(ev, allow_nan=False)  # strict JSON: what a strict parser reads
+
+
+def test_a_deeply_nested_summary_is_one_lost_run_not_a_crash(tmp_path):
+    _jobs(tmp_path, [2.41, 2.50, 2.32], [2.41, 2.50, 2.32])
+    path = tmp_path / "trn-s2" / "opt" / "ml" / "model" / "summary.json"
+    path.write_text('{"status": "completed", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    run = next(r for r in ev["legs"]["trn"]["runs"] if r["seed"] == 2)
+    assert run["status"] == "lost" and "nest" in run["reason"]
+
+
+def test_evaluation_json_is_strict_json_even_with_a_nan_run(tmp_path):
+    from bakeoff_runtime.evaluation import write_evaluation
+
+    _jobs(tmp_path / "jobs", [2.41, float("nan"), 2.32], [2.41, 2.50, 2.32])
+    path = write_evaluation(evaluate(CONFIG, load_jobs(tmp_path / "jobs")), tmp_path / "out")
+    text = path.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    body = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in evaluation.json"))
+    assert body["legs"]["trn"]["diverged"] == 1

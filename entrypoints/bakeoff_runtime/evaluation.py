@@ -32,6 +32,7 @@ RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "b
 # nothing about the leg, so it can make a verdict inconclusive but never a failure.
 COMPLETED, DIVERGED, FAILED, LOST = "completed", "diverged", "failed", "lost"
 LOST_KINDS = ("interrupted", "killed", "infrastructure", "timeout")
+ABSURD = 1e30  # a parity metric beyond this is a blown-up run, not a measurement
 
 
 def _finite(v) -> bool:
@@ -78,6 +79,8 @@ def classify(job: dict[str, Any], metric: str) -> tuple[str, str | None, str | N
             return FAILED, "script", f"the parity metric {metric!r} is not a number (got {str(value)[:60]!r})"
         if not _finite(value):
             return DIVERGED, None, f"{metric} is {value} in a run that reported completion"
+        if abs(value) > ABSURD:  # finite, but no model reports it: its mean and spread would overflow
+            return DIVERGED, None, f"{metric} is {value:.3g}, beyond {ABSURD:.0e}: counted as diverged"
         return COMPLETED, None, None
     return LOST, "unknown", f"unknown job status {status!r}"
 
@@ -558,6 +561,20 @@ def write_evaluation(evaluation: dict[str, Any], out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "evaluation.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(evaluation, indent=2, sort_keys=True, default=str) + "\n")
+    # Strict JSON: a bare NaN or Infinity is not JSON, and strict parsers (and the pipeline's JsonGet
+    # readers) reject it. A non-finite number is written as null; its run's reason says what it was.
+    tmp.write_text(json.dumps(strict_json(evaluation), indent=2, sort_keys=True, default=str, allow_nan=False)
+                   + "\n")
     tmp.replace(path)
     return path
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with every non-finite float replaced by None, so it serialises as strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value

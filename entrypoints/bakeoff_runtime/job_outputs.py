@@ -108,14 +108,39 @@ def _digest_bytes(data: bytes) -> dict[str, Any]:
     return digest_metrics(data)
 
 
+# The fields of summary.json the evaluation reads, and the JSON types they must have: a job writes
+# this file, so a wrong type is that run's problem, never the evaluation's crash.
+_NUMBER = (int, float)
+SUMMARY_TYPES: dict[str, tuple[type, ...]] = {
+    "status": (str,), "reason": (str,), "failure_kind": (str,), "leg": (str,), "seed": (int, str),
+    "metrics": (dict,), "throughput": (dict,), "compile": (dict,), "model": (dict,), "mlflow": (dict,),
+    "preflight": (dict,), "warnings": (list,), "notes": (list,),
+    "validation_history": (list,), "time_to_first_step_s": _NUMBER, "wall_time_s": _NUMBER,
+    "steps_completed": (int,), "peak_host_memory_bytes": _NUMBER, "peak_device_memory_bytes": _NUMBER,
+}
+MAX_SUMMARY_BYTES = 8 * 1024 * 1024
+
+
 def _load_summary(raw: bytes | str) -> tuple[dict | None, str | None]:
+    if len(raw) > MAX_SUMMARY_BYTES:
+        return None, f"summary.json is {len(raw):,} bytes, more than {MAX_SUMMARY_BYTES:,}: not read"
     try:
         body = json.loads(raw)
+    except RecursionError:
+        return None, "summary.json nests too deeply to read"
     except ValueError as exc:
         return None, f"summary.json is not valid JSON ({exc.msg} at line {exc.lineno})"
     if not isinstance(body, dict):
         return None, "summary.json is not a JSON object"
+    for key, types in SUMMARY_TYPES.items():
+        value = body.get(key)
+        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+            return None, (f"summary.json's {key!r} is a {type(value).__name__}, not "
+                          f"{' or '.join(_JSON_NAMES[t] for t in types)}")
     return body, None
+
+
+_JSON_NAMES = {str: "text", int: "a whole number", float: "a number", dict: "an object", list: "a list"}
 
 
 def load_job(job_dir: Path) -> dict[str, Any]:
