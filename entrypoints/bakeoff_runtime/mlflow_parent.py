@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .mlflow_names import Cleaner, clean_key
 from .mlflow_sink import CHILD_PARAMS, MAX_TAG_CHARS, SHARED_TAG
 from .validity import is_validity_check
 
@@ -162,8 +163,9 @@ def backfill_child(client, exp_id: str, leg: str, figures: dict, run: dict, jobs
             "bakeoff.status": str(run["status"]), "bakeoff.backfilled": "true",
             **({"bakeoff.job_key": str(run["job_key"])} if run.get("job_key") else {}),
             **({SHARED_TAG: shared} if hps and len(shared) <= MAX_TAG_CHARS else {})}
-    run_id = client.create_run(exp_id, run_name=tags["mlflow.runName"], tags=tags).info.run_id
-    client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
+    clean = Cleaner(f"back-fill of {leg}-s{run['seed']}")
+    run_id = client.create_run(exp_id, run_name=tags["mlflow.runName"], tags=clean.tags(tags)).info.run_id
+    client.log_batch(run_id, params=[Param(k, v) for k, v in clean.params(params).items()])
     batch: list = []
     if job_dir is not None and job_dir.exists():
         for record in iter_records(job_dir):
@@ -172,7 +174,7 @@ def backfill_child(client, exp_id: str, leg: str, figures: dict, run: dict, jobs
                 if key in ("kind", "step", "time_s") or isinstance(value, bool) or not isinstance(value, (int, float)):
                     continue
                 if value == value and abs(value) != float("inf"):
-                    batch.append(Metric(key, float(value), ts, step))
+                    batch.append(Metric(clean_key(key), float(value), ts, step))
             if len(batch) >= 900:
                 client.log_batch(run_id, metrics=batch)
                 batch = []
@@ -219,7 +221,7 @@ def _upsert_summary(client, exp_id: str, key: str, parent_id: str, leg: str, fig
     if found:
         run_id, data = found[0].info.run_id, found[0].data
     else:
-        run_id = client.create_run(exp_id, run_name=name, tags=tags,
+        run_id = client.create_run(exp_id, run_name=name, tags=Cleaner(name).tags(tags),
                                    start_time=min(starts) if starts else None).info.run_id
         data = client.get_run(run_id).data
     params = {"leg": leg, "backend": fig.get("backend"), "instance_type": fig.get("instance_type"),
@@ -230,9 +232,11 @@ def _upsert_summary(client, exp_id: str, key: str, parent_id: str, leg: str, fig
     now = int(time.time() * 1000)
     # Written once: a re-evaluation logs only the figures that changed.
     metrics = {k: v for k, v in summary_metrics(parity_metric, fig).items() if data.metrics.get(k) != v}
-    client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
-                     params=[Param(k, str(v)) for k, v in params.items() if v is not None and k not in data.params],
-                     tags=[RunTag(k, v) for k, v in tags.items()])
+    clean = Cleaner(name)
+    client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in clean.metrics(metrics).items()],
+                     params=[Param(k, v) for k, v in clean.params({k: v for k, v in params.items() if v is not None
+                                                                    and k not in data.params}).items()],
+                     tags=[RunTag(k, v) for k, v in clean.tags(tags).items()])
     client.set_terminated(run_id, "FINISHED", end_time=max(ends) if ends else None)
     return run_id
 
@@ -335,7 +339,8 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
         if found:
             run_id = found[0].info.run_id
         else:
-            run_id = client.create_run(exp_id, run_name=str(evaluation.get("bakeoff")), tags=tags,
+            run_id = client.create_run(exp_id, run_name=str(evaluation.get("bakeoff")),
+                                       tags=Cleaner("parent run").tags(tags),
                                        start_time=min(starts) if starts else None).info.run_id
 
         for leg, runs in by_leg.items():
@@ -368,13 +373,20 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
         data = client.get_run(run_id).data
         # Written once: a re-evaluation logs only the figures that changed.
         metrics = {k: v for k, v in metrics.items() if data.metrics.get(k) != v}
-        client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
-                         params=[Param(k, str(v)[:6000]) for k, v in params.items() if k not in data.params],
-                         tags=[RunTag(k, v) for k, v in tags.items()])
-        client.log_artifact(run_id, str(evaluation_path))
-        for path in extra_artifacts:
-            if Path(path).exists():
-                client.log_artifact(run_id, str(path))
+        clean = Cleaner("parent run")
+        params = clean.params(params)
+        try:
+            client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in clean.metrics(metrics).items()],
+                             params=[Param(k, v) for k, v in params.items() if k not in data.params],
+                             tags=[RunTag(k, v) for k, v in clean.tags(tags).items()])
+            client.log_artifact(run_id, str(evaluation_path))
+            for path in extra_artifacts:
+                if Path(path).exists():
+                    client.log_artifact(run_id, str(path))
+        except Exception:
+            # Never left RUNNING: the run says it is incomplete, and the error is reported below.
+            client.set_terminated(run_id, "FAILED")
+            raise
         client.set_terminated(run_id, "FINISHED")
         return {"enabled": True, "parent_run_id": run_id, "experiment_id": str(exp_id), "children": children,
                 "backfilled": backfilled, "summary_runs": summaries,

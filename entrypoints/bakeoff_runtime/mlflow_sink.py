@@ -63,6 +63,9 @@ class MlflowSink:
         self.run_id: str | None = None
         self.error: str | None = None
         self.dropped = 0
+        from .mlflow_names import Cleaner
+
+        self._clean = Cleaner(run_name)
         self._q: queue.Queue = queue.Queue(maxsize=maxsize)
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
@@ -148,10 +151,11 @@ class MlflowSink:
                 exp_id = exp.experiment_id
             earlier = self._earlier_attempts(client, exp_id)
             child_params, shared_tag = split_params(self.params, self.tags)
-            run = client.create_run(exp_id, run_name=self.run_name, tags={**self.tags, **shared_tag})
+            run = client.create_run(exp_id, run_name=self.run_name,
+                                    tags=self._clean.tags({**self.tags, **shared_tag}))
             self.run_id = run.info.run_id
             self._replace(client, earlier)
-            params = [mlflow.entities.Param(k, v[:6000]) for k, v in child_params.items()]
+            params = [mlflow.entities.Param(k, v) for k, v in self._clean.params(child_params).items()]
             for i in range(0, len(params), 100):
                 client.log_batch(self.run_id, params=params[i:i + 100])
         except Exception as exc:
@@ -169,7 +173,8 @@ class MlflowSink:
             try:
                 if kind == "metrics":
                     ts = int(time.time() * 1000)
-                    pending.extend(Metric(k, float(v), ts, step) for k, v in payload.items() if v is not None)
+                    pending.extend(Metric(k, float(v), ts, step) for k, v in self._clean.metrics(payload).items()
+                                   if v is not None)
                     # Batch while more is queued: one round trip per burst, not per value.
                     if self._q.empty() or len(pending) >= 500:
                         client.log_batch(self.run_id, metrics=pending)
@@ -179,7 +184,7 @@ class MlflowSink:
                     client.log_batch(self.run_id, metrics=pending)
                     pending = []
                 if kind == "tags":
-                    client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in payload.items()])
+                    client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in self._clean.tags(payload).items()])
                 elif kind == "artifact":
                     if os.path.exists(payload):
                         client.log_artifact(self.run_id, payload)
