@@ -27,6 +27,7 @@ import runpy
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -117,11 +118,27 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
     """Run the workers, pass SIGTERM/SIGINT on, and say how they ended. `on_line`: each line of
     their output (stdout and stderr), which is then passed on to this process's stdout."""
     # The workers' output passes through here so that its last lines can say whose failure a
-    # failure was (torchrun reports a worker's death by a signal only in its output).
+    # failure was (torchrun reports a worker's death by a signal only in its output). Script mode
+    # reads metrics from both streams, so there they are one; otherwise each keeps its stream.
+    from bakeoff_runtime.parent_death import dies_with_parent
+
+    merged = on_line is not None
     child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env), **(extra_env or {})},
-                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, errors="replace", bufsize=1)
+                             start_new_session=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                             text=True, errors="replace", bufsize=1, preexec_fn=dies_with_parent())
     tail: deque[str] = deque(maxlen=TAIL_LINES)
+    errors_reader = None
+    if not merged:
+        def pass_stderr() -> None:
+            assert child.stderr is not None
+            for line in child.stderr:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+                tail.append(line)
+
+        errors_reader = threading.Thread(target=pass_stderr, daemon=True)
+        errors_reader.start()
     stopping: list[int] = []
 
     def forward(signum, _frame):
@@ -141,6 +158,8 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
         if on_line is not None:
             on_line(line)
     code = child.wait()
+    if errors_reader is not None:
+        errors_reader.join(timeout=30)
     if stopping:
         name = signal.Signals(stopping[0]).name
         record_failure(env, f"stopped by {name} (the job was stopped from outside)", "interrupted")

@@ -121,6 +121,29 @@ def test_sigterm_stops_the_job_group_keeps_what_finished_and_a_rerun_resumes(tmp
     assert _job(out, "g5-s0")["status"] == "completed"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_kill_9_of_bakeoff_run_leaves_no_job_running_and_a_rerun_finds_nothing_of_it(tmp_path):
+    # A job that has stopped printing: no broken pipe would ever end it.
+    spec = _spec(tmp_path, plant="hang=m5/0")
+    out = tmp_path / "out"
+    exe = Path(sys.executable).with_name("bakeoff")
+    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for(lambda: (out / "jobs" / "m5-s0" / "opt" / "ml" / "model" / "metrics.jsonl").exists(),
+                  what="the first job to train")
+        assert _processes_using(out)  # the job (launcher and script) is running
+        run.kill()  # SIGKILL: no handler of bakeoff's runs
+        run.wait(30)
+        _wait_for(lambda: not _processes_using(out), timeout=60, what="the job to end with `bakeoff run`")
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    again = bakeoff("run", _spec(tmp_path, plant="none"), "--out", out, "--no-mlflow")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "in use by pid" not in again.stderr
+
+
 def _rewrite_summary(tarball: Path, change) -> None:
     with tarfile.open(tarball) as tar:
         members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}

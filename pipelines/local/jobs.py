@@ -62,8 +62,10 @@ class JobProcess:
         started = time.time()
         timed_out = threading.Event()
         with open(log, "w") as out:
+            # Its own process group (stopped as one), ended with `bakeoff run` even when that is kill -9'd.
             self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         text=True, bufsize=1, start_new_session=True)
+                                         text=True, bufsize=1, start_new_session=True,
+                                         preexec_fn=runtime_module("parent_death").dies_with_parent())
 
             def deadline() -> None:
                 timed_out.set()
