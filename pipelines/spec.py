@@ -375,6 +375,12 @@ class Parity(_Model):
     target: Float | None = Field(None, allow_inf_nan=False, description="Value of the metric a run must "
                                  "reach to count as converged, for steps- and cost-to-target. Default: the worst "
                                  "value still at parity with the baseline.")
+    resolution: Float | None = Field(None, gt=0, allow_inf_nan=False, description="The smallest step the metric "
+                                     "moves in (e.g. 0.001 for accuracy on 1,000 examples). The spread of the "
+                                     "per-seed differences is never taken below what rounding to this step alone "
+                                     "gives, so equal differences never decide on a point interval. Default: the "
+                                     "finest decimal the runs' values carry (set it for a step that is not a "
+                                     "power of ten, such as 1/300).")
 
     @field_validator("margin")
     @classmethod

@@ -101,7 +101,7 @@ def test_too_few_seeds_is_inconclusive_never_a_pass(tmp_path):
     assert ev["recommendation"]["seeds"] == 3 and "spread" in ev["recommendation"]["why"]
 
 
-def test_a_crash_on_one_leg_only_is_a_failure_of_that_leg(tmp_path):
+def test_one_crash_on_one_leg_is_breakage_not_yet_shown(tmp_path):
     _job(tmp_path, "trn-s0", "trn", 0, 2.41)
     _job(tmp_path, "trn-s1", "trn", 1, None, status="failed", reason="RuntimeError: op not lowered",
          failure_kind="script")
@@ -109,10 +109,74 @@ def test_a_crash_on_one_leg_only_is_a_failure_of_that_leg(tmp_path):
     for i in range(3):
         _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41 + i / 100)
     ev = evaluate(CONFIG, load_jobs(tmp_path))
-    assert ev["verdict"] == "fail"
-    why = _check(ev, "stability:trn")["why"]
-    assert "seed 1 crashed here and not on gpu: RuntimeError: op not lowered" in why
+    # One discordant seed: exact McNemar p = 1/2, which cannot show that trn breaks more often.
+    assert ev["verdict"] == "inconclusive"
+    check = _check(ev, "stability:trn")
+    assert check["status"] == "inconclusive"
+    assert "seed 1 crashed here and not on gpu: RuntimeError: op not lowered" in check["why"]
+    assert "1 seed(s) broke on trn and not on gpu, 0 the other way (exact McNemar p=0.5)" in check["why"]
+    assert check["breakage"] == {"leg_only": 1, "baseline_only": 0, "both": 0, "unpaired": 0, "p_value": 0.5,
+                                 "alpha": 0.05}
+    assert "at least 5 seeds broken on trn alone" in check["recommendation"]["why"]
     assert ev["legs"]["trn"]["failed"] == 1
+
+
+def _config(seeds):
+    legs = {name: {**leg, "seeds": list(seeds)} for name, leg in CONFIG["legs"].items()}
+    return {**CONFIG, "legs": legs}
+
+
+def test_breakage_on_the_leg_alone_fails_once_mcnemar_shows_it(tmp_path):
+    for i in range(6):
+        if i == 5:
+            _job(tmp_path, f"trn-s{i}", "trn", i, 2.41)
+        else:
+            _job(tmp_path, f"trn-s{i}", "trn", i, float("nan"), status="diverged", reason="loss went nan at step 40")
+        _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41 + i / 100)
+    ev = evaluate(_config(range(6)), load_jobs(tmp_path))
+    check = _check(ev, "stability:trn")
+    assert ev["verdict"] == "fail" and ev["failed_checks"] == "stability:trn" and check["status"] == "failed"
+    assert check["breakage"]["leg_only"] == 5 and check["breakage"]["p_value"] == 1 / 32
+    assert "exact McNemar p=0.0312) <= alpha 0.05" in check["why"]
+
+
+def test_a_baseline_that_breaks_alone_leaves_it_undecided_never_failed(tmp_path):
+    for i in range(3):
+        _job(tmp_path, f"trn-s{i}", "trn", i, 2.41 + i / 100)
+        if i == 1:
+            _job(tmp_path, "gpu-s1", "gpu", 1, float("nan"), status="diverged", reason="loss went nan at step 7")
+        else:
+            _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41 + i / 100)
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    assert ev["verdict"] == "inconclusive"
+    assert _check(ev, "stability:trn")["status"] == "passed"
+    base = _check(ev, "stability:gpu")
+    assert base["status"] == "inconclusive" and "the baseline gpu broke (seed 1 diverged" in base["why"]
+    assert "stability:gpu: run fresh seeds" in ev["recommendation"]["why"]
+
+
+def test_a_seed_that_breaks_on_every_leg_is_not_a_difference(tmp_path):
+    for i in range(4):
+        for leg in ("trn", "gpu"):
+            if i == 1:
+                _job(tmp_path, f"{leg}-s1", leg, 1, float("nan"), status="diverged", reason="loss went nan")
+            else:
+                _job(tmp_path, f"{leg}-s{i}", leg, i, 2.41 + i / 1000)
+    ev = evaluate(_config(range(4)), load_jobs(tmp_path))
+    assert ev["verdict"] == "pass", ev["summary"]
+    for leg in ("trn", "gpu"):
+        check = _check(ev, f"stability:{leg}")
+        assert check["status"] == "passed" and "seed 1 broke on every leg" in check["why"], check
+    assert _check(ev, "parity:trn~gpu")["n_pairs"] == 3
+
+
+def test_mcnemar_p_is_the_exact_one_sided_binomial():
+    from scipy.stats import binomtest
+
+    from bakeoff_runtime.evaluation import mcnemar_p
+    for leg_only, base_only in [(1, 0), (5, 0), (4, 1), (7, 3), (2, 9), (0, 4)]:
+        want = binomtest(leg_only, leg_only + base_only, 0.5, alternative="greater").pvalue
+        assert mcnemar_p(leg_only, base_only) == pytest.approx(want, rel=1e-12)
 
 
 def test_a_crash_on_every_leg_is_a_script_bug_not_a_difference(tmp_path):
@@ -158,7 +222,7 @@ def test_a_non_finite_metric_in_a_completed_run_is_a_diverged_run(tmp_path):
     summary["metrics"]["val_loss"] = float("nan")
     path.write_text(json.dumps(summary))
     ev = evaluate(CONFIG, load_jobs(tmp_path))
-    assert ev["verdict"] == "fail" and ev["legs"]["trn"]["diverged"] == 1
+    assert ev["verdict"] == "inconclusive" and ev["legs"]["trn"]["diverged"] == 1
     assert "val_loss is nan in a run that reported completion" in _check(ev, "stability:trn")["why"]
 
 
@@ -315,3 +379,30 @@ def test_evaluation_json_is_strict_json_even_with_a_nan_run(tmp_path):
     assert "NaN" not in text and "Infinity" not in text
     body = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in evaluation.json"))
     assert body["legs"]["trn"]["diverged"] == 1
+
+
+def test_the_same_crash_on_every_seed_of_one_leg_fails_it_without_waiting_for_mcnemar(tmp_path):
+    for i in range(3):
+        _job(tmp_path, f"trn-s{i}", "trn", i, None, status="failed", reason="RuntimeError: op not lowered",
+             failure_kind="script")
+        _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41 + i / 100)
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    check = _check(ev, "stability:trn")
+    assert ev["verdict"] == "fail" and check["status"] == "failed"
+    assert "the same way on every seed it ran" in check["why"] and "op not lowered" in check["why"]
+
+
+def test_seeds_the_doomed_leg_rule_never_ran_are_not_breakage(tmp_path):
+    # One divergence, then the leg was stopped: five "failed" seeds that never ran must not be
+    # counted as five more seeds broken on the leg alone (that would be 6 of 6, p = 1/64).
+    _job(tmp_path, "trn-s0", "trn", 0, float("nan"), status="diverged", reason="loss went nan")
+    for i in range(1, 6):
+        _job(tmp_path, f"trn-s{i}", "trn", i, None, status="failed", failure_kind="doomed",
+             reason="stopped early after seed 0: it diverged where gpu did not")
+    for i in range(6):
+        _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41 + i / 100)
+    ev = evaluate(_config(range(6)), load_jobs(tmp_path))
+    check = _check(ev, "stability:trn")
+    assert ev["verdict"] == "inconclusive" and check["status"] == "inconclusive"
+    assert check["breakage"]["leg_only"] == 1 and check["breakage"]["p_value"] == 0.5
+    assert "5 seed(s) not run: stopped early after seed 0" in check["why"]

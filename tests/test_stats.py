@@ -103,10 +103,33 @@ def test_non_inferiority_lets_a_better_leg_pass_and_equivalence_does_not():
     assert r["p_value"] == pytest.approx(expected, rel=1e-9)
 
 
-def test_identical_legs_report_no_p_value():
-    base = {0: 2.4, 1: 2.5, 2: 2.3}
+def test_identical_legs_pass_on_an_interval_floored_at_the_metric_step():
+    base = {0: 2.41324, 1: 2.50187, 2: 2.33011}
     r = stats.compare(base, dict(base), margin=0.01, alpha=0.05)
-    assert r["identical"] and r["outcome"] == "pass" and r["p_value"] is None and r["ci"] == [0.0, 0.0]
+    assert r["identical"] and r["outcome"] == "pass" and r["sd_floored"] and r["step"] == pytest.approx(1e-5)
+    lo, hi = r["ci"]
+    assert lo < 0 < hi and hi - lo < 1e-4 and r["p_value"] is not None
+
+
+def test_equal_differences_never_decide_on_a_point_interval():
+    # Accuracy on 100 examples: two seeds whose differences came out equal, a sample SD of 0.
+    r = stats.compare({0: 0.91, 1: 0.88}, {0: 0.92, 1: 0.89}, margin=0.02, alpha=0.05)
+    assert r["sd_observed"] == pytest.approx(0, abs=1e-12) and r["sd_floored"] and r["step"] == pytest.approx(0.01)
+    lo, hi = r["ci"]
+    assert hi - lo > 0.03 and r["outcome"] == "inconclusive"  # it was `pass` on the point [0.01, 0.01]
+    # Beyond the margin by less than the rounding can explain: not a `fail` either.
+    r = stats.compare({0: 0.91, 1: 0.88}, {0: 0.94, 1: 0.91}, margin=0.02, alpha=0.05)
+    assert r["outcome"] == "inconclusive"
+    # A stated resolution is the step, whatever decimals the values carry.
+    r = stats.compare({0: 0.91, 1: 0.88}, {0: 0.92, 1: 0.89}, margin=0.02, alpha=0.05, resolution=0.001)
+    assert r["step"] == 0.001 and r["step_basis"] == "parity.resolution"
+
+
+def test_a_metric_that_is_zero_everywhere_is_not_decided_without_a_resolution():
+    r = stats.compare({0: 0.0, 1: 0.0}, {0: 0.0, 1: 0.0}, margin=0.02, alpha=0.05)
+    assert r["outcome"] == "inconclusive" and r["no_step"] and "parity.resolution" in r["why_short"]
+    assert stats.compare({0: 0.0, 1: 0.0}, {0: 0.0, 1: 0.0}, margin=0.02, alpha=0.05,
+                         resolution=0.001)["outcome"] == "pass"
 
 
 def test_too_few_seeds_is_inconclusive():

@@ -36,7 +36,30 @@ def test_identical_numerics_pass(tmp_path):
     assert ev["verdict"] == "pass" and proc.returncode == 0, proc.stderr[-2000:]
     check = _parity(ev, "m5")
     assert check["identical"] and check["test"] == "paired" and check["n_pairs"] == 3
-    assert "identical" in check["why"] and check["p_value"] is None
+    # No spread between the legs, but not a point interval: the spread is floored at the metric's step.
+    assert "identical" in check["why"] and check["sd_floored"] and check["ci"][0] < 0 < check["ci"][1]
+
+
+def test_a_baseline_that_diverges_alone_is_inconclusive_not_a_failure_of_the_leg(tmp_path):
+    proc, ev = _run(tmp_path, "blowup=g5/1")
+    assert ev["verdict"] == "inconclusive" and proc.returncode == 3, proc.stderr[-2000:]
+    assert next(r for r in ev["legs"]["g5"]["runs"] if r["seed"] == 1)["status"] == "diverged"
+    checks = {c["name"]: c for c in ev["checks"]}
+    assert checks["stability:m5"]["status"] == "passed"
+    assert checks["stability:g5"]["status"] == "inconclusive"
+    assert "the baseline g5 broke (seed 1 diverged" in checks["stability:g5"]["why"]
+
+
+def test_a_zero_spread_pair_of_seeds_is_not_decided_on_a_point(tmp_path):
+    # Two seeds whose differences are both exactly one step: sample SD 0, a point interval at +0.01
+    # that used to pass inside +/-0.02.
+    proc, ev = _run(tmp_path, "quantised_offset=m5", margin=0.02, seeds=2)
+    check = _parity(ev, "m5")
+    assert [round(d, 9) for _, d in check["per_seed_diffs"]] == [0.01, 0.01]
+    assert check["sd_floored"] and check["step"] == pytest.approx(0.01)
+    assert check["ci"][1] - check["ci"][0] > 0.03
+    assert ev["verdict"] == "inconclusive" and proc.returncode == 3, proc.stderr[-2000:]
+    assert "floored at" in check["why"] and "the finest decimal the values carry" in check["why"]
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ PLAN_SCHEMA = "bakeoff.plan/1"
 COLLECTIVE_CHANNEL = "collective"
 COLLECTIVE_RESULT = "collective.json"
 
-PARITY_RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline")
+PARITY_RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline", "resolution")
 
 
 # --- the BAKEOFF_* environment ----------------------------------------------------------------

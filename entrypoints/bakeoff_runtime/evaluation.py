@@ -7,8 +7,9 @@ server being down cannot change a verdict.
 Three outcomes, each meaning one thing:
 * pass: every leg is shown equivalent to the baseline (or not worse, for
   `test: non_inferiority`), every seed of the design ran;
-* fail: a difference beyond the margin is shown, or a leg's own training broke
-  (it diverged, or the script crashed on it and not on another leg);
+* fail: a difference beyond the margin is shown, or a leg is shown to break where the
+  baseline does not (exact McNemar on the discordant seeds at alpha, or the same crash
+  on every seed it ran); a broken baseline leaves the verdict inconclusive;
 * inconclusive: anything else, with the seeds that would decide it.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ EMULATED_LABEL = "emulated: not indicative of the target hardware"
 THROUGHPUT_SPREAD_LIMIT = 0.20   # a leg whose seeds' throughput varies more than this is flagged
 CROSSCHECK_LIMIT = 0.25          # synced vs overall throughput may differ this much before it is flagged
 CROSSCHECK_MIN_WINDOW_S = 2.0    # shorter steady windows are too short to cross-check
-RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline")
+RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline", "resolution")
 
 # Run states. `lost` is an infrastructure loss (a signal, a timeout, no output): it says
 # nothing about the leg, so it can make a verdict inconclusive but never a failure.
@@ -295,38 +296,131 @@ def _g(v: float | None) -> str:
     return "-" if v is None else f"{v:+.4g}"
 
 
-def _stability_check(leg: str, runs_by_leg: dict[str, list[dict]]) -> dict[str, Any]:
-    """A leg's own training: diverged runs and script crashes that other legs did not have."""
-    broke, lost, everywhere = [], [], []
-    for r in runs_by_leg[leg]:
-        if r["status"] == DIVERGED:
-            broke.append(f"seed {r['seed']} diverged: {r['reason']}")
-        elif r["status"] == FAILED:
-            others = [o for name, rs in runs_by_leg.items() if name != leg for o in rs if o["seed"] == r["seed"]]
-            if any(o["status"] in (COMPLETED, DIVERGED) for o in others):
-                ran = sorted(name for name, rs in runs_by_leg.items() if name != leg
-                             for o in rs if o["seed"] == r["seed"] and o["status"] in (COMPLETED, DIVERGED))
-                broke.append(f"seed {r['seed']} crashed here and not on {', '.join(ran)}: {r['reason']}")
-            else:
-                everywhere.append(f"seed {r['seed']} crashed on every leg (a bug in the script, not a difference "
-                                  f"between legs): {r['reason']}")
-        elif r["status"] == LOST:
-            lost.append(f"seed {r['seed']} lost to the infrastructure ({r['kind']}): {r['reason']}")
+def _broke(leg: str, r: dict, runs_by_leg: dict[str, list[dict]]) -> str | None:
+    """Why run `r` of `leg` broke (it diverged, or crashed where another leg ran that seed), or None.
+    A seed the doomed-leg rule never ran is not evidence of anything."""
+    if r["kind"] == "doomed":
+        return None
+    if r["status"] == DIVERGED:
+        return f"seed {r['seed']} diverged: {r['reason']}"
+    if r["status"] == FAILED:
+        ran = sorted(name for name, rs in runs_by_leg.items() if name != leg
+                     for o in rs if o["seed"] == r["seed"] and o["status"] in (COMPLETED, DIVERGED))
+        if ran:
+            return f"seed {r['seed']} crashed here and not on {', '.join(ran)}: {r['reason']}"
+    return None
+
+
+def mcnemar_p(leg_only: int, base_only: int) -> float:
+    """Exact one-sided McNemar p: P(at least `leg_only` of the discordant seeds broke on the leg)
+    if breaking were as likely on either leg (a binomial with p = 1/2 on the discordant seeds)."""
+    n = leg_only + base_only
+    return sum(math.comb(n, k) for k in range(leg_only, n + 1)) / 2 ** n if n else 1.0
+
+
+def _needed_discordant(alpha: float) -> int:
+    """The fewest seeds broken on the leg alone (none the other way) that exact McNemar can call."""
+    return math.ceil(math.log2(1 / alpha))
+
+
+def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], alpha: float) -> dict[str, Any]:
+    """A leg's own training. Breakage counts against a leg only where it breaks and the baseline
+    does not, shown by exact McNemar on the discordant seeds at `alpha`; a seed that broke on both
+    is not a difference between them, and a broken baseline leaves the comparison undecided."""
+    runs = runs_by_leg[leg]
+    n = len(runs)
+    broke = {r["seed"]: why for r in runs if (why := _broke(leg, r, runs_by_leg))}
+    lost = [f"seed {r['seed']} lost to the infrastructure ({r['kind']}): {r['reason']}"
+            for r in runs if r["status"] == LOST]
+    everywhere = [f"seed {r['seed']} crashed on every leg (a bug in the script, not a difference between legs): "
+                  f"{r['reason']}" for r in runs if r["status"] == FAILED and r["seed"] not in broke
+                  and r["kind"] != "doomed"]
+    stopped = [r for r in runs if r["kind"] == "doomed"]
     name = f"stability:{leg}"
-    n = len(runs_by_leg[leg])
-    bug = _script_bug(leg, runs_by_leg) if everywhere and not broke else None
-    if broke:
-        return {"name": name, "status": "failed", "passed": False,
-                "why": f"{leg}'s training broke: " + "; ".join(broke + lost + everywhere)}
+    others = [o for o in runs_by_leg if o != leg]
+    # A seed that broke on every leg says nothing about any one of them.
+    shared = sorted(s for s in broke if others and all(
+        any(o["seed"] == s and _broke(other, o, runs_by_leg) for o in runs_by_leg[other]) for other in others))
+    notes = [f"seed {s} broke on every leg (not a difference between legs; left out of the comparison)"
+             for s in shared]
+    if leg == base:
+        own = {s: w for s, w in broke.items() if s not in shared}
+        if own:
+            return {"name": name, "status": "inconclusive", "passed": False, "breakage": {"seeds": sorted(own)},
+                    "why": f"the baseline {base} broke ({'; '.join(own.values())}): those seeds say nothing about "
+                           "how the other legs compare with it",
+                    "recommendation": {"seeds": None, "why": f"run fresh seeds (or fix what breaks {base}): a "
+                                       "baseline that breaks cannot show a leg's breakage to be the leg's own"}}
+    else:
+        base_broke = {r["seed"] for r in runs_by_leg[base] if _broke(base, r, runs_by_leg)}
+        base_ran = {r["seed"] for r in runs_by_leg[base] if r["status"] in (COMPLETED, DIVERGED)
+                    or r["seed"] in base_broke}
+        paired = {s for s in broke if s in base_ran}
+        leg_only = sorted(s for s in paired if s not in base_broke)
+        both = sorted(s for s in paired if s in base_broke and s not in shared)
+        ran_here = {r["seed"] for r in runs if r["status"] in (COMPLETED, DIVERGED) or r["seed"] in broke}
+        base_only = sorted(s for s in base_broke if s in ran_here and s not in broke)
+        unpaired = sorted(s for s in broke if s not in base_ran)
+        notes += [f"seed {s} broke on {base} too (not a difference between them)" for s in both]
+        repeatable = _repeatable_crash(runs, broke, base_broke)
+        if repeatable:
+            return {"name": name, "status": "failed", "passed": False, "breakage": {"repeatable": True},
+                    "why": f"{leg}'s training broke the same way on every seed it ran, and {base}'s on none: "
+                           f"{repeatable} (a repeatable failure of this leg, not chance)"}
+        if leg_only or unpaired:
+            p = mcnemar_p(len(leg_only), len(base_only))
+            counts = {"leg_only": len(leg_only), "baseline_only": len(base_only), "both": len(both),
+                      "unpaired": len(unpaired), "p_value": p, "alpha": alpha}
+            told = "; ".join(broke[s] for s in leg_only + unpaired)
+            tally = (f"{len(leg_only)} seed(s) broke on {leg} and not on {base}, {len(base_only)} the other way "
+                     f"(exact McNemar p={p:.3g})")
+            if p <= alpha:
+                return {"name": name, "status": "failed", "passed": False, "breakage": counts,
+                        "why": f"{leg}'s training broke where {base}'s did not: {tally} <= alpha {alpha:g}: {told}"}
+            need = _needed_discordant(alpha)
+            more = (f"about {min(stats.MAX_RECOMMENDED_SEEDS, math.ceil(need * n / len(leg_only)))} seeds per leg "
+                    f"would show it if {leg} keeps breaking at this rate" if leg_only else
+                    f"seeds that run on {base} too are needed to tell")
+            return {"name": name, "status": "inconclusive", "passed": False, "breakage": counts,
+                    "why": (f"{leg}'s training broke ({told}), but {tally} > alpha {alpha:g}: too few seeds to "
+                            f"show that it breaks more often than {base}"
+                            + (f"; {len(unpaired)} of them have no {base} run to pair with" if unpaired else "")
+                            + (f"; {len(stopped)} seed(s) not run: {stopped[0]['reason']}" if stopped else "")),
+                    "recommendation": {"seeds": None, "why": (
+                        f"at least {need} seeds broken on {leg} alone (none the other way) show breakage at alpha "
+                        f"{alpha:g}; {more}; or fix what breaks it")}}
+    if stopped:
+        return {"name": name, "status": "inconclusive", "passed": False,
+                "why": f"{len(stopped)} of {n} seeds not run: {stopped[0]['reason']}",
+                "recommendation": {"seeds": None, "why": f"{leg} was stopped early ({stopped[0]['reason']}): "
+                                   "fix what makes it fall behind, or run it again to see it through"}}
+    bug = _script_bug(leg, runs_by_leg) if everywhere else None
     if bug and not lost:
         return {"name": name, "status": "inconclusive", "passed": False, "script_bug": bug,
                 "why": f"{len(everywhere)} of {n} runs gave no result, the same way on every leg: {bug}",
                 "recommendation": {"seeds": None, "why": f"fix the script and run again: {bug}"}}
     if lost or everywhere:
         return {"name": name, "status": "inconclusive", "passed": False, "lost_seeds":
-                sorted(r["seed"] for r in runs_by_leg[leg] if r["status"] in (LOST, FAILED)),
-                "why": f"{len(lost) + len(everywhere)} of {n} runs gave no result: " + "; ".join(lost + everywhere)}
-    return {"name": name, "status": "passed", "passed": True, "why": f"all {n} runs completed"}
+                sorted(r["seed"] for r in runs if r["status"] in (LOST, FAILED) and r["seed"] not in broke),
+                "why": f"{len(lost) + len(everywhere)} of {n} runs gave no result: "
+                       + "; ".join(lost + everywhere + notes)}
+    done = n - len(broke)
+    why = f"all {n} runs completed" if not broke else f"{done} of {n} runs completed; " + "; ".join(notes)
+    return {"name": name, "status": "passed", "passed": True, "why": why}
+
+
+def _repeatable_crash(runs: list[dict], broke: dict[int, str], base_broke: set[int]) -> str | None:
+    """The one error a leg crashed with on every seed it ran (at least two, or one stopped by its
+    collective check), when the baseline broke on none: a deterministic failure of the leg, which
+    a test for random breakage would wrongly call undecided."""
+    ran = [r for r in runs if r["status"] != LOST and r["kind"] != "doomed"]
+    crashed = [r for r in ran if r["status"] == FAILED and r["seed"] in broke]
+    if not crashed or len(crashed) != len(ran) or base_broke:
+        return None
+    reasons = {(r["reason"] or "").strip() for r in crashed}
+    if len(reasons) != 1 or (len(crashed) < 2 and crashed[0]["kind"] != "collective"):
+        return None
+    return reasons.pop() or "no reason recorded"
 
 
 def _script_bug(leg: str, runs_by_leg: dict[str, list[dict]]) -> str | None:
@@ -363,10 +457,15 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
         margin *= abs(sum(base_vals) / len(base_vals))
     # A sequential design's look reads a wider interval (its alpha-spending level).
     r = stats.compare(values[base], values[leg], margin=margin, alpha=look_alpha or alpha, test=test,
-                      direction=direction)
+                      direction=direction, resolution=parity.get("resolution"))
     out: dict[str, Any] = {"name": name, "passed": r["outcome"] == stats.PASS,
                            "status": {"pass": "passed", "fail": "failed"}.get(r["outcome"], "inconclusive"),
                            **{k: v for k, v in r.items() if k != "outcome"}, "outcome": r["outcome"]}
+    if r["test"] is None and r.get("no_step"):
+        out["why"] = f"{metric}: not decided: {r['why_short']}"
+        out["recommendation"] = {"seeds": None, "why": "set parity.resolution to the metric's step, so that a "
+                                                       "spread of zero is not read as certainty"}
+        return out
     if r["test"] is None:
         out["why"] = f"{metric}: nothing to compare: {r['why_short']}"
         out["recommendation"] = {"seeds": 3, "why": "run at least 3 seeds per leg, so that the spread between "
@@ -381,24 +480,26 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
     diff = f"{metric} difference {_g(r['diff'])} ({leg} - {base}; {test_name})"
     p = "" if r["p_value"] is None else f"; p={r['p_value']:.3g}"
     worse_sign = "+" if direction == "minimize" else "-"
-    if r["identical"]:
+    floor = (f" (the SD of the differences, {r['sd_observed']:.3g}, is floored at {r['sd']:.3g}, what rounding to "
+             f"the metric's step {r['step']:.3g} alone gives; the step is {r['step_basis']})"
+             if r.get("sd_floored") else "")
+    if r["identical"] and r["outcome"] == stats.PASS:
         out["why"] = (f"{leg} and {base} gave identical {metric} on every one of the {r['n_pairs']} paired seeds "
-                      f"(difference 0 each time): equivalent within +/-{margin:.4g} with no spread to test, "
-                      "so no p-value is reported")
+                      f"(difference 0 each time): equivalent within +/-{margin:.4g}, {ci}{floor}")
     elif r["outcome"] == stats.PASS:
         inside = (f"inside +/-{margin:.4g}" if test == stats.EQUIVALENCE
                   else f"below the non-inferiority margin {worse_sign}{margin:.4g}")
-        out["why"] = f"{'equivalent' if test == stats.EQUIVALENCE else 'not worse'}: {diff}, {ci} {inside}{p}"
+        out["why"] = f"{'equivalent' if test == stats.EQUIVALENCE else 'not worse'}: {diff}, {ci} {inside}{p}{floor}"
     elif r["outcome"] == stats.FAIL:
         side = "worse" if r["worse"] else "better"
         bound = f"+{margin:.4g}" if lo > margin else f"-{margin:.4g}"
-        out["why"] = (f"a difference beyond the margin: {diff}, {ci} lies wholly beyond {bound}: "
+        out["why"] = (f"a difference beyond the margin: {diff}, {ci} lies wholly beyond {bound}{floor}: "
                       f"{leg} is {side} than {base}")
         if side == "better":
             out["why"] += " (under `test: non_inferiority` a better leg passes)"
     else:
         region = f"+/-{margin:.4g}" if test == stats.EQUIVALENCE else f"the margin {worse_sign}{margin:.4g}"
-        out["why"] = f"not decided: {diff}, {ci} crosses {region}{p}"
+        out["why"] = f"not decided: {diff}, {ci} crosses {region}{p}{floor}"
     if r["better"]:
         out["better_by"] = abs(r["diff"])
         out["why"] += f"; {leg} is better than {base} by {abs(r['diff']):.4g}"
@@ -488,7 +589,7 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     target, target_basis = resolve_target(parity, values)
     figures = {name: _leg_figures(name, legs_cfg[name], runs, parity, target, emulated)
                for name, runs in runs_by_leg.items()}
-    checks = [_stability_check(name, runs_by_leg) for name in legs_cfg]
+    checks = [_stability_check(name, base, runs_by_leg, float(parity["alpha"])) for name in legs_cfg]
     design = sequential.from_config(config.get("sequential"), float(parity["alpha"]))
     look_alpha = design["nominal_alpha"][-1] if design else None
     checks += [_parity_check(name, base, values, parity, power, look_alpha) for name in legs_cfg if name != base]

@@ -271,8 +271,8 @@ def doomed(leg_curve: Sequence[float], base_curve: Sequence[float], margin: floa
       more than margin + z * noise_sd (noise_sd: the SD of a single eval's paired difference,
       e.g. from earlier seeds; without it this rule is off).
 
-    A leg stopped by it counts as its seed failing (a leg whose own training broke), so the
-    rule must almost never stop a leg that would have passed:
+    A leg stopped by it is `inconclusive` (its seeds not run are no evidence), so a false stop
+    costs a decision, not a false `fail`; still, it must almost never stop a leg that would pass:
     `benchmarks/cost_of_verdict.py` measures how often it does."""
     n = min(len(leg_curve), len(base_curve))
     if n == 0:

@@ -70,25 +70,59 @@ def t_quantile(q: float, df: float) -> float:
     return float(_t_ppf(q, df))
 
 
+# --- the spread floor -------------------------------------------------------------------
+# A metric that moves in steps (accuracy on N examples moves in 1/N) rounds each run's true
+# value: the rounding error is about uniform on one step, variance q^2/12, so a difference of
+# two rounded values carries at least q^2/6 and one leg's values q^2/12. Two seeds whose
+# differences came out equal have a sample SD of 0, and an interval built on it is a point that
+# decides on luck; flooring the SD at the rounding alone keeps the interval honest.
+def metric_step(values: Sequence[float], resolution: float | None = None) -> float | None:
+    """The metric's step: `resolution` when given, else the finest decimal the values carry
+    (0.912 and 0.905 -> 0.001; a float loss such as 2.4132417 -> 1e-7, where the floor never
+    binds), or None when every value is 0. A step that is not a power of ten (accuracy on 300
+    examples) reads as finer than it is, so the floor is then weaker: set `resolution`."""
+    if resolution:
+        return float(resolution)
+    vals = [abs(float(v)) for v in values if math.isfinite(v)]
+    if not any(vals):
+        return None
+    for k in range(0, 13):
+        scale = 10.0 ** k
+        if all(abs(v * scale - round(v * scale)) <= 1e-9 * max(1.0, v * scale) for v in vals):
+            return 10.0 ** -k
+    return max(vals) * 1e-12  # numerical noise: the floor never binds
+
+
+def floored_sd(sd: float, step: float | None, paired: bool) -> float:
+    """`sd` floored at the SD the rounding to `step` alone gives (a difference, or one leg's values)."""
+    if not step:
+        return sd
+    return max(sd, step / math.sqrt(6 if paired else 12))
+
+
 # --- the interval -----------------------------------------------------------------------
-def paired_interval(diffs: Sequence[float], alpha: float) -> dict:
-    """Mean per-seed difference, its standard error and the `1 - 2 alpha` t interval."""
+def paired_interval(diffs: Sequence[float], alpha: float, step: float | None = None) -> dict:
+    """Mean per-seed difference, its standard error and the `1 - 2 alpha` t interval; the SD of
+    the differences is floored at what rounding to the metric's `step` gives."""
     d = [float(x) for x in diffs]
     n = len(d)
     if n < 2:
         raise ValueError("a paired test needs at least 2 pairs")
     mean = fmean(d)
-    sd = stdev(d)
+    raw_sd = stdev(d)
+    sd = floored_sd(raw_sd, step, paired=True)
     se = sd / math.sqrt(n)
     half = t_quantile(1 - alpha, n - 1) * se
-    return {"test": "paired", "diff": mean, "sd": sd, "se": se, "df": float(n - 1), "n_pairs": n,
-            "ci": [mean - half, mean + half], "ci_level": 1 - 2 * alpha}
+    return {"test": "paired", "diff": mean, "sd": sd, "sd_observed": raw_sd, "sd_floored": sd > raw_sd,
+            "se": se, "df": float(n - 1), "n_pairs": n, "ci": [mean - half, mean + half], "ci_level": 1 - 2 * alpha}
 
 
-def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
-    """Difference of means (b - a), its standard error and Welch-Satterthwaite df."""
+def welch(a: Sequence[float], b: Sequence[float], step: float | None = None) -> tuple[float, float, float]:
+    """Difference of means (b - a), its standard error and Welch-Satterthwaite df (each leg's
+    variance floored at what rounding to the metric's `step` gives)."""
     na, nb = len(a), len(b)
-    va, vb = np.var(a, ddof=1), np.var(b, ddof=1)
+    floor = (step * step / 12) if step else 0.0
+    va, vb = max(float(np.var(a, ddof=1)), floor), max(float(np.var(b, ddof=1)), floor)
     diff = fmean(b) - fmean(a)
     sa, sb = va / na, vb / nb
     se = math.sqrt(sa + sb)
@@ -98,11 +132,11 @@ def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
     return diff, se, df
 
 
-def welch_interval(a: Sequence[float], b: Sequence[float], alpha: float) -> dict:
+def welch_interval(a: Sequence[float], b: Sequence[float], alpha: float, step: float | None = None) -> dict:
     """mean(b) - mean(a) with Welch's t interval at `1 - 2 alpha` (a: baseline, b: leg)."""
     if len(a) < 2 or len(b) < 2:
         raise ValueError("an unpaired test needs at least 2 replicates per leg")
-    diff, se, df = welch(a, b)
+    diff, se, df = welch(a, b, step)
     half = t_quantile(1 - alpha, df) * se
     return {"test": "welch", "diff": diff, "sd": None, "se": se, "df": df, "n_pairs": 0,
             "n_leg": len(b), "n_baseline": len(a), "ci": [diff - half, diff + half], "ci_level": 1 - 2 * alpha}
@@ -141,11 +175,14 @@ def decide(lo, hi, margin, test: str = EQUIVALENCE, direction: str = "minimize")
 
 
 def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float, alpha: float,
-            test: str = EQUIVALENCE, direction: str = "minimize") -> dict:
+            test: str = EQUIVALENCE, direction: str = "minimize", resolution: float | None = None) -> dict:
     """Compare a leg with the baseline from their completed seeds (seed -> metric value).
 
     Pairs the seeds both legs completed; with fewer than 2 pairs falls back to Welch on
-    all values; with fewer than 2 values on a leg there is nothing to test.
+    all values; with fewer than 2 values on a leg there is nothing to test. The spread is
+    floored at the metric's step (`resolution`, else the finest decimal the values carry), so
+    that equal differences never decide on a point interval; when every value is 0 and no
+    resolution is given there is no step to floor at, and nothing is decided.
     """
     common = sorted(set(baseline) & set(leg))
     diffs = [leg[s] - baseline[s] for s in common]
@@ -154,10 +191,20 @@ def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float,
                                     "baseline": sorted(set(baseline) - set(common))},
                  "per_seed_diffs": [[s, d] for s, d in zip(common, diffs, strict=False)],
                  "margin": margin, "alpha": alpha, "test_kind": test, "direction": direction}
+    step = metric_step([*baseline.values(), *leg.values()], resolution)
+    out["step"], out["step_basis"] = step, ("parity.resolution" if resolution else
+                                            "the finest decimal the values carry" if step else None)
+    enough = len(common) >= 2 or (len(baseline) >= 2 and len(leg) >= 2)
+    if enough and step is None:
+        out.update({"test": None, "outcome": INCONCLUSIVE, "identical": False, "no_step": True,
+                    "why_short": "every run on both legs gave exactly 0: with no "
+                                 "spread and no known step of the metric the interval would be a point; set "
+                                 "parity.resolution to the metric's step (e.g. 1/N for accuracy on N examples)"})
+        return out
     if len(common) >= 2:
-        out.update(paired_interval(diffs, alpha))
-    elif len(baseline) >= 2 and len(leg) >= 2:
-        out.update(welch_interval(list(baseline.values()), list(leg.values()), alpha))
+        out.update(paired_interval(diffs, alpha, step))
+    elif enough:
+        out.update(welch_interval(list(baseline.values()), list(leg.values()), alpha, step))
     else:
         out.update({"test": None, "outcome": INCONCLUSIVE, "identical": False,
                     "why_short": f"needs at least 2 seeds completed on both legs; have {len(leg)} on the leg "

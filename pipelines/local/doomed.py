@@ -2,11 +2,13 @@
 leg's validation curve with the baseline's of the same seed (same eval steps) by the rule in
 bakeoff_runtime/sequential.py `doomed`: diverged, or beyond the margin by more than 3 SD of the
 eval noise at each of its last two evals. The noise is the SD of the paired end-of-training
-differences of the seeds already finished (so the second rule needs 2 finished pairs); the
+differences of the seeds already finished other than the one judged, from at least 3 of them,
+and "3 SD" is a t quantile at the same one-sided level (0.00135) on its degrees of freedom; the
 divergence rule needs none, and neither does a run the runtime stopped as diverged where the
 baseline's run of that seed trained. A doomed leg's remaining seeds are not run: they are recorded as
-failed with the reason, which the verdict reads as that leg's own training breaking (fail), and
-the terminal says so. `benchmarks/cost_of_verdict.py` measures how often the rule stops a leg
+failed with the reason (`failure_kind: doomed`): the verdict counts them as no evidence either
+way (the leg is `inconclusive` with the reason, unless what did run shows it broken), and the
+terminal says so. `benchmarks/cost_of_verdict.py` measures how often the rule stops a leg
 that would have passed (0 of 4000 simulated legs within the margin)."""
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime_modules import runtime_module
+
+MIN_NOISE_PAIRS = 3   # finished pairs, besides the seed judged, before the beyond-the-margin rule is on
+NOISE_TAIL = 0.00135  # one-sided tail of the stop bar: what 3 SD would be were the noise known
 
 
 def _diverged(job_dir: Path) -> str | None:
@@ -74,7 +79,8 @@ class DoomWatch:
 
     def _judge(self, leg: str, seed: int) -> str | None:
         # The runtime stops a run whose loss blows up (it has no validation then): broken on this
-        # leg where the baseline trained, which the verdict calls a fail whatever the other seeds do.
+        # leg where the baseline trained. The verdict does not call one such seed a fail (that takes
+        # exact McNemar), but a leg that blows up is not worth its remaining seeds' bill.
         if self.diverged.get((leg, seed)) and not self.diverged.get((self.baseline, seed)):
             return f"it diverged where {self.baseline} did not ({self.diverged[(leg, seed)]})"
         mine, base = dict(self.curves[(leg, seed)]), dict(self.curves[(self.baseline, seed)])
@@ -85,13 +91,25 @@ class DoomWatch:
         if self.margin is None:  # a relative margin: only divergence is judged here
             return seq.doomed([mine[s] for s in steps], [base[s] for s in steps], math.inf,
                               direction=self.direction)
+        noise = self._noise(leg, seed)
+        if noise is None:
+            return seq.doomed([mine[s] for s in steps], [base[s] for s in steps], self.margin,
+                              direction=self.direction)
+        sd, df = noise
+        # A t quantile at the one-sided level of 3 normal SDs (0.00135): the noise is estimated from
+        # a few pairs, and a z of 3 on it stops legs that would pass (issue 23: 2-7% at the margin).
+        z = float(runtime_module("stats").t_quantile(1 - NOISE_TAIL, df))
         return seq.doomed([mine[s] for s in steps], [base[s] for s in steps], self.margin,
-                          direction=self.direction, noise_sd=self._noise(leg))
+                          direction=self.direction, noise_sd=sd, z=z)
 
-    def _noise(self, leg: str) -> float | None:
+    def _noise(self, leg: str, judged: int) -> tuple[float, int] | None:
+        """SD of the paired end-of-training differences and its degrees of freedom, from the seeds
+        finished so far but the one being judged (its own gap would inflate the noise it is judged
+        against), once there are MIN_NOISE_PAIRS of them; else None (the margin rule is off)."""
         diffs = []
         for (name, seed), curve in self.curves.items():
             base = self.curves.get((self.baseline, seed))
-            if name == leg and curve and base and math.isfinite(curve[-1][1]) and math.isfinite(base[-1][1]):
+            if (name == leg and seed != judged and curve and base and math.isfinite(curve[-1][1])
+                    and math.isfinite(base[-1][1])):
                 diffs.append(curve[-1][1] - base[-1][1])
-        return statistics.stdev(diffs) if len(diffs) >= 2 else None
+        return (statistics.stdev(diffs), len(diffs) - 1) if len(diffs) >= MIN_NOISE_PAIRS else None

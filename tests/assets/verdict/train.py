@@ -10,6 +10,9 @@ for the end-to-end verdict tests (each job trains in well under a second).
     plant: hang=LEG/SEED        that job stops making progress after 5 steps (until it is stopped)
     plant: slow                 every step takes 0.25 s more (time to stop a run in the middle)
     plant: raise=LEG/SEED       that job raises RuntimeError(hyperparameter `message`) (a script failure)
+    plant: blowup=LEG/SEED      that job alone trains at 40x the learning rate (the loss explodes)
+    plant: quantised_offset=NAME    val_mse is rounded to 0.01 (a metric that moves in steps) and leg
+                                NAME's is 0.01 higher: equal per-seed differences, a sample SD of 0
 """
 import os
 import signal
@@ -41,6 +44,8 @@ with Runtime.from_environment() as rt:
     torch.manual_seed(rt.seed)
     model = rt.prepare(nn.Linear(dim, 1))
     factor = {"lr_on_neuron": 3.0, "blowup_on_neuron": 40.0}.get(plant, 1.0) if rt.backend_name == "neuron" else 1.0
+    if plant == f"blowup={rt.leg}/{rt.seed}":
+        factor = 40.0
     lr = 0.02 * factor
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     for step in range(steps):
@@ -61,4 +66,6 @@ with Runtime.from_environment() as rt:
         x = torch.randn(512, dim, generator=vg)
         y = x @ true_w + 0.3 * torch.randn(512, 1, generator=vg)
         val = float(nn.functional.mse_loss(model(x.to(rt.device)).float(), y.to(rt.device)).item())
+    if plant.startswith("quantised_offset="):
+        val = round(val, 2) + (0.01 if plant == f"quantised_offset={rt.leg}" else 0.0)
     rt.log_validation(steps, val_mse=val)
