@@ -15,11 +15,15 @@ of the interval sequence then misses the true difference with probability <= alp
 all looks together, so P(pass) <= alpha when the true difference is at or beyond the
 margin, and P(fail) <= alpha when it is within, whatever look the procedure stops at.
 
-The boundaries z_k are computed for a known variance by recursive numerical integration
-of the score process (Armitage, McPherson & Rowe, 1969) and used with the paired t's
-unknown variance by matching tail probabilities (alpha_k = 1 - Phi(z_k), then the t
-quantile on n_k - 1 degrees of freedom); `benchmarks/cost_of_verdict.py` checks by
-simulation that the error rates hold at the small seed counts bake-offs use.
+The paired t's variance is estimated, so the boundaries are t critical values computed
+look by look from the past looks only: the first look's is the exact t quantile at the
+alpha spent by its information fraction; each later look's is the value that makes the
+chance of having crossed by it (at the earlier looks' fixed values) equal the alpha spent
+by then, from fixed-seed draws of the pivotal t sequence (deterministic: a function of
+the design so far). So a look's level never depends on looks not yet taken, and the
+rounds grow by a fixed schedule, not by the data. (`boundaries` keeps the known-variance
+z boundaries, by recursive integration of the score process, Armitage, McPherson & Rowe
+1969.) `benchmarks/verdict_oc.py` checks the error rates through this loop.
 
 The doomed-leg rule (`doomed`) is here too: it looks at the validation curves of jobs
 still running. numpy/scipy only: this runs in the Evaluate step's container.
@@ -117,61 +121,76 @@ def boundaries(fractions: Sequence[float], alpha: float, spending: str = POCOCK)
     return list(_boundaries(fr, float(alpha), spending))
 
 
-def _levels(looks: tuple[int, ...], max_seeds: int, alpha: float, spending: str) -> list[float]:
-    z = boundaries([n / max_seeds for n in looks], alpha, spending)
-    return [float(_sp.ndtr(-x)) for x in z]
-
-
 CALIBRATION_REPS = 200_000
 CALIBRATION_SEED = 20261203
 
 
-@lru_cache(maxsize=256)
-def calibration(looks: tuple[int, ...], max_seeds: int, alpha: float, spending: str) -> float:
-    """The factor on alpha that makes the t-based looks spend no more than alpha in all.
+def _pivotal_t(looks: tuple[int, ...]) -> np.ndarray:
+    """Draws of the paired t statistic at each look under the null (looks x CALIBRATION_REPS).
 
-    The boundaries are exact for a known variance; read with the t quantile of each look's
-    own degrees of freedom they cross a little more often than alpha in all (about 0.053-0.058
-    for alpha 0.05 at 2-5 seeds a look), because the looks share their variance estimate.
-    The crossing probability of the pivotal t sequence does not depend on the true difference
-    or spread, so it is computed once per design from a fixed-seed simulation (deterministic:
-    a function of the design alone) and alpha is scaled until it is at most alpha."""
-    if len(looks) == 1:
-        return 1.0  # one look: the t interval is exact
+    The t sequence is pivotal: its law depends on neither the true difference nor the spread,
+    only on the look sizes. Each look's draws come from the generator in look order, so the
+    draws of the first k looks are the same whatever looks follow (a look's level never
+    depends on the future)."""
     rng = np.random.default_rng(CALIBRATION_SEED)
     sizes = np.diff(np.concatenate([[0], looks])).astype(int)
-    means = np.stack([rng.standard_normal(CALIBRATION_REPS) / math.sqrt(s) for s in sizes])
-    within = np.stack([rng.chisquare(s - 1, CALIBRATION_REPS) if s > 1 else np.zeros(CALIBRATION_REPS)
-                       for s in sizes])
-    stats_ = []
+    total = np.zeros(CALIBRATION_REPS)
+    ss = np.zeros(CALIBRATION_REPS)
+    out = []
+    n = 0
+    for s in sizes:
+        # a batch of s fresh standard normal differences: its mean and within-batch sum of squares
+        batch_mean = rng.standard_normal(CALIBRATION_REPS) / math.sqrt(s)
+        within = rng.chisquare(s - 1, CALIBRATION_REPS) if s > 1 else np.zeros(CALIBRATION_REPS)
+        if n:
+            grand_before = total / n
+            ss = ss + within + (n * s / (n + s)) * (batch_mean - grand_before) ** 2
+        else:
+            ss = within
+        total = total + s * batch_mean
+        n += s
+        out.append((total / n) / np.sqrt(ss / (n - 1) / n))
+    return np.stack(out)
+
+
+@lru_cache(maxsize=256)
+def _critical(looks: tuple[int, ...], max_seeds: int, alpha: float, spending: str) -> tuple[float, ...]:
+    """Each look's critical t, computed look by look from the past looks alone: the value that
+    makes the probability of crossing at this look or an earlier one (at the earlier looks'
+    own, already fixed, critical values) equal the alpha spent by this look's information
+    fraction. The first look's is the exact t quantile."""
+    t_stats = _pivotal_t(looks)
+    crossed = np.zeros(CALIBRATION_REPS, dtype=bool)
+    out: list[float] = []
     for k, n in enumerate(looks):
-        w = sizes[: k + 1, None]
-        grand = (w * means[: k + 1]).sum(0) / n
-        ss = within[: k + 1].sum(0) + (w * (means[: k + 1] - grand) ** 2).sum(0)
-        stats_.append(grand / np.sqrt(ss / (n - 1) / n))
-    t_stats = np.stack(stats_)
-
-    def crossing(factor: float) -> float:
-        levels = _levels(looks, max_seeds, alpha * factor, spending)
-        crit = np.array([critical_t(a, n) for a, n in zip(levels, looks, strict=True)])[:, None]
-        return float((t_stats > crit).any(0).mean())
-
-    lo, hi = 0.2, 1.0
-    if crossing(hi) <= alpha:
-        return 1.0
-    for _ in range(18):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if crossing(mid) <= alpha else (lo, mid)
-    return lo
+        target = spent(n / max_seeds, alpha, spending)
+        if k == 0:
+            c = float(_sp.stdtrit(n - 1, 1 - target)) if target > 0 else math.inf
+        else:
+            need = int(round((target - crossed.mean()) * CALIBRATION_REPS))
+            rest = np.sort(t_stats[k][~crossed])
+            c = float(rest[-need]) if 0 < need <= rest.size else math.inf
+        out.append(c)
+        crossed |= t_stats[k] > c
+    return tuple(out)
 
 
 def nominal_levels(looks: Sequence[int], max_seeds: int, alpha: float, spending: str = POCOCK) -> list[float]:
-    """The one-sided level each look's interval is read at, looks in seeds per leg: 1 - Phi(z_k)
-    of the spending function's boundaries, at the calibrated alpha (see `calibration`)."""
+    """The one-sided level each look's interval is read at, looks in seeds per leg: the t tail
+    beyond the look's critical value (see `_critical`). Look k's level depends on looks 1..k
+    only, so adding a look never changes what an earlier look decided at."""
     looks = tuple(int(n) for n in looks)
     if any(n > max_seeds for n in looks) or any(n < 2 for n in looks):
         raise ValueError(f"looks {list(looks)} must lie between 2 seeds and the cap of {max_seeds}")
-    return _levels(looks, max_seeds, alpha * calibration(looks, max_seeds, float(alpha), spending), spending)
+    if any(b <= a for a, b in zip(looks, looks[1:], strict=False)):
+        raise ValueError(f"looks {list(looks)} must increase")
+    crit = _critical(looks, max_seeds, float(alpha), spending)
+    return [float(_sp.stdtr(n - 1, -c)) if math.isfinite(c) else 0.0 for c, n in zip(crit, looks, strict=True)]
+
+
+def boundaries_z(looks: Sequence[int], max_seeds: int, alpha: float, spending: str = POCOCK) -> list[float]:
+    """The known-variance boundaries the spending function gives (for comparison and tests)."""
+    return boundaries([n / max_seeds for n in looks], alpha, spending)
 
 
 def critical_t(nominal: float, n_pairs: int) -> float:
@@ -183,12 +202,13 @@ def design_record(looks: Sequence[int], max_seeds: int, alpha: float, spending: 
     """What evaluation.json states about the design at its latest look."""
     levels = nominal_levels(looks, max_seeds, alpha, spending)
     fractions = [n / max_seeds for n in looks]
-    factor = calibration(tuple(int(n) for n in looks), max_seeds, float(alpha), spending)
     return {"schema": DESIGN_SCHEMA, "design": DESIGN, "spending": spending, "alpha": alpha,
-            "calibration": factor, "max_seeds": max_seeds, "looks": list(looks), "look": len(looks),
+            "boundaries": "t critical values look by look from past looks only (exact t at the first look, "
+                          f"then {CALIBRATION_REPS} fixed-seed draws of the pivotal t sequence)",
+            "max_seeds": max_seeds, "looks": list(looks), "look": len(looks),
             "final": looks[-1] >= max_seeds,
             "information_fractions": fractions,
-            "alpha_spent": [spent(t, alpha * factor, spending) for t in fractions],
+            "alpha_spent": [spent(t, alpha, spending) for t in fractions],
             "nominal_alpha": levels,
             "ci_level": 1 - 2 * levels[-1]}
 

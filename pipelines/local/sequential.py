@@ -3,8 +3,9 @@
 Round 1 runs the spec's seeds; after each round the Evaluate step decides at that look of
 the group-sequential design (bakeoff_runtime.sequential: repeated confidence intervals with
 Lan-DeMets alpha spending over `max_seeds`), and the run stops at pass or fail. Otherwise
-the next round grows the seeds to the evaluation's recommendation, at least one first
-round more, at most the cap; at the cap it ends inconclusive with its recommendation.
+the next round adds one first round of seeds, at most the cap (a fixed schedule: rounds
+sized by the data would be looks the spending did not plan); at the cap it ends
+inconclusive with its recommendation.
 
 Each round is an ordinary run into the same directory: the job cache keys on the request
 as run, which does not name the seed count, so every finished job is reused and only the
@@ -60,9 +61,11 @@ def check_design(first: int, max_seeds: int) -> None:
         raise SpecError(f"--max-seeds {max_seeds}: at most 100 seeds per leg", field="--max-seeds")
 
 
-def next_size(n: int, first: int, max_seeds: int, evaluation: dict[str, Any]) -> int:
-    rec = (evaluation.get("recommendation") or {}).get("seeds")
-    return min(max_seeds, max(n + first, int(rec) if rec else 0))
+def next_size(n: int, first: int, max_seeds: int) -> int:
+    """The next look: one first round more, at most the cap. A fixed schedule, never the data's
+    recommendation: a look placed where the data say it would decide is a look the spending
+    function did not plan for (the recommendation is still reported)."""
+    return min(max_seeds, n + first)
 
 
 def _spend(evaluation: dict[str, Any]) -> dict[str, float | None]:
@@ -137,7 +140,7 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
             stopped_early = (f"inconclusive, stopped early: {', '.join(hopeless)} would likely stay undecided "
                              f"even at the cap of {max_seeds} seeds per leg (futility)")
             break
-        n = next_size(len(seeds), first, max_seeds, ev)
+        n = next_size(len(seeds), first, max_seeds)
         executor.progress.note(f"round {len(looks)}: inconclusive at {len(seeds)} seeds; adding "
                                f"{n - len(seeds)} (to {n} per leg)")
         seeds = grow(seeds, n)

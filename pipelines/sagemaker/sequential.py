@@ -99,7 +99,7 @@ def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipelin
         if evaluation.get("verdict") in ("pass", "fail") or len(seeds) >= max_seeds:
             return evaluation, rounds
         previous = compiled.definition
-        seeds = grow(seeds, next_size(len(seeds), first, max_seeds, evaluation))
+        seeds = grow(seeds, next_size(len(seeds), first, max_seeds))
 
 
 # How often a round's execution is retried when training steps failed. A job fails its step only
