@@ -22,6 +22,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .report_format import md, md_block, md_row
+
 # Job environment that changes numerics (what the evaluation config carries per leg).
 NUMERICS_ENV = ("NEURON_CC_FLAGS", "NEURON_RT_STOCHASTIC_ROUNDING_EN", "XLA_USE_BF16", "XLA_DOWNCAST_BF16",
                 "NVIDIA_TF32_OVERRIDE")
@@ -232,15 +234,16 @@ def section_markdown(ev: dict[str, Any]) -> list[str]:
     if not p or not p.get("legs"):
         return []
     rows, names = _rows(ev)
-    out = ["", "## What porting cost", "", p.get("code_note", ""), "",
-           "| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    out += [f"| {label} | " + " | ".join(v.replace("|", "\\|") for v in values) + " |" for label, values in rows]
+    out = ["", "## What porting cost", "", md(p.get("code_note", "")), "",
+           md_row(["", *names]), "|---|" + "---|" * len(names)]
+    out += [md_row([label, *values]) for label, values in rows]
     for name, e in p["legs"].items():
         for f in (e.get("preflight") or {}).get("findings", []):
-            out.append(f"- {name}: {'blocker' if f['blocker'] else 'finding'} {f['kind']} at {f['where']}: "
-                       f"fix: {f['fix']}")
+            out.append(f"- {md(name)}: {'blocker' if f['blocker'] else 'finding'} {md(f['kind'])} at "
+                       f"{md(f['where'])}: fix: {md(f['fix'])}")
         if e["code"].get("diff"):
-            out += ["", f"Diff of {name}'s script against {p['baseline']}'s:", "", "```diff", e["code"]["diff"], "```"]
+            out += ["", md(f"Diff of {name}'s script against {p['baseline']}'s:"), "",
+                    *md_block(e["code"]["diff"], "diff")]
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import porting, report_scaling, report_spend, validity
 from .report_charts import PALETTE, bar_chart, decision_chart, leg_colours, line_chart, stacked_bar_chart
-from .report_format import MONEY_RULE, money_tick, nice_ticks, num, size, usd
+from .report_format import MONEY_RULE, md, md_row, money_tick, nice_ticks, num, size, usd
 
 # PALETTE is read by mlflow_parent, so a leg has the same colour in MLflow as here.
 __all__ = ["PALETTE", "SECTIONS", "leg_colours", "leg_rows", "nice_ticks", "render_html", "render_markdown", "usd",
@@ -72,7 +72,8 @@ def _measured_md(ev: dict[str, Any]) -> list[str]:
     rows = measured_rows(ev)
     if not rows:
         return []
-    return ["", "**What was measured**", ""] + [f"- **{MEASURED_MARK.get(st, st)}** `{n}`: {w}" for st, n, w in rows]
+    return ["", "**What was measured**", ""] + [f"- **{md(MEASURED_MARK.get(st, st))}** {md(n, code=True)}: {md(w)}"
+                                                for st, n, w in rows]
 
 
 def _measured_html(ev: dict[str, Any]) -> str:
@@ -293,8 +294,8 @@ def _swatch(ev: dict[str, Any], leg: str) -> str:
 
 def _legs_md(ev: dict[str, Any]) -> list[str]:
     legs = list(ev["legs"])
-    return (["", "## Legs", "", "| | " + " | ".join(legs) + " |", "|---|" + "---|" * len(legs)]
-            + [f"| {label} | " + " | ".join(values) + " |" for label, values in leg_rows(ev)])
+    return (["", "## Legs", "", md_row(["", *legs]), "|---|" + "---|" * len(legs)]
+            + [md_row([label, *values]) for label, values in leg_rows(ev)])
 
 
 def _legs_html(ev: dict[str, Any]) -> str:
@@ -311,7 +312,8 @@ def _plots_html(ev: dict[str, Any]) -> str:
 
 
 def _checks_md(ev: dict[str, Any]) -> list[str]:
-    return ["", "## Checks", ""] + [f"- **{c['status']}** `{c['name']}`: {c['why']}" for c in ev["checks"]]
+    return ["", "## Checks", ""] + [f"- **{md(c['status'])}** {md(c['name'], code=True)}: {md(c['why'])}"
+                                    for c in ev["checks"]]
 
 
 def _checks_html(ev: dict[str, Any]) -> str:
@@ -320,7 +322,7 @@ def _checks_html(ev: dict[str, Any]) -> str:
 
 
 def _stats_md(ev: dict[str, Any]) -> list[str]:
-    return ["", "## Statistics", ""] + [f"- {line}" for line in _statistics(ev)]
+    return ["", "## Statistics", ""] + [f"- {md(line)}" for line in _statistics(ev)]
 
 
 def _stats_html(ev: dict[str, Any]) -> str:
@@ -329,8 +331,8 @@ def _stats_html(ev: dict[str, Any]) -> str:
 
 def _runs_md(ev: dict[str, Any]) -> list[str]:
     header, rows = _per_seed(ev)
-    return (["", "## Runs", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(row) + " |" for row in rows])
+    return (["", "## Runs", "", md_row(header), "|" + "---|" * len(header)]
+            + [md_row(row) for row in rows])
 
 
 def _runs_html(ev: dict[str, Any]) -> str:
@@ -342,7 +344,7 @@ def _runs_html(ev: dict[str, Any]) -> str:
 
 
 def _env_md(ev: dict[str, Any]) -> list[str]:
-    return ["", "## Environment", ""] + [f"- **{name}**: " + ", ".join(f"{k}={v}" for k, v in env.items())
+    return ["", "## Environment", ""] + [f"- **{md(name)}**: " + ", ".join(md(f"{k}={v}") for k, v in env.items())
                                          for name, env in _environments(ev).items()]
 
 
@@ -376,11 +378,13 @@ SECTIONS: list[Section] = [
 
 # --- the documents ----------------------------------------------------------------------------
 def render_markdown(ev: dict[str, Any]) -> str:
-    out = [f"# Bake-off {ev.get('bakeoff')}: {ev['verdict'].upper()}", "", verdict_sentence(ev), *_measured_md(ev)]
+    # Every piece of text below that came from the evaluation (and so, often, from a job) goes through md().
+    out = [f"# Bake-off {md(ev.get('bakeoff'))}: {md(str(ev['verdict']).upper())}", "", md(verdict_sentence(ev)),
+           *_measured_md(ev)]
     if _emulated(ev):
         out += ["", f"> Speed and cost: {EMULATED}."]
-    for md, _ in SECTIONS:
-        out += md(ev)
+    for markdown, _ in SECTIONS:
+        out += markdown(ev)
     out += ["", "Plots are in report.html."]
     return "\n".join(out) + "\n"
 

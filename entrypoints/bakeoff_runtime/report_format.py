@@ -4,10 +4,14 @@ Money has one rule everywhere (tables, sentences, bar labels): dollars and cents
 "$0.77", "$1,234.50"); an amount under one cent, which tiny local runs produce, keeps three
 significant figures ("$0.0042") rather than reading as "$0.00". Axis ticks are round numbers
 (1, 2, 2.5 or 5 times a power of ten) and are written with exactly the decimals of their step.
+
+Text in report.md goes through md(): much of it comes from jobs (failure reasons, check reasons,
+leg names, environments), and it is shown as data, never read as HTML or as markdown structure.
 """
 from __future__ import annotations
 
 import math
+import re
 
 MONEY_RULE = "money in dollars and cents; amounts under one cent to three significant figures"
 
@@ -108,3 +112,45 @@ def size(v) -> str:
             return f"{v:.0f} {unit}"
         v /= 1024
     return f"{v:.0f} PiB"
+
+
+# --- text in report.md -------------------------------------------------------------------------
+_LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
+# The backslash first, so text ending in one cannot escape the pipe that closes its table cell.
+_MD_INLINE = re.compile(r"([\\`*\[|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+# Text that would open a block were it to begin a line (or a list item): an ATX heading, a bullet or
+# ordered list item, a setext underline or thematic break, a ~~~ fence (backticks, quotes and HTML are
+# escaped anyway); group 1 is what goes before the backslash, group 2 the character it escapes.
+_MD_BLOCK_START = re.compile(r"^(\s*|\s*\d{1,9})(#{1,6}(?=\s|$)|[-+](?=\s|$)|(?<=\d)[.)](?=\s|$)"
+                             r"|[-_=](?=[-_=\s]*$)|~(?=~~))")
+_BACKTICKS = re.compile(r"`+")
+
+
+def md(value: object, *, code: bool = False, cell: bool = False) -> str:
+    """`value` as inert text on one line of report.md: a sentence, a list item, a table cell.
+
+    Much of what the report shows comes from jobs (failure reasons, check reasons, leg names,
+    environments): HTML in it is escaped (&, <, >), a line break in it cannot start a block, and
+    nothing in it makes a table cell, heading, quote, list, code span, emphasis, link or image.
+    cell=True: the text is a table cell, where no block can open (pipes are escaped all the same);
+    code=True: the text as one code span (e.g. a check's name), whatever backticks it holds."""
+    text = _LINE_BREAKS.sub(" ", str(value))
+    if code:  # nothing inside a code span is read as HTML or markdown; only its fence must be longer
+        fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+        pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+        return f"{fence}{pad}{text}{pad}{fence}"
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_INLINE.sub(r"\\\1", text)
+    return text if cell else _MD_BLOCK_START.sub(r"\1\\\2", text, count=1)
+
+
+def md_row(cells) -> str:
+    """One row of a report.md table, each cell through md()."""
+    return "| " + " | ".join(md(c, cell=True) for c in cells) + " |"
+
+
+def md_block(text: str, info: str = "") -> list[str]:
+    """`text` (many lines, e.g. a diff) as one fenced code block of report.md: the fence is longer
+    than any run of backticks in it, so no line of the text can close the block early."""
+    fence = "`" * max(3, max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    return [fence + info, text, fence]

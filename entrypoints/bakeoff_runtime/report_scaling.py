@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from .report_charts import PALETTE, leg_colours
-from .report_format import usd
+from .report_format import md, md_row, usd
 
 W, H, M = 420, 260, 56
 
@@ -137,9 +137,9 @@ def section_markdown(ev: dict[str, Any]) -> list[str]:
     """The same section as report.md lines (the plots are in report.html)."""
     out: list[str] = []
     if ev.get("scaling"):
-        out += ["", "## Scaling", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-        out += ["| " + " | ".join(row) + " |" for row in _rows(ev)]
-        out += [""] + [f"- {n}" for n in _notes(ev)]
+        out += ["", "## Scaling", "", md_row(HEADER), "|" + "---|" * len(HEADER)]
+        out += [md_row(row) for row in _rows(ev)]
+        out += [""] + [f"- {md(n)}" for n in _notes(ev)]
     if ev.get("ablations"):
-        out += ["", "## Precision ablation", ""] + [f"- {n}" for n in _ablation_lines(ev)]
+        out += ["", "## Precision ablation", ""] + [f"- {md(n)}" for n in _ablation_lines(ev)]
     return out

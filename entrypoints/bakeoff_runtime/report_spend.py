@@ -7,7 +7,7 @@ import html
 from typing import Any
 
 from . import stats
-from .report_format import usd
+from .report_format import md, usd
 
 FIXED_POWER = 0.8
 
@@ -69,7 +69,7 @@ def _lines(ev: dict[str, Any]) -> list[str]:
 
 
 def section_markdown(ev: dict[str, Any]) -> list[str]:
-    return ["", "## What this verdict cost", ""] + [f"- {line}" for line in _lines(ev)]
+    return ["", "## What this verdict cost", ""] + [f"- {md(line)}" for line in _lines(ev)]
 
 
 def section_html(ev: dict[str, Any]) -> str:
