@@ -46,7 +46,8 @@ class Telemetry:
         self.rank = rank
         self.started_at = started_at if started_at is not None else time.time()
         self.stdout = stdout or sys.stdout
-        self.records: list[dict[str, Any]] = []
+        # Records go to metrics.jsonl line by line and are never kept here: a job's memory stays
+        # flat however many steps it logs (benchmarks/telemetry_memory.py).
         self._fh = None
         if rank == 0:
             self.model_dir.mkdir(parents=True, exist_ok=True)
@@ -60,7 +61,6 @@ class Telemetry:
         if self.rank != 0:
             return
         record = {"kind": kind, "step": step, "time_s": round(self.elapsed(), 4), **values}
-        self.records.append(record)
         self._fh.write(json.dumps(record) + "\n")
         print(step_line(step, values), file=self.stdout, flush=True)
         if self.sink is not None:
