@@ -109,8 +109,9 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
         console.print(f"  cost: {data(basis)}", highlight=False)
     rule = evaluation.get("rule") or {}
     if rule.get("changed"):
+        original = rule["original"] or "not recorded"
         console.print("  [yellow]rule changed after the data[/yellow]: " + data(
-            f"original {rule['original']}, now {rule['current']} ({rule.get('reason')})"), highlight=False)
+            f"original {original}, now {rule['current']} ({rule.get('reason')})"), highlight=False)
     console.print(f"[bold {colour}]verdict: {verdict}[/bold {colour}]", highlight=False)
     rec = evaluation.get("recommendation")
     if rec:

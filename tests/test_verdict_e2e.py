@@ -104,3 +104,22 @@ def test_changing_the_rule_after_the_data_needs_a_reason_and_shows_both(tmp_path
     ev = json.loads((tmp_path / "out" / "evaluation" / "evaluation.json").read_text())
     assert ev["rule"]["changed"] and ev["rule"]["original"]["margin"] == 0.05 and ev["rule"]["current"]["margin"] == 0.5
     assert "unit mistake" in (tmp_path / "out" / "evaluation" / "report.html").read_text()
+
+
+def test_a_truncated_rule_file_does_not_let_a_new_rule_through(tmp_path):
+    """parity-rule.json emptied (a crash while writing it, or by hand) with finished jobs kept: a new
+    margin is refused as if the rule had changed; with a reason it decides and says the rule was lost."""
+    proc, ev = _run(tmp_path, "none")
+    assert ev["verdict"] == "pass"
+    spec, out = tmp_path / "bakeoff.yaml", tmp_path / "out"
+    (out / "parity-rule.json").write_text("")
+    refused = bakeoff("run", spec, "--out", out, "--no-mlflow", "--set", "parity.margin=0.5")
+    assert refused.returncode == 2 and "rule they ran under is not recorded" in refused.stderr, refused.stderr[-2000:]
+    assert "Traceback" not in refused.stderr
+    allowed = bakeoff("run", spec, "--out", out, "--no-mlflow", "--set", "parity.margin=0.5",
+                      "--rule-change", "the file was lost in a crash")
+    assert allowed.returncode == 0, allowed.stderr[-2000:]
+    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    assert ev["rule"]["changed"] and ev["rule"]["original"] is None
+    assert "not recorded" in ev["rule"]["reason"] and "lost in a crash" in ev["rule"]["reason"]
+    assert json.loads((out / "parity-rule.json").read_text())["changed_to"]["margin"] == 0.5

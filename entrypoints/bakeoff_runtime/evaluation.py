@@ -546,7 +546,10 @@ def _rule_record(config: dict, parity: dict) -> dict[str, Any]:
     """The rule this verdict was decided under, and the rule fixed before the data if it differs."""
     out = {"current": rule_of(parity), "original": None, "changed": False, "reason": None}
     original = config.get("rule_original")
-    if original and rule_of(original) != rule_of(parity):
+    if config.get("rule_unrecorded"):  # finished jobs whose rule was lost: nothing shows it was fixed first
+        out.update(changed=True, reason=f"{config.get('rule_change_reason') or 'not given'} (the rule fixed before "
+                                        f"the data was not recorded: {config['rule_unrecorded']})")
+    elif original and rule_of(original) != rule_of(parity):
         out.update(original=rule_of(original), changed=True,
                    reason=config.get("rule_change_reason") or "not given")
     return out

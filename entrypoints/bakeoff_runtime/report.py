@@ -85,7 +85,9 @@ def _measured_html(ev: dict[str, Any]) -> str:
         for st, n, w in rows) + "</table></div>")
 
 
-def _rule_text(rule: dict[str, Any]) -> str:
+def _rule_text(rule: dict[str, Any] | None) -> str:
+    if not rule:
+        return "not recorded"
     return (f"{rule.get('test', 'equivalence')} on {rule.get('metric')} ({rule.get('direction')}), margin "
             f"{rule.get('margin')} {rule.get('margin_type', 'absolute')}, alpha {rule.get('alpha')}, baseline "
             f"{rule.get('baseline')}")

@@ -406,14 +406,32 @@ class LocalExecutor:
         which the evaluation shows the original rule beside the new one."""
         path = self.out / "parity-rule.json"
         current = self.spec.parity_rule()
+        recorded, unreadable = None, None
         try:
-            recorded = json.loads(path.read_text()).get("rule")
-        except (FileNotFoundError, ValueError, AttributeError):
-            recorded = None
-        if recorded is None or not reuse:  # no finished jobs are kept: this rule comes before their data
-            path.write_text(json.dumps({"rule": current, "note": "fixed before the jobs of this directory ran"},
-                                       indent=2, sort_keys=True) + "\n")
+            body = json.loads(path.read_text())
+            recorded = body.get("rule") if isinstance(body, dict) else None
+            if not isinstance(recorded, dict):
+                recorded, unreadable = None, "holds no rule"
+        except FileNotFoundError:
+            unreadable = "is missing"
+        except (ValueError, OSError):
+            unreadable = "is empty or not JSON"
+        if not reuse:  # no finished jobs are kept: this rule comes before their data
+            _write_atomically(path, {"rule": current, "note": "fixed before the jobs of this directory ran"})
             return None
+        if recorded is None:
+            # Finished jobs whose rule cannot be read: a truncated file must not let a rule chosen
+            # after the data through unnoticed.
+            if not self.rule_change:
+                raise SpecError(f"finished jobs are kept but the rule they ran under is not recorded ({path.name} "
+                                f"{unreadable}), so this rule may have been chosen after seeing them. Run into a "
+                                f"new --out, re-run the jobs with --force, or pass --rule-change 'WHY' to decide "
+                                f"under this rule and say why", file=str(path))
+            self.progress.note(f"parity rule not recorded for the finished jobs ({path.name} {unreadable}); "
+                               f"deciding under this one: {self.rule_change}")
+            _write_atomically(path, {"rule": None, "note": f"the recorded rule was lost ({path.name} {unreadable})",
+                                     "changed_to": current, "reason": self.rule_change})
+            return {"unrecorded": f"{path.name} {unreadable}"}
         if recorded == current:
             return None
         changed = ", ".join(f"{k} {recorded.get(k)!r} -> {current.get(k)!r}" for k in current
@@ -424,9 +442,8 @@ class LocalExecutor:
                             f"re-run the jobs with --force, or pass --rule-change 'WHY' to re-decide and show both "
                             f"rules", file=str(path))
         self.progress.note(f"parity rule changed after the data ({changed}): {self.rule_change}")
-        path.write_text(json.dumps({"rule": recorded, "note": "fixed before the jobs of this directory ran",
-                                    "changed_to": current, "reason": self.rule_change}, indent=2, sort_keys=True)
-                        + "\n")
+        _write_atomically(path, {"rule": recorded, "note": "fixed before the jobs of this directory ran",
+                                 "changed_to": current, "reason": self.rule_change})
         return dict(recorded)
 
     def _recorded_rule(self) -> dict[str, Any]:
@@ -435,7 +452,11 @@ class LocalExecutor:
             body = json.loads((self.out / "parity-rule.json").read_text())
         except (FileNotFoundError, ValueError):
             return {}
-        if body.get("changed_to") == self.spec.parity_rule() and body.get("rule") != body.get("changed_to"):
+        if not isinstance(body, dict) or body.get("changed_to") != self.spec.parity_rule():
+            return {}
+        if body.get("rule") is None:  # decided with --rule-change after the recorded rule was lost
+            return {"original": {"unrecorded": body.get("note", "not recorded")}, "reason": body.get("reason")}
+        if body.get("rule") != body.get("changed_to"):
             return {"original": body.get("rule"), "reason": body.get("reason")}
         return {}
 
@@ -480,7 +501,10 @@ class LocalExecutor:
         attach_run_records(config, self.out, steps)  # preflight findings, collective checks: "what porting cost"
         if self.sequential:
             config["sequential"] = self.sequential
-        if rule_original is not None:
+        if rule_original and "unrecorded" in rule_original:
+            config["rule_unrecorded"] = rule_original["unrecorded"]
+            config["rule_change_reason"] = self.rule_change
+        elif rule_original is not None:
             config["rule_original"] = rule_original
             config["rule_change_reason"] = self.rule_change
         self.progress.note("evaluation: deciding parity (the Evaluate step)")
@@ -561,6 +585,13 @@ def stale_evaluation(run_dir: Path) -> str | None:
 
 def _job_dir(plan: Plan, step_name: str) -> str:
     return next(j.name for j in plan.jobs if j.step_name == step_name)
+
+
+def _write_atomically(path: Path, body: dict[str, Any]) -> None:
+    """A whole file or the one before it, never a torn one (a crash while writing the rule)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
 
 
 def _finished(job_dir: Path, key: str) -> bool:
