@@ -191,6 +191,54 @@ def test_report_decides_again_when_a_job_output_changed_after_the_verdict(passed
     assert json.loads((out / "evaluation" / "evaluation.json").read_text())["verdict"] == "inconclusive"
 
 
+def _rewrite_member(tarball: Path, name: str, body: bytes) -> None:
+    with tarfile.open(tarball) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    assert name in members, sorted(members)
+    members[name] = body
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for member, data in members.items():
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    tarball.write_bytes(buf.getvalue())
+
+
+def test_deciding_a_run_directory_again_runs_none_of_its_commands_or_code(passed_run, tmp_path):
+    """A run directory travels (a tarball, a CI artifact): `bakeoff report` re-decides it from its
+    data with this bakeoff, never with the Evaluate command or the code bundle stored in it."""
+    root = _fresh_copy(passed_run, tmp_path)
+    out = root / "out"
+    ran_command, ran_bundle = tmp_path / "command-ran", tmp_path / "bundle-ran"
+    definition = json.loads((out / "pipeline.json").read_text())
+    evaluate = next(s for s in definition["Steps"] if s["Name"] == "Evaluate")
+    evaluate["Arguments"]["AppSpecification"]["ContainerEntrypoint"] = [
+        "/bin/sh", "-c", f"id > {ran_command}; exec python3 /opt/ml/code/evaluate.py \"$@\"", "evaluate"]
+    (out / "pipeline.json").write_text(json.dumps(definition, indent=2))
+    bundle = next(out.glob("s3/**/code/*/sourcedir.tar.gz"))
+    _rewrite_member(bundle, "evaluate.py", f"open({str(ran_bundle)!r}, 'w').write('ran')\n".encode())
+    (out / "evaluation" / "inputs.json").unlink()  # so report must decide again
+
+    proc = bakeoff("report", out, "--json")
+    assert not ran_command.exists() and not ran_bundle.exists(), proc.stderr[-2000:]
+    assert proc.returncode == 0 and json.loads(proc.stdout)["verdict"] == "pass", proc.stderr[-3000:]
+    assert "deciding again" in proc.stderr
+    assert "pipeline.json differs from what this bakeoff compiles for the run's spec.json" in proc.stderr
+    assert "not run: deciding with this bakeoff's evaluation" in proc.stderr
+    assert (out / "evaluation" / "inputs.json").exists()  # decided, and recorded what from
+
+
+def test_an_s3_uri_in_a_run_directory_cannot_reach_outside_its_store(tmp_path):
+    from pipelines.local.store import LocalS3
+
+    store = LocalS3(tmp_path / "s3")
+    assert store.path("s3://b/k/x.json") == tmp_path / "s3" / "b" / "k" / "x.json"
+    for uri in ("s3://b/../../etc/passwd", "s3://../x", "s3://b//etc/passwd", "s3:///etc/passwd", "s3://b/./k"):
+        with pytest.raises(ValueError, match="not an S3 URI this store holds"):
+            store.path(uri)
+
+
 def test_a_truncated_summary_is_a_lost_run_not_a_crash_or_a_stale_pass(passed_run, tmp_path):
     root = _fresh_copy(passed_run, tmp_path)
     out = root / "out"

@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import sys
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from ..plan import Plan, build_plan
 from ..runtime_modules import runtime_module
 from ..spec import BakeoffSpec
 from .definition import Context, parameter_values, resolve, walk_condition
+from .files import write_json_atomically
 from .jobs import JobProcess, Outcome, publish_outputs, run_processing, run_training
 from .lock import RunLock
 from .progress import Progress
@@ -194,40 +196,72 @@ class LocalExecutor:
 
     def reevaluate(self) -> RunResult:
         """Decide again from the jobs this directory holds, running none of them: what
-        `bakeoff report DIR` does when the jobs changed after the verdict was written."""
-        from ..sagemaker.compiler import pipeline_name
+        `bakeoff report DIR` does when the jobs changed after the verdict was written.
+
+        The directory is data. Its pipeline.json and code bundle may come from anyone (a
+        colleague's tarball, a CI artifact): they are read, never run. The Evaluate request is
+        compiled again from the run's spec.json by this bakeoff, and this bakeoff's evaluate.py
+        decides from the job records, summaries and metrics."""
+        from ..sagemaker.compiler import compile_plan, pipeline_name
 
         with RunLock(self.out), _forward_signals(self._process):
-            # The definition and assets as they were run (the spec's source files may have moved).
-            definition = json.loads((self.out / "pipeline.json").read_text())
+            stored = self._stored_definition()
             store = LocalS3(self.out / "s3")
-            plan = build_plan(self.spec, bundle=self._uploaded_bundle(definition, store), local_gpu=self.use_gpu)
+            plan = build_plan(self.spec, bundle=self._uploaded_bundle(stored, store), local_gpu=self.use_gpu)
             self._plan = plan
+            compiled = compile_plan(plan, bucket=self.spec.storage.bucket or LOCAL_BUCKET,
+                                    data_channels=_stored_channels(stored))
+            definition = compiled.definition
+            differs = _first_difference(stored, definition)
+            if differs:
+                self.progress.note(f"{self.out / 'pipeline.json'} differs from what this bakeoff compiles for the "
+                                   f"run's spec.json ({differs}); it is kept as the record of what ran, not run: "
+                                   "deciding with this bakeoff's evaluation")
+            config = next(a for a in compiled.assets if a.key.endswith("/config.json") and "/eval-config/" in a.key)
+            store.put(compiled.bucket, config.key, config.body)  # content-addressed: nothing of the run is replaced
             subs = Substitutions(plan, self.out, store, python=self.python, gpu=self.use_gpu,
                                  mlflow=self._mlflow_env())
-            params = json.loads((self.out / "plan.json").read_text()).get("local", {}).get("parameters") or \
-                parameter_values(definition, self.parameters)
+            params = _recorded_parameters(self.out) or parameter_values(definition, self.parameters)
             steps = {s["Name"]: s for s in definition["Steps"]}
             jobs, keys = self._jobs(plan, steps, subs, params)
             ctx = self._context(pipeline_name(self.spec), params, keys, steps)
             for name, job in jobs.items():
                 try:
                     meta = json.loads((self.out / "jobs" / job.name / "job.json").read_text())
-                except (FileNotFoundError, ValueError):
+                    ctx.training_job_names[name] = str(meta["training_job_name"])
+                except (FileNotFoundError, ValueError, KeyError, TypeError):
                     continue  # never ran here: the evaluation counts it as giving no result
-                ctx.training_job_names[name] = meta["training_job_name"]
             rule = self._recorded_rule()
             self.rule_change = rule.get("reason")
-            evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule.get("original"))
+            evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule.get("original"),
+                                                    installed_code=True)
         return RunResult(self.out, evaluation, path, [], [j.name for j in jobs.values()], gate)
 
+    def _stored_definition(self) -> dict[str, Any]:
+        path = self.out / "pipeline.json"
+        try:
+            definition = json.loads(path.read_text())
+            if not isinstance(definition, dict) or not isinstance(definition.get("Steps"), list):
+                raise ValueError("it has no Steps")
+            return definition
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{path}: not a pipeline definition bakeoff wrote ({exc}); run `bakeoff run SPEC --out "
+                           f"{self.out}` to decide it again") from None
+
     def _uploaded_bundle(self, definition: dict[str, Any], store: LocalS3):
+        """The code bundle the jobs ran, read as data: it tells the plan what the jobs were (their
+        script, their cache keys); nothing in it is unpacked to disk or run."""
         from ..bundle import Bundle
 
-        training = next(s for s in definition["Steps"] if s["Type"] == "Training")
-        channel = next(c for c in training["Arguments"]["InputDataConfig"] if c["ChannelName"] == "code")
-        script = json.loads((self.out / "plan.json").read_text())["script"]
-        return Bundle.from_tar_gz(store.path(channel["DataSource"]["S3DataSource"]["S3Uri"]).read_bytes(), script)
+        try:
+            training = next(s for s in definition["Steps"] if s["Type"] == "Training")
+            channel = next(c for c in training["Arguments"]["InputDataConfig"] if c["ChannelName"] == "code")
+            script = json.loads((self.out / "plan.json").read_text())["script"]
+            return Bundle.from_tar_gz(store.path(channel["DataSource"]["S3DataSource"]["S3Uri"]).read_bytes(),
+                                      str(script))
+        except (OSError, ValueError, KeyError, TypeError, StopIteration, tarfile.TarError) as exc:
+            raise RunError(f"{self.out}: the code bundle its jobs ran cannot be read ({type(exc).__name__}: "
+                           f"{exc}); run `bakeoff run SPEC --out {self.out}` to decide it again") from None
 
     def _run(self) -> RunResult:
         plan, compiled, store, subs, params = self._prepare()
@@ -379,7 +413,7 @@ class LocalExecutor:
                 "billable_s": round(max(0.0, outcome.wall_s - mlflow_wait), 3),
                 "billable_basis": "local wall time (emulated), less the wait for MLflow", "mlflow_wait_s": mlflow_wait,
                 "started": started, "log": str(job_dir / "stdout.log")}
-        (job_dir / "job.json").write_text(json.dumps(meta, indent=2) + "\n")
+        write_json_atomically(job_dir / "job.json", meta)
         publish_outputs(job_dir, job.output_path, training_job_name, store, meta)
         return summary
 
@@ -417,7 +451,8 @@ class LocalExecutor:
         except (ValueError, OSError):
             unreadable = "is empty or not JSON"
         if not reuse:  # no finished jobs are kept: this rule comes before their data
-            _write_atomically(path, {"rule": current, "note": "fixed before the jobs of this directory ran"})
+            write_json_atomically(path, {"rule": current, "note": "fixed before the jobs of this directory ran"},
+                                  sort_keys=True)
             return None
         if recorded is None:
             # Finished jobs whose rule cannot be read: a truncated file must not let a rule chosen
@@ -429,8 +464,8 @@ class LocalExecutor:
                                 f"under this rule and say why", file=str(path))
             self.progress.note(f"parity rule not recorded for the finished jobs ({path.name} {unreadable}); "
                                f"deciding under this one: {self.rule_change}")
-            _write_atomically(path, {"rule": None, "note": f"the recorded rule was lost ({path.name} {unreadable})",
-                                     "changed_to": current, "reason": self.rule_change})
+            write_json_atomically(path, {"rule": None, "note": f"the recorded rule was lost ({path.name} {unreadable})",
+                                     "changed_to": current, "reason": self.rule_change}, sort_keys=True)
             return {"unrecorded": f"{path.name} {unreadable}"}
         if recorded == current:
             return None
@@ -442,8 +477,8 @@ class LocalExecutor:
                             f"re-run the jobs with --force, or pass --rule-change 'WHY' to re-decide and show both "
                             f"rules", file=str(path))
         self.progress.note(f"parity rule changed after the data ({changed}): {self.rule_change}")
-        _write_atomically(path, {"rule": recorded, "note": "fixed before the jobs of this directory ran",
-                                 "changed_to": current, "reason": self.rule_change})
+        write_json_atomically(path, {"rule": recorded, "note": "fixed before the jobs of this directory ran",
+                                 "changed_to": current, "reason": self.rule_change}, sort_keys=True)
         return dict(recorded)
 
     def _recorded_rule(self) -> dict[str, Any]:
@@ -469,7 +504,10 @@ class LocalExecutor:
 
     # --- the Evaluate step and the gate ---------------------------------------------------
     def _evaluate(self, steps: dict[str, Any], ctx: Context, subs: Substitutions, store: LocalS3,
-                  rule_original: dict | None) -> tuple[dict, Path, list[dict[str, str]]]:
+                  rule_original: dict | None, *,
+                  installed_code: bool = False) -> tuple[dict, Path, list[dict[str, str]]]:
+        """`installed_code`: run this bakeoff's evaluate.py, not the one in the run's code bundle
+        (deciding a run directory again: its bundle is data, never run)."""
         from estimators.prices import price_for
 
         from ..prices import cached
@@ -489,6 +527,8 @@ class LocalExecutor:
                                                                    f"training-job/{job}"}}}
             for name, job in sorted(ctx.training_job_names.items())]}, indent=2))
         job = subs.processing(request, eval_dir, steps_file)
+        if installed_code:
+            job = subs.installed_evaluation(job)
         refreshed = cached(self.spec.storage.region)
         legs = self._plan.spec.legs if self._plan else self.spec.legs  # with a sweep's derived legs
         prices = {leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in legs}
@@ -520,14 +560,14 @@ class LocalExecutor:
                 tmp = eval_dir / f".{item.name}.tmp"
                 shutil.copy2(item, tmp)
                 tmp.replace(eval_dir / item.name)
-        (eval_dir / "inputs.json").write_text(json.dumps({"fingerprint": fingerprint}, indent=2) + "\n")
+        write_json_atomically(eval_dir / "inputs.json", {"fingerprint": fingerprint})
         for pf in step.get("PropertyFiles", []):
             local = job.outputs[pf["OutputName"]][0]
             ctx.property_files[(EVALUATE_STEP, pf["PropertyFileName"])] = local / pf["FilePath"]
         gate = [{"step": name, "type": s["Type"], **({"message": str(resolve(s["Arguments"]["ErrorMessage"], ctx))}
                                                      if s["Type"] == "Fail" else {})}
                 for name, s in walk_condition(steps[GATE_STEP], ctx)]
-        (eval_dir / "gate.json").write_text(json.dumps(gate, indent=2) + "\n")
+        write_json_atomically(eval_dir / "gate.json", gate)
         for taken in gate:
             if taken["type"] == "Fail":
                 self.progress.note(f"gate: {taken['step']}: {taken['message']}")
@@ -587,13 +627,6 @@ def _job_dir(plan: Plan, step_name: str) -> str:
     return next(j.name for j in plan.jobs if j.step_name == step_name)
 
 
-def _write_atomically(path: Path, body: dict[str, Any]) -> None:
-    """A whole file or the one before it, never a torn one (a crash while writing the rule)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
-
-
 def _finished(job_dir: Path, key: str) -> bool:
     try:
         meta = json.loads((job_dir / "job.json").read_text())
@@ -633,3 +666,41 @@ class _forward_signals:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
         return False
+
+
+def _stored_channels(definition: dict[str, Any]) -> dict[str, str]:
+    """The data channels as the run uploaded them (channel -> S3 URI), from its definition's
+    parameters: deciding again must not need the data's folder, which may have moved."""
+    defaults = {p.get("Name"): p.get("DefaultValue") for p in definition.get("Parameters", []) if isinstance(p, dict)}
+    from ..sagemaker.compiler import data_parameter_name
+
+    out: dict[str, str] = {}
+    for step in definition.get("Steps", []):
+        if not isinstance(step, dict) or step.get("Type") != "Training":
+            continue
+        for channel in step.get("Arguments", {}).get("InputDataConfig", []):
+            name = channel.get("ChannelName")
+            uri = defaults.get(data_parameter_name(name)) if isinstance(name, str) else None
+            if name != "code" and isinstance(uri, str):
+                out[name] = uri
+    return dict(sorted(out.items()))
+
+
+def _recorded_parameters(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        params = json.loads((run_dir / "plan.json").read_text()).get("local", {}).get("parameters")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return params if isinstance(params, dict) and params else None
+
+
+def _first_difference(stored: dict[str, Any], compiled: dict[str, Any]) -> str | None:
+    """Where a stored definition departs from a compiled one, in a few words, or None."""
+    if json.dumps(stored, sort_keys=True) == json.dumps(compiled, sort_keys=True):
+        return None
+    mine = {s.get("Name"): s for s in stored.get("Steps", []) if isinstance(s, dict)}
+    for step in compiled["Steps"]:
+        if json.dumps(mine.get(step["Name"]), sort_keys=True) != json.dumps(step, sort_keys=True):
+            return f"step {step['Name']}" + ("" if step["Name"] in mine else " is missing")
+    extra = sorted(str(n) for n in mine if n not in {s["Name"] for s in compiled["Steps"]})
+    return f"step {extra[0]} is not one bakeoff compiles" if extra else "its parameters or metadata"

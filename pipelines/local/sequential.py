@@ -14,7 +14,6 @@ new seeds run. `sequential.json` in the run directory records the rounds and the
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from ..errors import SpecError
 from ..runtime_modules import runtime_module
 from ..spec import BakeoffSpec
 from .executor import LocalExecutor, RunResult
+from .files import write_json_atomically
 
 DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds
 
@@ -186,7 +186,4 @@ def _fixed_counterfactual(spec: BakeoffSpec, out: Path, max_seeds: int) -> dict[
 
 
 def _write_record(out: Path, body: dict[str, Any]) -> None:
-    path = out / "sequential.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
-    tmp.replace(path)
+    write_json_atomically(out / "sequential.json", body, sort_keys=True, default=str)

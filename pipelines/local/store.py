@@ -18,6 +18,11 @@ class LocalS3:
         if not uri.startswith("s3://"):
             raise ValueError(f"not an S3 URI: {uri!r}")
         bucket, _, key = uri[len("s3://"):].partition("/")
+        # S3 keys are names, not paths: a URI read from a run directory (which may come from
+        # anyone) must not reach a file outside the store with `..` or an absolute key.
+        parts = [p for p in f"{bucket}/{key}".split("/") if p]
+        if not bucket or any(p in (".", "..") for p in parts) or key.startswith("/"):
+            raise ValueError(f"not an S3 URI this store holds: {uri!r}")
         return self.root / bucket / key
 
     def put(self, bucket: str, key: str, body: bytes) -> bool:

@@ -8,6 +8,7 @@ and the gate's conditions.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import sys
@@ -186,6 +187,17 @@ class Substitutions:
         return LocalProcessingJob(request=request, environment=dict(sorted(env.items())), command=tuple(command),
                                   inputs=inputs, outputs=outputs,
                                   max_runtime_s=int(request["StoppingCondition"]["MaxRuntimeInSeconds"]))
+
+    def installed_evaluation(self, job: LocalProcessingJob) -> LocalProcessingJob:
+        """The same Evaluate job run by this installation's evaluate.py instead of the one the
+        request unpacks from the code bundle: the bundle of a run directory being decided again
+        is data, never run. Its arguments stay the request's, passed as argv (no shell)."""
+        from ..bundle import EVALUATE_SCRIPT, entrypoints_dir
+
+        entry = len(job.request["AppSpecification"]["ContainerEntrypoint"])
+        command = (self.python, str(entrypoints_dir() / EVALUATE_SCRIPT), *job.command[entry:])
+        inputs = {name: value for name, value in job.inputs.items() if name != "code"}
+        return dataclasses.replace(job, command=command, inputs=inputs)
 
     def evaluation_config(self, config: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         """The compiled evaluation config as a local run needs it: emulated figures, local prices

@@ -111,7 +111,8 @@ def pipeline_name(spec: BakeoffSpec) -> str:
     return _pipeline_name(spec.name)
 
 
-def _param_name(channel: str) -> str:
+def data_parameter_name(channel: str) -> str:
+    """The pipeline parameter that holds a data channel's S3 URI."""
     return "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", channel) if part) + "DataUri"
 
 
@@ -228,7 +229,7 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
     for name in data:
         channels.append({
             "ChannelName": name,
-            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": param(_param_name(name)),
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": param(data_parameter_name(name)),
                                             "S3DataDistributionType": "FullyReplicated"}},
             "InputMode": "File",
         })
@@ -506,9 +507,12 @@ def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket:
 
 
 def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None = None,
-                 role_arn: str | None = None, preflight: tuple[str, int] | None = None) -> CompiledPipeline:
+                 role_arn: str | None = None, preflight: tuple[str, int] | None = None,
+                 data_channels: dict[str, str] | None = None) -> CompiledPipeline:
     """`preflight=(leg, steps)` adds the Preflight step for that leg whatever the spec says
-    (`bakeoff preflight` runs that request locally)."""
+    (`bakeoff preflight` runs that request locally). `data_channels`: each channel's S3 URI as
+    already uploaded, instead of reading (and uploading) the spec's local data again; deciding
+    a run again compiles with the run's own record, since the data's folder may have moved."""
     spec = plan.spec
     base_dir = base_dir or spec_base_dir(spec)
     bucket = bucket or spec.storage.bucket or DEFAULT_BUCKET
@@ -523,7 +527,10 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
     code_key = f"{prefix}/code/{hashlib.sha256(archive).hexdigest()}/{CODE_ARCHIVE}"
     code_asset = Asset(code_key, archive)
     code_uri = _s3(bucket, code_key)
-    data, data_assets = _data_channels(spec, base_dir, bucket, prefix)
+    if data_channels is None:
+        data, data_assets = _data_channels(spec, base_dir, bucket, prefix)
+    else:
+        data, data_assets = dict(sorted(data_channels.items())), []
     defs = metric_definitions(spec)
     # The arguments every training-like step is built from (training, precompile, preflight).
     kw: Any = {"bucket": bucket, "prefix": prefix, "role": role, "code_uri": code_uri, "data": data, "defs": defs,
@@ -639,7 +646,7 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
             "ElseSteps": [which],
         },
     }
-    parameters: list[dict[str, Any]] = [{"Name": _param_name(name), "Type": "String", "DefaultValue": uri}
+    parameters: list[dict[str, Any]] = [{"Name": data_parameter_name(name), "Type": "String", "DefaultValue": uri}
                                         for name, uri in data.items()]
     parameters += [
         {"Name": "MaxSteps", "Type": "Integer", "DefaultValue": spec.training.steps},

@@ -1,0 +1,36 @@
+"""Writing the files that carry a decision (the rule, job records, the verdict's inputs and
+gate, the sequential record): whole or not at all, even across a crash or a power cut."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_json_atomically(path: Path, body: Any, **dump: Any) -> None:
+    """`body` as JSON at `path`, or the file that was there before: never a torn one.
+
+    A temporary file beside it, flushed to disk, renamed over it, and the folder flushed so
+    the rename itself survives a power cut (rename is atomic on POSIX file systems)."""
+    dump = {"indent": 2, **dump}
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(body, **dump) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return  # a file system without directory handles: the rename is as durable as it gets
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
