@@ -92,7 +92,7 @@ def cmd_validate(args) -> int:
     emit(args, result, text)
     if result.account is not None and result.account.problems:
         for line in result.account.problems:  # errors show even with --quiet or --json
-            print(f"bakeoff: error: {line}", file=sys.stderr)
+            print(f"bakeoff: error: {line}", file=sys.stderr)  # bakeoff's own text (quotas, versions)
         return EXIT_BAD_INPUT
     return EXIT_OK
 
@@ -288,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("BAKEOFF_DEBUG") and exc.__cause__ is not None:
             raise  # the API wrapped something unexpected: show where it came from
         hint = " (BAKEOFF_DEBUG=1 shows the traceback)" if exc.__cause__ is not None else ""
-        print(f"bakeoff: error: {exc}{hint}", file=sys.stderr)
+        from .terminal_text import plain
+
+        print(f"bakeoff: error: {plain(exc)}{hint}", file=sys.stderr)  # may quote a job's output
         return exc.exit_code
     except KeyboardInterrupt as exc:
         import signal
@@ -305,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if os.environ.get("BAKEOFF_DEBUG"):
             raise
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        from .terminal_text import plain
+
+        first = plain((str(exc).strip().splitlines() or [""])[0][:300])
         print(f"bakeoff: error: could not run: {type(exc).__name__}: {first} (BAKEOFF_DEBUG=1 shows the "
               "traceback)", file=sys.stderr)
         return EXIT_COULD_NOT_RUN

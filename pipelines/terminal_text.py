@@ -2,23 +2,19 @@
 
 rich reads `[...]` as markup: a reason such as `no checkpoint found in [/opt/ml/checkpoints]` is a
 closing tag to it (MarkupError: the bake-off stopped at that job, and at it again on every re-run),
-and `[green]verdict: pass[/green]` would paint a fake verdict. Escape sequences and other control
-characters could move the cursor or retitle the terminal. `data()` makes such text inert: control
-characters go (tab and newline stay), and what is left is escaped for rich.
+and `[green]verdict: pass[/green]` would paint a fake verdict. Escape sequences, control and bidi
+characters could move the cursor, retitle the terminal or reorder a line. `data()` makes such text
+inert (bakeoff_runtime.inert_text, the one sanitiser, also used for MLflow tags) and escapes what
+is left for rich; `plain()` is for lines printed without rich.
 """
 from __future__ import annotations
 
-import re
-
-# CSI/OSC/other ESC sequences first (so their parameters go with them), then any C0/C1 control
-# character but tab and newline, and DEL.
-_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from .runtime_modules import runtime_module
 
 
 def plain(text: object) -> str:
-    """The text without terminal escapes and control characters."""
-    return _CONTROLS.sub("", _ESCAPES.sub("", str(text)))
+    """The text without terminal escapes, control or bidi characters, bounded in length."""
+    return str(runtime_module("inert_text").inert(text))
 
 
 def data(text: object) -> str:

@@ -14,6 +14,8 @@ import posixpath
 import re
 import sys
 
+from .inert_text import inert
+
 MAX_KEY = 250
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
@@ -65,5 +67,7 @@ class Cleaner:
         return self._keys("metric", metrics, None)
 
     def tags(self, tags: dict) -> dict[str, str]:
-        return {k: str(v) for k, v in self._keys("tag", {k: str(v) for k, v in tags.items()},
-                                                  MAX_TAG_VALUE).items()}
+        # Tags are shown in the UI and read by scripts and terminals (`mlflow runs describe`):
+        # a job's text in them is made inert, within MLflow's bound.
+        return {k: inert(v, None) for k, v in self._keys("tag", {k: str(v) for k, v in tags.items()},
+                                                          MAX_TAG_VALUE).items()}

@@ -22,7 +22,8 @@ class Result(BaseModel):
 
     def to_json(self, indent: int | None = 2) -> str:
         """The result as `--json` prints it."""
-        return json.dumps(self.model_dump(mode="json"), indent=indent)
+        # ASCII only: a job's escape sequences or bidi controls in a reason arrive as \u001b, \u202e.
+        return json.dumps(self.model_dump(mode="json"), indent=indent, ensure_ascii=True)
 
 
 class ProgressEvent(Result):
@@ -345,7 +346,8 @@ class Images(RootModel[tuple[ImageRow, ...]]):
 
     def to_json(self, indent: int | None = 2) -> str:
         """The result as `--json` prints it."""
-        return json.dumps(self.model_dump(mode="json"), indent=indent)
+        # ASCII only: a job's escape sequences or bidi controls in a reason arrive as \u001b, \u202e.
+        return json.dumps(self.model_dump(mode="json"), indent=indent, ensure_ascii=True)
 
 
 class Preflight(RootModel[dict[str, dict[str, Any]]]):
@@ -360,7 +362,8 @@ class Preflight(RootModel[dict[str, dict[str, Any]]]):
 
     def to_json(self, indent: int | None = 2) -> str:
         """The result as `--json` prints it."""
-        return json.dumps(self.model_dump(mode="json"), indent=indent)
+        # ASCII only: a job's escape sequences or bidi controls in a reason arrive as \u001b, \u202e.
+        return json.dumps(self.model_dump(mode="json"), indent=indent, ensure_ascii=True)
 
 
 def exit_code_of(verdict: str) -> int:
