@@ -125,4 +125,5 @@ def test_an_error_quoting_outside_text_reaches_the_terminal_inert(tmp_path, caps
     code = cli.main(["report", str(run_dir)])
     err = capsys.readouterr().err
     _no_control(err)
-    assert code == 2 and err.startswith("bakeoff: error: no evaluation at ") and "/run/evaluation/" in err, err  # the OSC went whole
+    # The OSC sequence went whole, its title with it.
+    assert code == 2 and err.startswith("bakeoff: error: no evaluation at ") and "/run/evaluation/" in err, err
