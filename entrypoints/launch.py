@@ -360,6 +360,10 @@ def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bo
     env.output_data_dir.mkdir(parents=True, exist_ok=True)
     (env.output_data_dir / "summary.json").write_text(summary.read_text())
     (env.output_data_dir / "failure").write_text(env.failure_file.read_text())
+    from bakeoff_runtime.output_digest import record
+
+    for directory in (env.model_dir, env.output_data_dir):  # the Evaluate step checks it
+        record(directory)
 
 
 if __name__ == "__main__":

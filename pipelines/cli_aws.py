@@ -261,7 +261,9 @@ def register(sub) -> None:
                        epilog="exit codes: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 could not run")
     p.add_argument("target", help="run directory (local) or pipeline execution ARN (SageMaker)")
     p.add_argument("--open", action="store_true", help="regenerate report.html and open it in a browser")
-    p.add_argument("--out", help="for an execution ARN: where to write the report (default ./bakeoff-report-ID)")
+    p.add_argument("--out", help="where to write evaluation.json and the report (default: an execution ARN's "
+                                 "./bakeoff-report-ID; a run directory's own evaluation/, or "
+                                 "./bakeoff-report-NAME when that is read-only)")
     _aws_args(p)
     output_args(p, "print the evaluation as JSON, with a `files` key holding the report's paths")
     p.set_defaults(func=cmd_report)

@@ -14,7 +14,9 @@ import tarfile
 import boto3
 import pytest
 from botocore.stub import Stubber
+from jobtree import seal
 
+from bakeoff_runtime.output_digest import DIGEST_FILE
 from conftest import ENTRYPOINTS, ROOT, bakeoff
 from pipelines.errors import AwsError
 from pipelines.loader import load_spec
@@ -307,6 +309,7 @@ def test_evaluate_fetches_job_outputs_from_s3(aws_env, tmp_path):
                                                           "metrics": {"val_loss": 2.0 + seed / 100}}))
             with tarfile.open(src / "output.tar.gz", "w:gz") as tar:
                 tar.add(src / "summary.json", arcname="summary.json")
+                tar.add(seal(src), arcname=DIGEST_FILE)
             key = f"jobs/{leg}-s{seed}/job/output/output.tar.gz"
             s3.upload_file(str(src / "output.tar.gz"), "eval-fetch", key)
             args.append(f"--job={leg}-s{seed}=s3://eval-fetch/{key}")

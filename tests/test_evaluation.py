@@ -4,9 +4,11 @@ import subprocess
 import sys
 
 import pytest
+from jobtree import seal
 
 from bakeoff_runtime.evaluation import evaluate
 from bakeoff_runtime.job_outputs import load_jobs
+from bakeoff_runtime.output_digest import DIGEST_FILE
 from conftest import ENTRYPOINTS
 
 CONFIG = {
@@ -37,6 +39,7 @@ def _job(tmp, name, leg, seed, val, status="completed", billable=100.0, reason=N
     lines = [{"kind": "train", "step": i, "time_s": i, "train_loss": 3.0 - i / 100} for i in range(0, 100, 10)]
     lines += [{"kind": "eval", "step": s, "time_s": t, "val_loss": v} for s, t, v in evals]
     (d / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    seal(d)
     (tmp / name / "job.json").write_text(json.dumps({"billable_s": billable, "leg": leg, "seed": seed, **(meta or {})}))
 
 
@@ -221,6 +224,7 @@ def test_a_non_finite_metric_in_a_completed_run_is_a_diverged_run(tmp_path):
     summary = json.loads(path.read_text())
     summary["metrics"]["val_loss"] = float("nan")
     path.write_text(json.dumps(summary))
+    seal(path.parent)  # the job wrote it so
     ev = evaluate(CONFIG, load_jobs(tmp_path))
     assert ev["verdict"] == "inconclusive" and ev["legs"]["trn"]["diverged"] == 1
     assert "val_loss is nan in a run that reported completion" in _check(ev, "stability:trn")["why"]
@@ -295,7 +299,7 @@ def test_evaluate_script_reads_output_tarballs_and_records_a_margin_parameter(tm
     for job in src.iterdir():
         (jobs / job.name).mkdir(parents=True)
         with tarfile.open(jobs / job.name / "output.tar.gz", "w:gz") as tar:
-            for name in ("summary.json", "metrics.jsonl"):
+            for name in ("summary.json", "metrics.jsonl", DIGEST_FILE):
                 tar.add(job / "opt" / "ml" / "model" / name, arcname=name)
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(CONFIG))
@@ -342,6 +346,7 @@ def _rewrite(tmp_path, name, change):
     summary = json.loads(path.read_text())
     change(summary)
     path.write_text(json.dumps(summary))
+    seal(path.parent)  # the job wrote it so
 
 
 @pytest.mark.parametrize("what, change, state", [

@@ -1,6 +1,7 @@
 """Faults injected into real local runs: a hung job, a stopped run, two runs on one
 directory, an evaluation that cannot run, outputs changed after the verdict, MLflow
 down. Each ends as promised: nothing lost, nothing stale, no orphan, the right exit code."""
+import contextlib
 import io
 import json
 import os
@@ -178,17 +179,71 @@ def test_report_decides_again_when_a_job_output_changed_after_the_verdict(passed
     current = bakeoff("report", out, "--json")
     assert current.returncode == 0 and "deciding again" not in current.stderr, current.stderr
     tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
-    # A metric that is a string: the job's result is unusable, so it is a failed run, not a pass.
-    _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": "abc"}}).encode())
+    # Rewritten after the job finished (by hand, or by another job): its numbers are never used.
+    _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())
     proc = bakeoff("report", out, "--json")
     assert "its jobs changed after the verdict was written; deciding again" in proc.stderr, proc.stderr
     assert proc.stdout.startswith("{"), proc.stderr[-3000:]
     ev = json.loads(proc.stdout)
     run = next(r for r in ev["legs"]["m5"]["runs"] if r["seed"] == 1)
-    assert run["status"] == "failed" and "not a number" in run["reason"]
-    # One seed broken on m5 alone cannot show breakage (exact McNemar p = 1/2): undecided, not passed.
+    assert run["status"] == "lost" and run["failure_kind"] == "changed-output", run
+    assert "its outputs changed after it finished (summary.json does not match" in run["reason"]
+    # One seed without a result on m5 alone: undecided, neither the tampered fail nor a pass.
     assert ev["verdict"] == "inconclusive" and proc.returncode == 3
     assert json.loads((out / "evaluation" / "evaluation.json").read_text())["verdict"] == "inconclusive"
+
+
+@contextlib.contextmanager
+def _read_only(directory: Path):
+    """`directory` read-only as an unpacked artifact or a shared mount is: a read-only bind mount
+    (root ignores permission bits), or the permission bits when not root."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [directory, *directory.rglob("*")] if not p.is_symlink()}
+        for p in modes:
+            p.chmod(modes[p] & ~0o222)
+        try:
+            yield
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+        return
+    bound = subprocess.run(["mount", "--bind", str(directory), str(directory)], capture_output=True)
+    if bound.returncode != 0:
+        pytest.skip(f"cannot make a read-only directory here: {bound.stderr.decode().strip()}")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(directory)], capture_output=True).returncode:
+            pytest.skip("cannot remount read-only here")
+        yield
+    finally:
+        subprocess.run(["umount", str(directory)], check=True)
+
+
+def test_report_of_a_read_only_run_directory_writes_elsewhere_and_changes_nothing(passed_run, tmp_path):
+    root = _fresh_copy(passed_run, tmp_path)
+    out = root / "out"
+    (tmp_path / "cwd").mkdir()
+    before = {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()}
+    with _read_only(root):
+        proc = bakeoff("report", out, "--json", cwd=tmp_path / "cwd")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert f"{out / 'evaluation'} is read-only: the report goes to {tmp_path / 'cwd' / 'bakeoff-report-out'}" \
+            in proc.stderr
+        files, elsewhere_dir = json.loads(proc.stdout)["files"], tmp_path / "cwd" / "bakeoff-report-out"
+        assert Path(files["report"]).resolve() == (elsewhere_dir / "report.html").resolve()
+        assert json.loads((elsewhere_dir / "evaluation.json").read_text())["verdict"] == "pass"
+        assert {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()} == before
+        # A changed job needs the verdict decided again, which writes: one line saying what to do.
+        tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
+    elsewhere = bakeoff("report", out, "--out", tmp_path / "asked")
+    assert elsewhere.returncode == 0 and (tmp_path / "asked" / "report.html").exists(), elsewhere.stderr[-3000:]
+    assert {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()} == before, "--out wrote in the run"
+    _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())
+    with _read_only(root):
+        refused = bakeoff("report", out, cwd=tmp_path / "cwd")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is read-only, so it cannot be decided again there" in lines[0], refused.stderr
+    assert f"cp -r {out} DEST" in lines[0]
 
 
 def _rewrite_member(tarball: Path, name: str, body: bytes) -> None:

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from jobtree import seal
 from scipy import stats as st
 
 from bakeoff_runtime import report
@@ -52,6 +53,7 @@ def _write_job(root, leg, seed, final):
         "compile": {"compile_time_s": 20.0, "cache": {"state": "cold" if seed == 0 else "warm", "hits": seed}},
         "training_time_s": 100.0, "wall_time_s": 120.0, "peak_host_memory_bytes": 2 ** 30,
         "environment": {"torch": "2.9.0", "backend_device": leg}}))
+    seal(d)
     (root / f"{leg}-s{seed}" / "job.json").write_text(json.dumps({"billable_s": 3600.0}))
 
 

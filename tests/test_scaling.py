@@ -4,6 +4,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from jobtree import seal
 
 from bakeoff_runtime import report_scaling
 from bakeoff_runtime.evaluation import evaluate, recost
@@ -122,6 +123,7 @@ def _job(root, leg, seed, val, throughput, world_size):
         "leg": leg, "seed": seed, "status": "completed", "metrics": {"val_loss": val}, "world_size": world_size,
         "throughput": {"unit": "tokens", "tokens_per_sec": throughput, "units_processed": 1e6}, "wall_time_s": 60.0}))
     (d / "metrics.jsonl").write_text("")
+    seal(d)
     (root / f"{leg}-s{seed}" / "job.json").write_text(json.dumps({"billable_s": 60.0, "leg": leg, "seed": seed}))
 
 

@@ -3,6 +3,7 @@ every leg, blockers on the first screen, and advice that fits the failure."""
 import json
 
 import pytest
+from jobtree import seal
 
 from bakeoff_runtime.evaluation import evaluate
 from bakeoff_runtime.job_outputs import load_jobs
@@ -34,6 +35,7 @@ def _job(tmp, leg, seed, val, *, devices, model=TIED, graphs=3, memory=None, fir
         summary["failure_kind"] = kind
     (d / "summary.json").write_text(json.dumps(summary))
     (d / "metrics.jsonl").write_text("")
+    seal(d)
 
 
 def _bakeoff(tmp, trn=None, gpu=None, vals=((2.40, 2.41), (2.51, 2.50), (2.32, 2.32))):

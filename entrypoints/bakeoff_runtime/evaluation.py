@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from . import porting, scaling, sequential, stats, validity
-from .job_outputs import load_jobs  # noqa: F401  (re-exported: the evaluation's input)
+from .job_outputs import (
+    load_jobs,  # noqa: F401  (re-exported: the evaluation's input)
+    named_job,
+)
 
 EVALUATION_SCHEMA = "bakeoff.evaluation/2"
 EMULATED_LABEL = "emulated: not indicative of the target hardware"
@@ -53,7 +56,7 @@ def classify(job: dict[str, Any], metric: str) -> tuple[str, str | None, str | N
         return LOST, meta.get("failure_kind") or "infrastructure", meta.get("reason") or "the job was killed"
     if s is None:
         if job.get("summary_problem"):
-            return LOST, "unreadable-output", job["summary_problem"]
+            return LOST, job.get("summary_problem_kind") or "unreadable-output", job["summary_problem"]
         if job.get("failure"):
             return FAILED, "script", job["failure"].splitlines()[0][:500]
         return LOST, "no-output", meta.get("reason") or "the job left no summary.json"
@@ -568,6 +571,9 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
         s, meta = job.get("summary"), job.get("meta") or {}
         leg = (s or {}).get("leg") or meta.get("leg")
         seed = (s or {}).get("seed", meta.get("seed"))
+        named = named_job(str(job.get("dir")))
+        if named and (leg is None or job.get("summary_problem_kind") == "changed-output"):
+            leg, seed = named  # what it was fetched as: a changed output's own words are not trusted
         if leg not in runs_by_leg or (leg, seed) in seen or s and s.get("precompile"):
             continue
         state, kind, reason = classify(job, metric)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from .output_digest import COVERED, DIGEST_FILE, mismatch
 
 CURVE_POINTS = 200       # points kept per training curve
 MAX_EVAL_RECORDS = 2000  # validation records kept per job (they are few: one per eval_interval)
@@ -143,22 +146,57 @@ def _load_summary(raw: bytes | str) -> tuple[dict | None, str | None]:
 _JSON_NAMES = {str: "text", int: "a whole number", float: "a number", dict: "an object", list: "a list"}
 
 
+def _outputs(job_dir: Path) -> tuple[dict[str, bytes | None], bytes | None] | None:
+    """The covered files' bytes and the job's digest over them, from the first place that holds a
+    summary.json: the job's own directories (opt/ml/model sorts before opt/ml/output/data, the copy
+    SageMaker tars as output.tar.gz), else an output archive."""
+    for path in sorted(job_dir.rglob("summary.json")):
+        folder = path.parent
+        files = {name: (folder / name).read_bytes() if (folder / name).is_file() else None for name in COVERED}
+        digest = folder / DIGEST_FILE
+        return files, digest.read_bytes() if digest.is_file() else None
+    for path in sorted(job_dir.rglob("*.tar.gz")):
+        raw = _from_tar(path, "summary.json")
+        if raw:
+            metrics = _from_tar(path, "metrics.jsonl")
+            return {"summary.json": raw, "metrics.jsonl": metrics}, _from_tar(path, DIGEST_FILE)
+    return None
+
+
+_JOB_DIR = re.compile(r"(?P<leg>.+)-s(?P<seed>\d+)")
+
+
+def named_job(directory_name: str) -> tuple[str, int] | None:
+    """(leg, seed) of a job directory named as the Evaluate step fetches it (contract.job_name)."""
+    named = _JOB_DIR.fullmatch(directory_name)
+    return (named["leg"], int(named["seed"])) if named else None
+
+
+def _not_this_job(job_dir: Path, summary: dict[str, Any]) -> str | None:
+    """An output fetched as one job (its directory is the job's name) that says it is another's."""
+    named = _JOB_DIR.fullmatch(job_dir.name)
+    leg, seed = summary.get("leg"), summary.get("seed")
+    if not named or leg is None or seed is None or (named["leg"], named["seed"]) == (str(leg), str(seed)):
+        return None
+    return (f"its outputs changed after it finished: the output of {job_dir.name} is that of {leg}-s{seed}; "
+            "its numbers are not used")
+
+
 def load_job(job_dir: Path) -> dict[str, Any]:
     """One job directory: its summary (or None, with why), metric digest, job.json and failure file."""
-    summary, problem, digest = None, None, None
-    # opt/ml/model sorts before opt/ml/output/data (the copy SageMaker tars as output.tar.gz).
-    for path in sorted(job_dir.rglob("summary.json")):
-        summary, problem = _load_summary(path.read_bytes())
-        metrics = path.with_name("metrics.jsonl")
-        digest = _digest_bytes(metrics.read_bytes()) if metrics.exists() else None
-        break
-    if summary is None and problem is None:
-        for path in sorted(job_dir.rglob("*.tar.gz")):
-            raw = _from_tar(path, "summary.json")
-            if raw:
-                summary, problem = _load_summary(raw)
-                digest = _digest_bytes(_from_tar(path, "metrics.jsonl") or b"")
-                break
+    summary, problem, problem_kind, digest = None, None, None, None
+    found = _outputs(job_dir)
+    if found is not None:
+        files, raw_digest = found
+        summary, problem = _load_summary(files["summary.json"] or b"")
+        problem_kind = "unreadable-output" if problem else None
+        if summary is not None:
+            changed = (mismatch(files, raw_digest, completed=summary.get("status") == "completed")
+                       or _not_this_job(job_dir, summary))
+            if changed:
+                summary, problem, problem_kind = None, changed, "changed-output"
+        if summary is not None:
+            digest = _digest_bytes(files.get("metrics.jsonl") or b"")
     # What the platform knows of the job (the local executor writes job.json beside the job
     # and into its output archive; on SageMaker `bakeoff report ARN` adds billed time later).
     meta_path = job_dir / "job.json"
@@ -183,7 +221,8 @@ def load_job(job_dir: Path) -> dict[str, Any]:
             if raw:
                 failure_text = raw.decode(errors="replace")
                 break
-    return {"dir": job_dir.name, "summary": summary, "summary_problem": problem, "meta": meta,
+    return {"dir": job_dir.name, "summary": summary, "summary_problem": problem, "summary_problem_kind": problem_kind,
+            "meta": meta,
             "digest": digest or {"train_curve": [], "evals": [], "train_records": 0,
                                  "first_nonfinite_train_step": None},
             "failure": failure_text.strip() if failure_text else None}

@@ -532,6 +532,10 @@ class Runtime:
             src = self.env.model_dir / name
             if src.exists():
                 shutil.copyfile(src, self.env.output_data_dir / name)
+        from .output_digest import record
+
+        for directory in (self.env.model_dir, self.env.output_data_dir):  # the Evaluate step checks it
+            record(directory)
 
     def __enter__(self) -> Runtime:
         # SIGTERM is how a job is stopped (StopTrainingJob, max runtime, `bakeoff run` being

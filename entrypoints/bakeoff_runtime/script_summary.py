@@ -117,6 +117,10 @@ def write(env: TrainingEnv, summary: dict[str, Any]) -> None:
     metrics = env.model_dir / "metrics.jsonl"
     if metrics.exists():
         (env.output_data_dir / "metrics.jsonl").write_bytes(metrics.read_bytes())
+    from .output_digest import record
+
+    for directory in (env.model_dir, env.output_data_dir):  # the Evaluate step checks it
+        record(directory)
 
 
 def read_probe(path: Path) -> dict[str, Any] | None:

@@ -309,12 +309,37 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
         path = run_dir / "evaluation" / "evaluation.json"
         evaluation = _current_evaluation(run_dir, path, progress)
         source = str(run_dir)
+        if out_dir is not None or not _writable(path.parent):
+            # Somewhere else: asked for, or the run directory is read-only (an unpacked artifact,
+            # a shared mount); the verdict is current, so reading it needs no write there.
+            out = Path(out_dir or f"bakeoff-report-{run_dir.resolve().name}").resolve()
+            if out_dir is None:
+                note(progress, f"{path.parent} is read-only: the report goes to {out}")
+            out.mkdir(parents=True, exist_ok=True)
+            copied = out / "evaluation.json"
+            if copied.resolve() != path.resolve():
+                copied.write_text(path.read_text())
+            path = copied
     html = render_report(path, path.parent) if render else None
     if html is None and (path.parent / "report.html").exists():
         html = path.parent / "report.html"
     evaluation = json.loads(json.dumps(evaluation, default=str))  # plain JSON values, as a reader gets them
     return Report(verdict=evaluation["verdict"], exit_code=exit_code_of(evaluation["verdict"]), source=source,
                   evaluation_path=str(path), report_path=str(html) if html else None, evaluation=evaluation)
+
+
+def _writable(directory: Path) -> bool:
+    """Whether a file can be made in `directory`, found by making one: os.access answers yes
+    for root on a read-only mount, and permissions are not the only thing that refuses."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".bakeoff-write-probe-", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(probe)
+    return True
 
 
 def render_report(evaluation_path: Path, out_dir: Path) -> Path:
@@ -348,6 +373,9 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) ->
     from ..spec import BakeoffSpec
     from ._support import EventProgress
 
+    if not _writable(run_dir):
+        raise SpecError(f"{run_dir}: {why}, and it is read-only, so it cannot be decided again there; copy it "
+                        f"somewhere writable (cp -r {run_dir} DEST) and run `bakeoff report DEST`")
     note(progress, f"{run_dir}: {why}; deciding again from its jobs")
     spec = BakeoffSpec.model_validate(json.loads((run_dir / "spec.json").read_text()))
     return dict(LocalExecutor(spec, run_dir, progress=EventProgress(progress)).reevaluate().evaluation)

@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..runtime_modules import runtime_module
+
 MAX_LOCAL_PROCESSES = 8
 
 
@@ -121,6 +123,8 @@ def record_stopped(executor, job, key: str, reason: str, store, kind: str = "col
     data = job_dir / "opt" / "ml" / "output" / "data"
     data.mkdir(parents=True, exist_ok=True)
     (data / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    for directory in (model, data):  # as a job does: the Evaluate step checks it
+        runtime_module("output_digest").record(directory)
     executor._record(job, job_dir, key, 0.0, Outcome(1, 0.0), store)
     return str(json.loads((job_dir / "job.json").read_text())["training_job_name"])
 
