@@ -163,8 +163,9 @@ def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: i
             designs.append(Design(
                 name=f"fixed_{int(power * 100)}",
                 what=(f"fixed design: {n} seeds per leg give {power:.0%} probability that legs that truly agree "
-                      f"pass and that a leg worse by twice the margin fails (at SD {sigma:.3g}, allowing for its "
-                      "uncertainty)") if n else f"fixed design: more than 100 seeds per leg for {power:.0%} power",
+                      f"pass and that a leg worse by twice the margin fails (planned on the "
+                      f"{stats.PLANNING_CONFIDENCE:.0%} upper confidence limit of the SD {sigma:.3g})") if n
+                else f"fixed design: more than 100 seeds per leg for {power:.0%} power",
                 spend=_spend(n, legs) if n else None))
         for label, delta in (("if_equal", 0.0), ("if_2x_margin", 2 * margin)):
             r = seq.simulate(max(first, 2), cap, sigma, margin, delta, p.alpha, reps=SIM_REPS, test=p.test)

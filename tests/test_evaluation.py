@@ -411,3 +411,60 @@ def test_seeds_the_doomed_leg_rule_never_ran_are_not_breakage(tmp_path):
     assert ev["verdict"] == "inconclusive" and check["status"] == "inconclusive"
     assert check["breakage"]["leg_only"] == 1 and check["breakage"]["p_value"] == 0.5
     assert "5 seed(s) not run: stopped early after seed 0" in check["why"]
+
+
+
+BASE3 = [2.41, 2.50, 2.32]
+
+
+def _three_legs(tmp, extras=None, values=None):
+    """Legs a, b, c against the baseline gpu: each `extra` above it on every seed (plus a little
+    noise), or the given values."""
+    cfg = json.loads(json.dumps(CONFIG))
+    trn = cfg["legs"].pop("trn")
+    for leg, extra in zip("abc", extras or [0.0] * 3, strict=True):
+        cfg["legs"][leg] = trn
+        vals = values or [b + extra + e for b, e in zip(BASE3, [0.0, 0.01, -0.01], strict=True)]
+        for i, v in enumerate(vals):
+            _job(tmp, f"{leg}-s{i}", leg, i, v)
+    for i, b in enumerate(BASE3):
+        _job(tmp, f"gpu-s{i}", "gpu", i, b)
+    return cfg, load_jobs(tmp)
+
+
+def test_one_of_three_legs_failing_at_alpha_alone_is_not_a_family_wise_fail(tmp_path):
+    cfg, jobs = _three_legs(tmp_path / "three", [0.0, 0.07, 0.0])
+    ev = evaluate(cfg, jobs)
+    b = _check(ev, "parity:b~gpu")
+    # p = 0.037 fails at alpha 0.05 for one leg; the smallest of three p-values needs 0.05 / 3.
+    assert b["holm"]["p_value"] == pytest.approx(0.0371, abs=5e-4)
+    assert b["holm"]["threshold"] == pytest.approx(0.05 / 3) and not b["holm"]["confirmed"]
+    assert b["status"] == "inconclusive" and "Holm's correction" in b["why"]
+    assert ev["verdict"] == "inconclusive" and "fresh seeds on b" in b["recommendation"]["why"]
+    # The same leg judged alone fails, as before.
+    alone = _jobs(tmp_path / "alone", [b_ + 0.07 + e for b_, e in zip(BASE3, [0.0, 0.01, -0.01], strict=True)],
+                  BASE3)
+    single = evaluate(CONFIG, alone)
+    assert single["verdict"] == "fail" and "holm" not in _check(single, "parity:trn~gpu")
+
+
+def test_holm_steps_down_a_clear_fail_is_confirmed_and_the_next_one_judged_at_its_rank(tmp_path):
+    cfg, jobs = _three_legs(tmp_path, [0.3, 0.07, 0.0])
+    ev = evaluate(cfg, jobs)
+    a, b = _check(ev, "parity:a~gpu"), _check(ev, "parity:b~gpu")
+    assert a["status"] == "failed" and a["holm"]["rank"] == 1 and a["holm"]["confirmed"]
+    assert b["holm"]["rank"] == 2 and b["holm"]["threshold"] == pytest.approx(0.05 / 2)
+    assert b["status"] == "inconclusive"
+    assert ev["verdict"] == "fail" and ev["failed_checks"] == "parity:a~gpu"
+    assert ev["legs"]["b"]["parity"] == "inconclusive" and ev["legs"]["c"]["parity"] == "passed"
+
+
+def test_seeds_are_recommended_for_several_legs_jointly_on_the_spread_s_upper_limit(tmp_path):
+    undecided = [2.45, 2.45, 2.35]
+    one = evaluate(CONFIG, _jobs(tmp_path / "one", undecided, BASE3))
+    cfg, jobs = _three_legs(tmp_path / "three", values=undecided)
+    single = _check(one, "parity:trn~gpu")["recommendation"]
+    joint = _check(evaluate(cfg, jobs), "parity:a~gpu")["recommendation"]
+    assert single["legs"] == 1 and joint["legs"] == 3 and joint["seeds"] > single["seeds"]
+    assert "for all 3 legs together" in joint["why"]
+    assert single["planned_sigma"] > single["sigma"] and "80% upper confidence limit" in single["why"]

@@ -161,3 +161,17 @@ def test_seeds_for_power_reaches_the_power_and_no_fewer_do():
     assert stats.outcome_probabilities(n, 0.04, 0.1, 0.2, 0.05)["fail"] >= 0.8
     assert stats.outcome_probabilities(n - 1, 0.04, 0.1, 0.0, 0.05)["pass"] < 0.8
     assert stats.seeds_for_power(10.0, 0.1, 0.05, limit=20) is None
+
+
+def test_the_spread_is_planned_on_its_upper_confidence_limit():
+    for df in (1, 2, 4, 9):
+        assert stats.spread_upper_limit(1.0, df) == pytest.approx((df / st.chi2.ppf(0.2, df)) ** 0.5)
+    # The limit covers the true SD in 80% of pilots: sample SDs of 3 seeds (df 2) from sigma = 1.
+    rng = np.random.default_rng(7)
+    sds = rng.normal(0, 1, (20000, 3)).std(1, ddof=1)
+    covered = np.mean([stats.spread_upper_limit(float(s), 2) >= 1.0 for s in sds])
+    assert abs(covered - 0.8) < 0.01, covered
+    # A pilot plans more seeds than the same SD known exactly, and a stricter fail level no fewer.
+    known = stats.seeds_for_power(0.04, 0.1, 0.05)
+    assert stats.seeds_for_power(0.04, 0.1, 0.05, sigma_df=4) > known
+    assert stats.seeds_for_power(0.04, 0.1, 0.05, fail_alpha=0.05 / 3) >= known

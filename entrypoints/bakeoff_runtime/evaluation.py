@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import porting, scaling, sequential, stats, validity
+from . import multiplicity, porting, scaling, sequential, stats, validity
 from .job_outputs import (
     load_jobs,  # noqa: F401  (re-exported: the evaluation's input)
     named_job,
@@ -446,7 +446,7 @@ def _script_bug(leg: str, runs_by_leg: dict[str, list[dict]]) -> str | None:
 
 
 def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], parity: dict,
-                  power: float, look_alpha: float | None = None) -> dict[str, Any]:
+                  power: float, look_alpha: float | None = None, legs_compared: int = 1) -> dict[str, Any]:
     metric, direction = parity["metric"], parity.get("direction", "minimize")
     test, alpha = parity.get("test", stats.EQUIVALENCE), float(parity["alpha"])
     name = f"parity:{leg}~{base}"
@@ -507,37 +507,46 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
         out["better_by"] = abs(r["diff"])
         out["why"] += f"; {leg} is better than {base} by {abs(r['diff']):.4g}"
     if r["outcome"] == stats.INCONCLUSIVE:
-        out["recommendation"] = _recommend(r, margin, alpha, power, test, len(values[leg]), len(values[base]))
+        out["recommendation"] = _recommend(r, margin, alpha, power, test, len(values[leg]), len(values[base]),
+                                           legs_compared)
         out["why"] += "; " + out["recommendation"]["why"]
     return out
 
 
-def _recommend(r: dict, margin: float, alpha: float, power: float, test: str, n_leg: int, n_base: int) -> dict:
-    """The seeds per leg that would decide an undecided comparison, at the observed spread."""
+def _recommend(r: dict, margin: float, alpha: float, power: float, test: str, n_leg: int, n_base: int,
+               legs: int = 1) -> dict:
+    """The seeds per leg a fresh study needs to decide this comparison: planned on the 80% upper
+    confidence limit of the observed spread (stats.spread_upper_limit), never on the observed
+    difference (which would chase the noise that left it undecided). With several legs the seeds
+    are planned for them jointly: each leg at power 1 - (1 - power) / legs, so that all of them
+    pass together with at least `power`, and a fail called at Holm's strictest level alpha / legs."""
     paired = r["test"] == "paired"
     sigma = r["sd"] if paired else r["se"] / math.sqrt(1 / max(n_leg, 1) + 1 / max(n_base, 1))
     have = r["n_pairs"] if paired else min(n_leg, n_base)
     sigma_df = (have - 1) if paired else max(1, n_leg + n_base - 2)
     what = "SD of the per-seed differences" if paired else "SD of one leg's values"
-    # Expected power over what the true spread could be given this estimate (a spread from a
-    # few seeds is often an underestimate; planning on it alone would under-deliver).
-    n = stats.seeds_for_power(sigma, margin, alpha, power, paired=paired, test=test, sigma_df=sigma_df)
-    pct = f"{power:.0%}"
-    if n is not None and n > have:
-        return {"seeds": n, "power": power, "sigma": sigma, "sigma_df": sigma_df, "why": (
-            f"{n} seeds per leg would decide it: at the observed {what} ({sigma:.3g}, allowing for its uncertainty "
-            f"from {sigma_df + 1 if paired else n_leg + n_base} values) they give {pct} probability that legs that "
-            "truly agree pass and that a leg worse by twice the margin fails")}
-    observed = abs(r["diff"])
-    for m in range(max(have + 1, 2), stats.MAX_RECOMMENDED_SEEDS + 1):
-        probs = stats.outcome_probabilities(m, sigma, margin, observed, alpha, paired, test)
-        if probs[stats.PASS] + probs[stats.FAIL] >= power:
-            return {"seeds": m, "power": power, "sigma": sigma, "why": (
-                f"{m} seeds per leg would decide it with {pct} probability if the true difference is the observed "
-                f"{observed:.3g}, close to the margin {margin:.3g}")}
-    return {"seeds": None, "power": power, "sigma": sigma, "why": (
-        f"no affordable number of seeds decides it: the observed difference {observed:.3g} sits at the margin "
-        f"{margin:.3g} (spread {sigma:.3g}); revisit the margin or reduce run-to-run noise")}
+    leg_power = 1 - (1 - power) / legs
+    n = stats.seeds_for_power(sigma, margin, alpha, leg_power, paired=paired, test=test, sigma_df=sigma_df,
+                              fail_alpha=alpha / legs)
+    planned = stats.spread_upper_limit(sigma, sigma_df)
+    basis = (f"the {stats.PLANNING_CONFIDENCE:.0%} upper confidence limit ({planned:.3g}) of the observed {what} "
+             f"({sigma:.3g}, from {sigma_df + 1 if paired else n_leg + n_base} values)")
+    jointly = f" for all {legs} legs together" if legs > 1 else ""
+    rec = {"seeds": n, "power": power, "sigma": sigma, "sigma_df": sigma_df, "planned_sigma": planned,
+           "planning_confidence": stats.PLANNING_CONFIDENCE, "legs": legs}
+    if n is None:
+        return {**rec, "why": (
+            f"no affordable number of seeds ({stats.MAX_RECOMMENDED_SEEDS} per leg or fewer) decides it at {basis}: "
+            "revisit the margin or reduce run-to-run noise")}
+    if n > have:
+        return {**rec, "why": (
+            f"{n} seeds per leg would decide it: planned on {basis}, they give {power:.0%} probability{jointly} "
+            "that legs that truly agree pass and that a leg worse by twice the margin fails")}
+    return {**rec, "seeds": None, "why": (
+        f"the {have} seeds run already give {power:.0%} power{jointly} at {basis}; the observed difference "
+        f"{abs(r['diff']):.3g} is undecided because it lies near the margin {margin:.3g}, where more of the same "
+        "seeds would only chase the noise: run a fresh set of seeds, or `--until-decided` (a design that "
+        "counts every look), or revisit the margin")}
 
 
 # --- the rule --------------------------------------------------------------------------------
@@ -601,13 +610,16 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     checks = [_stability_check(name, base, runs_by_leg, float(parity["alpha"])) for name in legs_cfg]
     design = sequential.from_config(config.get("sequential"), float(parity["alpha"]))
     look_alpha = design["nominal_alpha"][-1] if design else None
-    checks += [_parity_check(name, base, values, parity, power, look_alpha) for name in legs_cfg if name != base]
+    compared = [n for n in legs_cfg if n != base and n not in scaling.ablation_legs(config)]
+    checks += [_parity_check(name, base, values, parity, power, look_alpha, max(1, len(compared)))
+               for name in legs_cfg if name != base]
     measured = validity.checks(base, legs_cfg, runs_by_leg, metric)  # did it measure the target at all?
     checks += measured
     for c in measured:
         if c["name"].startswith("blockers:"):
             figures[c["name"].split(":", 1)[1]]["speed_representative"] = c.get("speed_representative", True)
     scaling.mark_checks(config, checks)  # an ablation leg's checks are reported, not counted
+    multiplicity.apply(checks, len(compared))  # K legs' fail claims, family-wise at alpha (Holm)
     failed = [c for c in checks if c["status"] == "failed" and scaling.counts(c)]
     undecided = [c for c in checks if c["status"] == "inconclusive" and scaling.counts(c)]
     verdict = "fail" if failed else ("inconclusive" if undecided else "pass")
