@@ -210,6 +210,11 @@ def test_an_undecidable_comparison_stops_at_the_cap_inconclusive_with_a_recommen
     assert sorted(record["rounds"][1]["reused"]) == ["g5-s0", "g5-s1", "m5-s0", "m5-s1"]
     assert sorted(record["rounds"][1]["ran"]) == ["g5-s2", "g5-s3", "m5-s2", "m5-s3"]
     assert result.evaluation["sequential"]["final"]
+    # Both rounds are looks of the one design, counted as such.
+    looks = json.loads((tmp_path / "out" / "looks.json").read_text())["looks"]
+    assert [(x["look"], x["seeds"], x["design"]["kind"]) for x in looks] == [(1, [0, 1], "sequential"),
+                                                                             (2, [0, 1, 2, 3], "sequential")]
+    assert result.evaluation["looks"]["this_look"] == 2
 
 
 def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():

@@ -123,3 +123,30 @@ def test_a_truncated_rule_file_does_not_let_a_new_rule_through(tmp_path):
     assert ev["rule"]["changed"] and ev["rule"]["original"] is None
     assert "not recorded" in ev["rule"]["reason"] and "lost in a crash" in ev["rule"]["reason"]
     assert json.loads((out / "parity-rule.json").read_text())["changed_to"]["margin"] == 0.5
+
+
+def test_a_re_run_after_inconclusive_is_a_counted_look(tmp_path):
+    """Adding seeds to an undecided bake-off and deciding again at the full alpha is optional
+    stopping: refused with the way on; the same seeds decide as the same look; fresh seeds are a
+    second look, and the verdict, looks.json and the report say so."""
+    proc, ev = _run(tmp_path, "reshuffle_leg=m5", margin=0.01)
+    assert ev["verdict"] == "inconclusive" and ev["looks"] == {"this_look": 1, "earlier": []}, proc.stderr[-2000:]
+    spec, out = tmp_path / "bakeoff.yaml", tmp_path / "out"
+    grown = bakeoff("run", spec, "--out", out, "--no-mlflow", "--set", "seeds=6")
+    assert grown.returncode == 2, grown.stderr[-2000:]
+    line = grown.stderr.strip().splitlines()
+    assert len(line) == 1 and "decided `inconclusive` on seeds 0-2 (look 1, fixed design)" in line[0], grown.stderr
+    assert "e.g. `seeds: [6, 7, 8, 9, 10, 11]`" in line[0] and "--until-decided" in line[0]
+    assert not (out / "jobs" / "m5-s3").exists(), "a refused look spent seeds"
+    again = bakeoff("run", spec, "--out", out, "--no-mlflow")  # the same seeds: the same look
+    assert again.returncode == 3, again.stderr[-2000:]
+    assert json.loads((out / "evaluation" / "evaluation.json").read_text())["looks"]["this_look"] == 1
+    fresh = bakeoff("run", spec, "--out", out, "--no-mlflow", "--set", "seeds=[3, 4, 5]")
+    assert fresh.returncode in (0, 1, 3), fresh.stderr[-2000:]
+    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    assert ev["looks"]["this_look"] == 2
+    assert [(x["look"], x["seeds"], x["verdict"]) for x in ev["looks"]["earlier"]] == [(1, [0, 1, 2], "inconclusive")]
+    record = json.loads((out / "looks.json").read_text())["looks"]
+    assert [(x["look"], x["seeds"]) for x in record] == [(1, [0, 1, 2]), (2, [3, 4, 5])]
+    assert "This is look 2 at this directory's data; before it: look 1 (fixed) on seeds 0-2: inconclusive" in \
+        (out / "evaluation" / "report.md").read_text()

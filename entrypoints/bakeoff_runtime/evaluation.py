@@ -653,6 +653,7 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
         "parity": {**parity, "baseline": base, "power": power, "target_used": target, "target_basis": target_basis},
         "rule": _rule_record(config, parity),
         "sequential": design,
+        "looks": config.get("looks"),  # the decisions taken on these seeds before this one (looks.json)
         "speed": speed,
         "cost_basis": config.get("cost_basis", "estimate"),
         "legs": figures,

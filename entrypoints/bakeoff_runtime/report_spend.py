@@ -45,6 +45,11 @@ def _fixed(ev: dict[str, Any]) -> dict[str, Any] | None:
     return {"seeds": seeds, "sigma": sigma, "jobs": seeds * len(legs), "cost_usd": cost}
 
 
+def _seeds(seeds: list[int]) -> str:
+    return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)) else \
+        ", ".join(map(str, seeds))
+
+
 def _lines(ev: dict[str, Any]) -> list[str]:
     spent, fixed, design = _spent(ev), _fixed(ev), ev.get("sequential")
     emulated = " (emulated locally: not what the target hardware would bill)" if (ev.get("speed") or {}).get(
@@ -54,10 +59,18 @@ def _lines(ev: dict[str, Any]) -> list[str]:
     if design:
         out.append(f"Decided by a group-sequential paired test ({design['spending']} alpha spending, look "
                    f"{design['look']} at {design['looks'][-1]} of at most {design['max_seeds']} seeds per leg; "
-                   f"interval level {design['ci_level']:.3g}), which stops as soon as the verdict is pass or fail.")
+                   f"interval level {design['ci_level']:.3g}), which stops as soon as the verdict is pass or fail; "
+                   f"alpha spent up to this look: {design['alpha_spent'][-1]:.3g} of {design['alpha']:g}.")
     else:
-        out.append("Decided by a fixed design: every declared seed ran (`bakeoff run --until-decided` stops "
-                   "as soon as the verdict is decided).")
+        alpha = (ev.get("parity") or {}).get("alpha")
+        out.append(f"Decided by a fixed design on one look, spending all of alpha {alpha:g}: every declared seed ran "
+                   "(`bakeoff run --until-decided` stops as soon as the verdict is decided)." if alpha is not None
+                   else "Decided by a fixed design: every declared seed ran.")
+    looks = ev.get("looks") or {}
+    if looks.get("earlier"):
+        before = "; ".join(f"look {x.get('look')} ({(x.get('design') or {}).get('kind', 'fixed')}) on seeds "
+                           f"{_seeds(x.get('seeds') or [])}: {x.get('verdict')}" for x in looks["earlier"])
+        out.append(f"This is look {looks.get('this_look')} at this directory's data; before it: {before}.")
     if fixed and fixed.get("seeds"):
         out.append(f"A fixed design sized for {FIXED_POWER:.0%} power at this spread (paired SD "
                    f"{fixed['sigma']:.3g}) would run {fixed['seeds']} seeds per leg: {fixed['jobs']} jobs, "

@@ -30,6 +30,7 @@ from ..names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP
 from ..plan import Plan, build_plan
 from ..runtime_modules import runtime_module
 from ..spec import BakeoffSpec
+from . import looks
 from .definition import Context, parameter_values, resolve, walk_condition
 from .files import write_json_atomically
 from .jobs import JobProcess, Outcome, publish_outputs, run_processing, run_training
@@ -85,6 +86,7 @@ class LocalExecutor:
         self.contract = runtime_module("contract")
         self._process = JobProcess()
         self._plan: Plan | None = None
+        self._look = 1  # which look at this directory's data the decision is (looks.py)
 
     # --- set-up ---------------------------------------------------------------------------
     def _mlflow_env(self) -> dict[str, str]:
@@ -233,6 +235,8 @@ class LocalExecutor:
                     continue  # never ran here: the evaluation counts it as giving no result
             rule = self._recorded_rule()
             self.rule_change = rule.get("reason")
+            self.sequential = self.sequential or looks.sequential_of(self.out, self.spec.seed_list)
+            self._look = looks.check(self.out, self.spec.seed_list, self.sequential)
             evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule.get("original"),
                                                     installed_code=True)
         return RunResult(self.out, evaluation, path, [], [j.name for j in jobs.values()], gate)
@@ -271,6 +275,7 @@ class LocalExecutor:
         jobs, keys = self._jobs(plan, steps, subs, params)
         reuse = {n for n in order if not self.force and _finished(self.out / "jobs" / jobs[n].name, keys[n])}
         rule_original = self._check_rule(reuse)
+        self._look = looks.check(self.out, self.spec.seed_list, self.sequential)  # before any seed is spent
         self._warn_if_mlflow_is_down(subs)
         self._write_records(plan, compiled, subs, params)
         for line in subs.describe():
@@ -541,6 +546,7 @@ class LocalExecutor:
         attach_run_records(config, self.out, steps)  # preflight findings, collective checks: "what porting cost"
         if self.sequential:
             config["sequential"] = self.sequential
+        config["looks"] = looks.for_evaluation(self.out, self._look)
         if rule_original and "unrecorded" in rule_original:
             config["rule_unrecorded"] = rule_original["unrecorded"]
             config["rule_change_reason"] = self.rule_change
@@ -572,7 +578,9 @@ class LocalExecutor:
             if taken["type"] == "Fail":
                 self.progress.note(f"gate: {taken['step']}: {taken['message']}")
         path = eval_dir / "evaluation.json"
-        return json.loads(path.read_text()), path, gate
+        evaluation = json.loads(path.read_text())
+        looks.record(self.out, self._look, self.spec.seed_list, self.sequential, evaluation)
+        return evaluation, path, gate
 
     # --- preflight: the same executor, the Preflight step's request ------------------------
     def preflight(self, leg: str, steps: int) -> dict[str, Any]:
