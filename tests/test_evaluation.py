@@ -468,3 +468,21 @@ def test_seeds_are_recommended_for_several_legs_jointly_on_the_spread_s_upper_li
     assert single["legs"] == 1 and joint["legs"] == 3 and joint["seeds"] > single["seeds"]
     assert "for all 3 legs together" in joint["why"]
     assert single["planned_sigma"] > single["sigma"] and "80% upper confidence limit" in single["why"]
+
+
+def test_a_pass_with_one_seed_far_from_the_others_is_not_decided(tmp_path):
+    cfg = json.loads(json.dumps(CONFIG))
+    for leg in ("trn", "gpu"):
+        cfg["legs"][leg]["seeds"] = [0, 1, 2, 3, 4]
+    base = [2.41, 2.50, 2.32, 2.45, 2.38]
+    leg = [b + d for b, d in zip(base, [0.001, -0.002, 0.0, 0.001, 0.03], strict=True)]
+    ev = evaluate(cfg, _jobs(tmp_path, leg, base))
+    check = _check(ev, "parity:trn~gpu")
+    lo, hi = check["ci"]
+    assert -0.05 < lo and hi < 0.05, "the interval alone would pass"
+    assert check["status"] == "inconclusive" and check["outlier"]["seed"] == 4
+    assert "seed 4's difference (+0.03) lies far from the other seeds'" in check["why"], check["why"]
+    assert ev["verdict"] == "inconclusive" and "find why seed 4 differs" in ev["to_decide"]
+    calm = evaluate(cfg, _jobs(tmp_path / "calm", [b + d for b, d in zip(base, [0.001, -0.002, 0.0, 0.001, 0.002],
+                                                                           strict=True)], base))
+    assert calm["verdict"] == "pass" and "outlier" not in _check(calm, "parity:trn~gpu")

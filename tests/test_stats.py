@@ -175,3 +175,14 @@ def test_the_spread_is_planned_on_its_upper_confidence_limit():
     known = stats.seeds_for_power(0.04, 0.1, 0.05)
     assert stats.seeds_for_power(0.04, 0.1, 0.05, sigma_df=4) > known
     assert stats.seeds_for_power(0.04, 0.1, 0.05, fail_alpha=0.05 / 3) >= known
+
+
+def test_the_outlier_check_flags_one_far_seed_and_rarely_normal_differences():
+    far = stats.outlier([0.001, -0.002, 0.0, 0.001, 0.03], 0.05)
+    assert far["index"] == 4 and far["p_value"] < 0.01 and far["pairs"] == 5
+    assert stats.outlier([0.001, -0.002, 0.03], 0.05) is None  # too few seeds to leave one out
+    rng = np.random.default_rng(11)
+    for n in (4, 6, 10):
+        flagged = np.mean([stats.outlier(list(rng.normal(0, 1, n)), 0.05) is not None for _ in range(3000)])
+        assert flagged <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 3000), (n, flagged)
+    assert stats.unseen_rate(3, 0.05) == pytest.approx(1 - 0.05 ** (1 / 3))

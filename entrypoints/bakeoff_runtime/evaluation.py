@@ -506,6 +506,23 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
     if r["better"]:
         out["better_by"] = abs(r["diff"])
         out["why"] += f"; {leg} is better than {base} by {abs(r['diff']):.4g}"
+    if r["test"] == "paired":
+        out["unseen_rate"] = stats.unseen_rate(r["n_pairs"], alpha)  # a rarer regression can strike no seed run
+        far = stats.outlier([d for _, d in r["per_seed_diffs"]], alpha, r.get("step"))
+        if far is not None:
+            seed = r["per_seed_diffs"][far["index"]][0]
+            out["outlier"] = {**far, "seed": seed}
+            if r["outcome"] == stats.PASS:  # the interval's guarantee assumes near-normal differences
+                out.update(status="inconclusive", passed=False, outcome=stats.INCONCLUSIVE)
+                out["why"] = (f"not decided: {out['why']}, but seed {seed}'s difference ({_g(far['difference'])}) lies "
+                              f"far from the other seeds' (studentized {far['t']:.3g}, p={far['p_value']:.3g} over "
+                              f"{far['pairs']} seeds, <= alpha {alpha:g}): the interval assumes near-normal "
+                              "differences, and one seed this far out says the legs now and then differ by more "
+                              "than it shows")
+                out["recommendation"] = {"seeds": None, "why": (
+                    f"find why seed {seed} differs (its curves in the report), or run fresh seeds to see how often "
+                    "it recurs; a pass needs differences that agree with each other")}
+                return out
     if r["outcome"] == stats.INCONCLUSIVE:
         out["recommendation"] = _recommend(r, margin, alpha, power, test, len(values[leg]), len(values[base]),
                                            legs_compared)

@@ -117,6 +117,41 @@ def paired_interval(diffs: Sequence[float], alpha: float, step: float | None = N
             "se": se, "df": float(n - 1), "n_pairs": n, "ci": [mean - half, mean + half], "ci_level": 1 - 2 * alpha}
 
 
+OUTLIER_MIN_PAIRS = 4  # leave one out and 3 remain: a spread on 2 degrees of freedom
+
+
+def outlier(diffs: Sequence[float], alpha: float, step: float | None = None) -> dict | None:
+    """The per-seed difference that lies too far from the others for near-normal differences, or None.
+
+    The t interval's error rates hold for differences that are close to normal. A leg that is now
+    and then much worse (or better) than the baseline breaks that, and the interval then looks
+    surer than it is. Each difference is compared with the other seeds' by its externally
+    studentized deviation, (d_i - mean of the others) / (their SD * sqrt(1 + 1/(n-1))), which is t
+    on n - 2 degrees of freedom for normal differences; the largest, Bonferroni-corrected over the
+    n seeds, is called an outlier at `alpha`. From OUTLIER_MIN_PAIRS pairs on. What no check of the
+    seeds run can see is a rare regression that struck none of them (see `unseen_rate`)."""
+    d = [float(x) for x in diffs]
+    n = len(d)
+    if n < OUTLIER_MIN_PAIRS:
+        return None
+    worst = None
+    for i, x in enumerate(d):
+        others = d[:i] + d[i + 1:]
+        sd = floored_sd(stdev(others), step, paired=True)
+        gap = x - fmean(others)
+        t = math.inf if sd == 0 and gap else (0.0 if sd == 0 else gap / (sd * math.sqrt(1 + 1 / (n - 1))))
+        p = min(1.0, n * 2 * float(1 - _t_cdf(abs(t), n - 2))) if math.isfinite(t) else 0.0
+        if worst is None or p < worst["p_value"]:
+            worst = {"index": i, "difference": x, "t": t, "p_value": p, "pairs": n}
+    return worst if worst is not None and worst["p_value"] <= alpha else None
+
+
+def unseen_rate(n: int, alpha: float) -> float:
+    """The per-seed rate a rare event could have and still strike none of `n` independent seeds
+    with probability alpha: 1 - alpha^(1/n) (3/n for small alpha, the rule of three at 0.05)."""
+    return 1.0 - alpha ** (1.0 / n) if n else 1.0
+
+
 def welch(a: Sequence[float], b: Sequence[float], step: float | None = None) -> tuple[float, float, float]:
     """Difference of means (b - a), its standard error and Welch-Satterthwaite df (each leg's
     variance floored at what rounding to the metric's `step` gives)."""
