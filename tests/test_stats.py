@@ -183,6 +183,9 @@ def test_the_outlier_check_flags_one_far_seed_and_rarely_normal_differences():
     assert stats.outlier([0.001, -0.002, 0.03], 0.05) is None  # too few seeds to leave one out
     rng = np.random.default_rng(11)
     for n in (4, 6, 10):
-        flagged = np.mean([stats.outlier(list(rng.normal(0, 1, n)), 0.05) is not None for _ in range(3000)])
+        samples = [list(rng.normal(0, 1, n)) for _ in range(3000)]
+        flagged = np.mean([stats.outlier(d, 0.05) is not None for d in samples])
         assert flagged <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 3000), (n, flagged)
+        shipped = np.mean([stats.outlier(d) is not None for d in samples])  # the check's own level, 0.01
+        assert shipped <= stats.OUTLIER_ALPHA + 2 * math.sqrt(0.01 * 0.99 / 3000), (n, shipped)
     assert stats.unseen_rate(3, 0.05) == pytest.approx(1 - 0.05 ** (1 / 3))

@@ -508,7 +508,7 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
         out["why"] += f"; {leg} is better than {base} by {abs(r['diff']):.4g}"
     if r["test"] == "paired":
         out["unseen_rate"] = stats.unseen_rate(r["n_pairs"], alpha)  # a rarer regression can strike no seed run
-        far = stats.outlier([d for _, d in r["per_seed_diffs"]], alpha, r.get("step"))
+        far = stats.outlier([d for _, d in r["per_seed_diffs"]], step=r.get("step"))
         if far is not None:
             seed = r["per_seed_diffs"][far["index"]][0]
             out["outlier"] = {**far, "seed": seed}
@@ -516,7 +516,7 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
                 out.update(status="inconclusive", passed=False, outcome=stats.INCONCLUSIVE)
                 out["why"] = (f"not decided: {out['why']}, but seed {seed}'s difference ({_g(far['difference'])}) lies "
                               f"far from the other seeds' (studentized {far['t']:.3g}, p={far['p_value']:.3g} over "
-                              f"{far['pairs']} seeds, <= alpha {alpha:g}): the interval assumes near-normal "
+                              f"{far['pairs']} seeds, <= {stats.OUTLIER_ALPHA:g}): the interval assumes near-normal "
                               "differences, and one seed this far out says the legs now and then differ by more "
                               "than it shows")
                 out["recommendation"] = {"seeds": None, "why": (

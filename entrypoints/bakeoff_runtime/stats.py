@@ -118,9 +118,13 @@ def paired_interval(diffs: Sequence[float], alpha: float, step: float | None = N
 
 
 OUTLIER_MIN_PAIRS = 4  # leave one out and 3 remain: a spread on 2 degrees of freedom
+# The check's own level, not the verdict's alpha: at 0.05 it flagged about 4% of normal legs,
+# which cost identical legs that much power (three legs together: 0.68 -> 0.59) for next to no
+# protection against skew (benchmarks/verdict_oc.py, cells c and e); at 0.01 it costs about 1%.
+OUTLIER_ALPHA = 0.01
 
 
-def outlier(diffs: Sequence[float], alpha: float, step: float | None = None) -> dict | None:
+def outlier(diffs: Sequence[float], alpha: float = OUTLIER_ALPHA, step: float | None = None) -> dict | None:
     """The per-seed difference that lies too far from the others for near-normal differences, or None.
 
     The t interval's error rates hold for differences that are close to normal. A leg that is now
@@ -128,8 +132,9 @@ def outlier(diffs: Sequence[float], alpha: float, step: float | None = None) -> 
     surer than it is. Each difference is compared with the other seeds' by its externally
     studentized deviation, (d_i - mean of the others) / (their SD * sqrt(1 + 1/(n-1))), which is t
     on n - 2 degrees of freedom for normal differences; the largest, Bonferroni-corrected over the
-    n seeds, is called an outlier at `alpha`. From OUTLIER_MIN_PAIRS pairs on. What no check of the
-    seeds run can see is a rare regression that struck none of them (see `unseen_rate`)."""
+    n seeds, is called an outlier at `alpha` (OUTLIER_ALPHA). From OUTLIER_MIN_PAIRS pairs on.
+    What no check of the seeds run can see is a rare regression that struck none of them (see
+    `unseen_rate`)."""
     d = [float(x) for x in diffs]
     n = len(d)
     if n < OUTLIER_MIN_PAIRS:
