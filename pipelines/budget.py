@@ -158,12 +158,17 @@ def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: i
                        "measures it; then `bakeoff plan --from RUN_DIR`, or run `--until-decided` and let the "
                        "rounds find the seeds", spend=_spend(n, legs))
     else:
+        # Several legs are planned jointly, as the evaluation recommends: each at 1 - (1 - power) / K,
+        # fails at Holm's strictest level alpha / K, so that all K pass together with `power`.
+        compared = max(1, len(spec.legs) - 1)
+        jointly = f" (all {compared} legs together)" if compared > 1 else ""
         for power in (0.8, 0.95):
-            n = stats.seeds_for_power(sigma, margin, p.alpha, power, test=p.test, sigma_df=max(pairs - 1, 1))
+            n = stats.seeds_for_power(sigma, margin, p.alpha, 1 - (1 - power) / compared, test=p.test,
+                                      sigma_df=max(pairs - 1, 1), fail_alpha=p.alpha / compared)
             designs.append(Design(
                 name=f"fixed_{int(power * 100)}",
-                what=(f"fixed design: {n} seeds per leg give {power:.0%} probability that legs that truly agree "
-                      f"pass and that a leg worse by twice the margin fails (planned on the "
+                what=(f"fixed design: {n} seeds per leg give {power:.0%} probability{jointly} that legs that truly "
+                      f"agree pass and that a leg worse by twice the margin fails (planned on the "
                       f"{stats.PLANNING_CONFIDENCE:.0%} upper confidence limit of the SD {sigma:.3g})") if n
                 else f"fixed design: more than 100 seeds per leg for {power:.0%} power",
                 spend=_spend(n, legs) if n else None))
