@@ -85,3 +85,13 @@ def test_the_margin_rule_judges_a_seed_against_noise_from_other_seeds_only(tmp_p
     assert watch.finished("trn1", 3, job("t3", [0.7, 0.6])) is None  # 0.2 beyond: not stopped (z=3 would)
     why = watch.finished("trn2", 3, job("u3", [0.8, 0.7]))  # 0.3 beyond: stopped
     assert why and "beyond the margin" in why and "trn2" in watch.doomed and "trn1" not in watch.doomed
+
+
+def test_the_stop_bar_tightens_with_the_seeds_a_run_may_judge(tmp_path):
+    from pipelines.loader import load_spec
+    from pipelines.local.doomed import FALSE_STOP_BUDGET, NOISE_TAIL, DoomWatch, stop_tail
+
+    assert stop_tail(5) == NOISE_TAIL and stop_tail(40) == pytest.approx(FALSE_STOP_BUDGET / 40)
+    spec = load_spec(_spec(tmp_path, "none", seeds=3))
+    assert DoomWatch(spec).tail == NOISE_TAIL
+    assert DoomWatch(spec, planned_seeds=40).tail == pytest.approx(0.01 / 40)  # a sequential design's cap

@@ -295,7 +295,7 @@ class LocalExecutor:
 
         from .doomed import DoomWatch  # a leg already shown broken does not pay for its remaining seeds
 
-        watch = DoomWatch(self.spec)
+        watch = DoomWatch(self.spec, int(self.sequential["max_seeds"]) if self.sequential else None)
         first_seed = [n for n in order if jobs[n].seed == self.spec.seed_list[0]]
         executed, skipped = [], []
         ctx = self._context(compiled.name, params, keys, steps)
