@@ -10,7 +10,8 @@ times the margin, at two seed spreads (SD of a per-seed paired difference):
 
 Fixed design: the seeds `stats.seeds_for_power` gives at 80% power with the spread known
 (its best case: no pilot to pay for), and, as it is sized in practice, from a 3-seed pilot's
-spread (expected power over the pilot's uncertainty, the pilot's seeds counted in).
+spread (planned on its 80% upper confidence limit, as the evaluation and `bakeoff plan` plan;
+the pilot's seeds counted in): the fixed design a careful user would run.
 Sequential, with and without the futility stop (`sequential.futile`): first round 3 seeds (the spec default),
 then 3 more a round, cap max(12, the fixed design's 95%-power seeds), Lan-DeMets spending,
 the shipped decision rule at each look (bakeoff_runtime.sequential). Job-hours are seeds
@@ -47,8 +48,8 @@ def fixed_outcome(n: int, sigma: float, margin: float, delta: float) -> dict[str
 
 
 def pilot_sized(sigma: float, margin: float, draws: int, rng) -> list[int]:
-    """Fixed designs as `bakeoff plan --from PILOT` sizes them: from a 3-seed pilot's SD, expected
-    power over its uncertainty; the pilot's seeds count towards the design."""
+    """Fixed designs as `bakeoff plan --from PILOT` sizes them: from a 3-seed pilot's SD, planned
+    on its 80% upper confidence limit; the pilot's seeds count towards the design."""
     sds = sigma * np.sqrt(rng.chisquare(FIRST - 1, draws) / (FIRST - 1))
     return [max(FIRST, stats.seeds_for_power(float(s), margin, ALPHA, 0.8, sigma_df=FIRST - 1)
                 or stats.MAX_RECOMMENDED_SEEDS) for s in sds]
