@@ -369,3 +369,37 @@ def test_a_retry_is_the_modelled_request_and_idempotent_per_attempt():
         assert [ops.retry(arn, a) for a in (1, 1, 2)] == [arn] * 3
         stub.assert_no_pending_responses()
     assert tokens[0] == tokens[1] != tokens[2] and len(tokens[0]) >= 32
+
+
+def test_a_deploy_with_more_seeds_after_an_undecided_execution_is_refused(aws_env, monkeypatch):
+    """SageMaker's executions are the looks of a deployed bake-off: their evaluation.json says which
+    seeds each decided on. Deploying seeds that overlap them without being the same set is refused."""
+    import pipelines.api.aws as api
+
+    sm, s3 = _client("sagemaker", aws_env), _client("s3", aws_env)
+    s3.create_bucket(Bucket=BUCKET)
+    arns, proc_arn = _make_jobs(sm, s3)
+    undecided = {**_evaluation(), "verdict": "inconclusive"}
+    s3.put_object(Bucket=BUCKET, Key="bakeoff/quickstart/evaluation/exec1/evaluation.json",
+                  Body=json.dumps(undecided).encode())
+    ops = SageMakerOps(region="us-east-1")
+    # Recorded shape of ListPipelineExecutionSteps (moto does not implement it); the rest over HTTP.
+    monkeypatch.setattr(ops.sm, "list_pipeline_execution_steps", lambda **kw: _recorded_steps(arns, proc_arn))
+    monkeypatch.setattr(api, "ops_for", lambda *a, **k: ops)
+    first = api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=["seeds=3"], skip_quota_check=True)
+    assert first.action == "created" and ops.decided_looks(first.pipeline_name) == []
+    execution = api.start(first.pipeline_name)
+    assert sm.describe_pipeline_execution(PipelineExecutionArn=execution.arn)["PipelineExecutionStatus"] == "Succeeded"
+    looks = ops.decided_looks(first.pipeline_name)
+    assert [(x["seeds"], x["verdict"], x["design"]["kind"]) for x in looks] == [([0, 1, 2], "inconclusive", "fixed")]
+    with pytest.raises(api.SpecError) as refused:
+        api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=["seeds=6"], skip_quota_check=True)
+    line = str(refused.value)
+    assert "pipeline bakeoff-quickstart was decided `inconclusive` on seeds 0-2 (look 1, fixed design: " in line
+    assert execution.arn in line and "e.g. `seeds: [6, 7, 8, 9, 10, 11]`" in line
+    definition = json.loads(sm.describe_pipeline(PipelineName=first.pipeline_name)["PipelineDefinition"])
+    assert not any(s["Name"].endswith("-s5") for s in definition["Steps"]), "the refused deploy updated the pipeline"
+    assert api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=["seeds=3"],
+                      skip_quota_check=True).action == "updated"  # the same seeds: the same look
+    fresh = api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=["seeds=[3, 4, 5]"], skip_quota_check=True)
+    assert fresh.action == "updated"

@@ -57,7 +57,14 @@ def _span(seeds: list[int]) -> str:
 def check(out: Path, seeds: list[int], sequential: dict[str, Any] | None) -> int:
     """The number of the look this decision is (an earlier one's when its seeds are the same),
     or SpecError when it would be a look at data already looked at that no design counts."""
-    looks, design, current = read(out), design_of(sequential), sorted(seeds)
+    return judge(read(out), seeds, sequential, "this directory", str(out / LOOKS_FILE))
+
+
+def judge(looks: list[dict[str, Any]], seeds: list[int], sequential: dict[str, Any] | None, where: str,
+          file: str | None = None) -> int:
+    """`check` on a list of earlier looks (a run directory's, or a SageMaker pipeline's executions):
+    `where` names their home in the message."""
+    design, current = design_of(sequential), sorted(seeds)
     for look in reversed(looks):
         if sorted(look["seeds"]) == current:
             return int(look["look"])
@@ -69,13 +76,16 @@ def check(out: Path, seeds: list[int], sequential: dict[str, Any] | None) -> int
             continue  # an earlier look of this same group-sequential design: it counts its own looks
         top = max(max(current), *(max(x["seeds"]) for x in looks if x["seeds"]))
         fresh = list(range(top + 1, top + 1 + len(current)))
+        what = f"look {look['look']}, {look.get('design', {}).get('kind', FIXED)} design"
+        if look.get("execution_arn"):
+            what += f": {look['execution_arn']}"
         raise SpecError(
-            f"this directory was decided `{look.get('verdict')}` on seeds {_span(sorted(look['seeds']))} (look "
-            f"{look['look']}, {look.get('design', {}).get('kind', FIXED)} design); deciding seeds {_span(current)}, "
-            f"which include {len(shared)} of those, at the full alpha would be a second look at the same data "
-            "that no design counts (its false-pass and false-fail rates would no longer be alpha). Go on honestly "
-            f"with fresh seeds, none of them looked at (e.g. `seeds: {fresh}`), here or in a new --out, on their "
-            "own or with `--until-decided` (a design that spends alpha over its looks)", file=str(out / LOOKS_FILE))
+            f"{where} was decided `{look.get('verdict')}` on seeds {_span(sorted(look['seeds']))} ({what}); "
+            f"deciding seeds {_span(current)}, which include {len(shared)} of those, at the full alpha would be a "
+            "second look at the same data that no design counts (its false-pass and false-fail rates would no "
+            "longer be alpha). Go on honestly with fresh seeds, none of them looked at (e.g. "
+            f"`seeds: {fresh}`), on their own or with `--until-decided` (a design that spends alpha over its "
+            "looks)", file=file)
     return len(looks) + 1
 
 

@@ -301,6 +301,44 @@ class SageMakerOps:
         return {"execution_arn": execution_arn, "status": ex.get("PipelineExecutionStatus"),
                 "failure_reason": ex.get("FailureReason")}
 
+    # --- looks ----------------------------------------------------------------------
+    def decided_looks(self, pipeline: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The decisions this pipeline's executions took (the newest `limit`), oldest first, as
+        looks (pipelines/local/looks.py): the seeds each decided on, its design and verdict. An
+        execution that never finished its Evaluate step decided nothing and is left out."""
+        if not self._pipeline_exists(pipeline):
+            return []
+        summaries: list[dict[str, Any]] = []
+        token = None
+        with aws(f"list executions of {pipeline}"):
+            while len(summaries) < limit:
+                page = self.sm.list_pipeline_executions(PipelineName=pipeline, SortBy="CreationTime",
+                                                        SortOrder="Descending", MaxResults=min(50, limit),
+                                                        **({"NextToken": token} if token else {}))
+                summaries += page.get("PipelineExecutionSummaries", [])
+                token = page.get("NextToken")
+                if not token:
+                    break
+        looks = []
+        for summary in reversed(summaries[:limit]):
+            if summary.get("PipelineExecutionStatus") not in ("Succeeded", "Failed"):
+                continue  # running, stopped or stopping: no verdict to have looked at
+            arn = summary["PipelineExecutionArn"]
+            try:
+                evaluation, _ = self.fetch_evaluation(arn)
+            except RunError:
+                continue
+            seeds = sorted({int(r["seed"]) for leg in (evaluation.get("legs") or {}).values()
+                            for r in leg.get("runs") or [] if isinstance(r.get("seed"), int)})
+            if not seeds:
+                continue
+            seq = evaluation.get("sequential") or {}
+            design = ({"kind": "sequential", "max_seeds": int(seq["max_seeds"]), "spending": str(seq.get("spending"))}
+                      if seq.get("max_seeds") else {"kind": "fixed"})
+            looks.append({"look": len(looks) + 1, "seeds": seeds, "design": design,
+                          "verdict": evaluation.get("verdict"), "execution_arn": arn})
+        return looks
+
     # --- report ---------------------------------------------------------------------
     def fetch_evaluation(self, execution_arn: str) -> tuple[dict[str, Any], dict[tuple[str, int], float]]:
         """evaluation.json of an execution and each training job's BillableTimeInSeconds."""
