@@ -47,6 +47,19 @@ def sagemaker_regions() -> frozenset[str]:
     return frozenset(out)
 
 
+# Name parts that mark a secret (split on "_": TOKENIZERS_PARALLELISM is not HF_TOKEN), and AWS's
+# own variables (credentials belong to the execution role, not the spec).
+SECRET_NAME_PARTS = frozenset({"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS",
+                               "APIKEY", "PRIVATE"})
+SECRET_NAME_PAIRS = (("API", "KEY"), ("ACCESS", "KEY"), ("SECRET", "KEY"), ("AUTH", "KEY"))
+
+
+def looks_like_secret(name: str) -> bool:
+    parts = name.upper().split("_")
+    return (name.upper().startswith("AWS_") or bool(SECRET_NAME_PARTS & set(parts))
+            or any(pair == tuple(parts[i:i + 2]) for pair in SECRET_NAME_PAIRS for i in range(len(parts) - 1)))
+
+
 class SpecFieldError(ValueError):
     """A cross-field check that knows which field is to blame (relative to the model)."""
 
@@ -301,6 +314,18 @@ class Leg(_Model):
             raise ValueError(f"image {v!r} is not a registry image URI "
                              "(e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/repo:tag)")
         return v
+
+    @model_validator(mode="after")
+    def _no_secrets_in_environment(self):
+        for key in self.environment:
+            if looks_like_secret(key):
+                raise SpecFieldError(("environment", key), (
+                    f"{key} looks like a secret; a job's Environment is returned by DescribeTrainingJob and stored "
+                    "in the pipeline definition (botocore's SageMaker model, CreateTrainingJob.Environment: \"Do not "
+                    "include any security-sensitive information including account access IDs, secrets, or tokens "
+                    "in any environment fields\"): grant access through the execution role, or have the script read "
+                    "the value from AWS Secrets Manager"))
+        return self
 
     @model_validator(mode="after")
     def _backend_fits(self):

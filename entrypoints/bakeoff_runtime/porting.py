@@ -27,6 +27,11 @@ from .report_format import md, md_block, md_row
 # Job environment that changes numerics (what the evaluation config carries per leg).
 NUMERICS_ENV = ("NEURON_CC_FLAGS", "NEURON_RT_STOCHASTIC_ROUNDING_EN", "XLA_USE_BF16", "XLA_DOWNCAST_BF16",
                 "NVIDIA_TF32_OVERRIDE")
+# Environment values the report shows: the compiler, runtime and library settings a port changes.
+# Any other variable's value is left out (it may be a credential under an innocent name); its name
+# and that it differs are shown.
+SHOWN_ENV_PREFIXES = ("NEURON_", "XLA_", "PJRT_", "TORCH", "PYTORCH_", "USE_TORCH", "OMP_", "MKL_", "CUDA_", "NCCL_",
+                      "FI_", "NVIDIA_", "TF_", "BAKEOFF_", "MALLOC_", "TOKENIZERS_")
 NUMERICS_FIELDS = ("autocast", "master_weights", "stochastic_rounding", "compiler_flags")
 
 
@@ -51,8 +56,11 @@ def spec_difference(base: dict[str, Any], mine: dict[str, Any]) -> list[str]:
         a, b = dict(mine.get(kind) or {}), dict(base.get(kind) or {})
         for key in sorted(set(a) | set(b)):
             if a.get(key) != b.get(key):
-                out.append(f"{kind[:-1] if kind == 'hyperparameters' else kind} {key}: "
-                           f"{a.get(key, '(unset)')} (baseline: {b.get(key, '(unset)')})")
+                shown = kind == "hyperparameters" or key.startswith(SHOWN_ENV_PREFIXES)
+                mine_v, base_v = ((a.get(key, "(unset)"), b.get(key, "(unset)")) if shown else
+                                  ("(set; value not shown)" if key in a else "(unset)",
+                                   "(set; value not shown)" if key in b else "(unset)"))
+                out.append(f"{kind[:-1] if kind == 'hyperparameters' else kind} {key}: {mine_v} (baseline: {base_v})")
     return out
 
 
