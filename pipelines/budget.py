@@ -19,7 +19,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import SpecError
-from .runtime_modules import runtime_module
 from .spec import BakeoffSpec
 
 SIM_REPS = 4000  # the sequential design's expected seeds: a fixed-seed simulation (deterministic)
@@ -127,8 +126,9 @@ def _spend(seeds: float, legs: list[LegCost]) -> Spend:
 
 
 def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: int | None = None) -> BudgetPlan:
-    stats = runtime_module("stats")
-    seq = runtime_module("sequential")
+    from bakeoff_runtime import sequential as seq
+    from bakeoff_runtime import stats
+
     from .local.sequential import check_design, default_cap
 
     ev = _evaluation(Path(from_run)) if from_run else None

@@ -262,9 +262,8 @@ def inside(base_dir: Path, relative: str, allow_outside: bool, field: str) -> Pa
 def with_script_settings(bundle: Bundle, spec) -> Bundle:
     """Script mode: the launcher's settings beside the script (bakeoff_runtime.script_contract),
     part of the bundle and so of its hash and of every job's cache key."""
-    from .runtime_modules import runtime_module
+    from bakeoff_runtime import script_contract as contract
 
-    contract = runtime_module("script_contract")
     name = (Path(bundle.script).parent / contract.SETTINGS_FILE).as_posix()
     if any(n == name for n, _ in bundle.files):
         raise SpecError(f"{spec.entrypoint.source_dir} has a {name} of its own: bakeoff writes that file in script "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .runtime_modules import runtime_module
+from bakeoff_runtime import contract
 
 STEP_NAME_RE = re.compile(r"^[A-Za-z0-9\-_]{1,64}$")
 EVALUATE_STEP = "Evaluate"
@@ -23,7 +23,7 @@ def pipeline_name(bakeoff: str) -> str:
 
 def step_name(leg: str, seed: int) -> str:
     """The pipeline step of a leg x seed (named in the contract: the Evaluate step reads it too)."""
-    return str(runtime_module("contract").training_step_name(leg, seed))
+    return str(contract.training_step_name(leg, seed))
 
 
 def precompile_step(leg: str) -> str:
@@ -32,9 +32,9 @@ def precompile_step(leg: str) -> str:
 
 def parse_step_name(name: str) -> tuple[str, int] | None:
     """(leg, seed) of a training step's name, or None for any other step."""
-    return runtime_module("contract").parse_training_step_name(name)
+    return contract.parse_training_step_name(name)
 
 
 def job_name(leg: str, seed: int) -> str:
     """A job's directory locally and under the pipeline's prefix, and its MLflow run name."""
-    return str(runtime_module("contract").job_name(leg, seed))
+    return str(contract.job_name(leg, seed))

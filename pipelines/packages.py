@@ -81,7 +81,7 @@ def check(spec, bundle: Bundle) -> None:
 
 def pin(package: str) -> str:
     """bakeoff's pin of `package`, as its requirements file says."""
-    from .runtime_modules import runtime_module
+    from bakeoff_runtime import package_install
 
-    lines = runtime_module("package_install").requirements_file(package).read_text().splitlines()
+    lines = package_install.requirements_file(package).read_text().splitlines()
     return next(ln.strip() for ln in lines if ln.strip() and not ln.startswith("#"))

@@ -15,10 +15,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from bakeoff_runtime import contract, script_contract
+
 from .bundle import Bundle, bundle_for
 from .hashing import digest
 from .names import job_name, step_name
-from .runtime_modules import runtime_module
 from .spec import BakeoffSpec, Leg
 
 
@@ -123,7 +124,7 @@ class Plan:
         return sorted(self.jobs, key=lambda j: (seeds.index(j.seed), legs.index(j.leg)))
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": runtime_module("contract").PLAN_SCHEMA, "bakeoff": self.spec.name,
+        return {"schema": contract.PLAN_SCHEMA, "bakeoff": self.spec.name,
                 "spec_hash": self.spec_hash, "code_sha256": self.bundle.sha256, "script": self.bundle.script,
                 "parity_rule": self.spec.parity_rule(), "legs": {leg.name: leg.to_json() for leg in self.legs},
                 "jobs": [job.to_json() for job in self.jobs]}
@@ -176,20 +177,19 @@ def script_job_hyperparameters(spec: BakeoffSpec, leg: Leg, seed: int, base: dic
     """A script-mode job's hyperparameters: the script's (the spec's, the leg's over them, the
     seed where the script takes it as an argument) and bakeoff's own two, whose `bakeoff_`
     prefix keeps them off the script's command line (as `sagemaker_` keeps the SDK's off it)."""
-    contract = runtime_module("script_contract")
     hps = {**base, **leg.hyperparameters}
     argument = spec.entrypoint.script_mode.seed.argument
     if argument:
         hps[argument] = seed
-    hps[contract.LEG_HP] = leg.name
-    hps[contract.SEED_HP] = seed
+    hps[script_contract.LEG_HP] = leg.name
+    hps[script_contract.SEED_HP] = seed
     return hps
 
 
 def leg_environment(spec: BakeoffSpec, leg: Leg) -> dict[str, str]:
     """Container environment for a leg. SageMaker's step cache keys on it, so it holds
     nothing per-execution and nothing about other legs (the spec hash goes in tags)."""
-    JobEnvironment = runtime_module("contract").JobEnvironment
+    JobEnvironment = contract.JobEnvironment
     env = dict(leg.kind.environment(leg.backend_name, leg.precision))
     env.update(leg.kind.network_environment(leg.instance, leg.instance_count))
     env.update(JobEnvironment(name=spec.name, leg=leg.name, backend=leg.backend_name, precision=leg.precision,

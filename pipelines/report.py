@@ -121,7 +121,7 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
 def apply_billable_time(evaluation: dict[str, Any], billable: dict[tuple[str, int], float]) -> dict[str, Any]:
     """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job: every cost field,
     through the evaluation step's own cost function."""
-    from .runtime_modules import runtime_module
+    from bakeoff_runtime.evaluation import recost
 
-    return runtime_module("evaluation").recost(
+    return recost(
         evaluation, billable, "SageMaker BillableTimeInSeconds x instance count x on-demand price per hour")

@@ -90,9 +90,8 @@ class ScriptMode(_Model):
         return self
 
     def settings(self, parity_metric: str) -> Any:
-        from .runtime_modules import runtime_module
+        from bakeoff_runtime import script_contract as contract
 
-        contract = runtime_module("script_contract")
         return contract.ScriptSettings(
             argument_style=self.argument_style,
             metrics=tuple(contract.MetricRegex(m.name, m.regex) for m in self.metrics),

@@ -9,12 +9,12 @@ is left for rich; `plain()` is for lines printed without rich.
 """
 from __future__ import annotations
 
-from .runtime_modules import runtime_module
+from bakeoff_runtime import inert_text
 
 
 def plain(text: object) -> str:
     """The text without terminal escapes, control or bidi characters, bounded in length."""
-    return str(runtime_module("inert_text").inert(text))
+    return str(inert_text.inert(text))
 
 
 def data(text: object) -> str:

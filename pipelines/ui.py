@@ -187,11 +187,11 @@ def sees_store(base: str, views: Views | None) -> bool:
 def start(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
     log = open(log_path, "ab")  # noqa: SIM115  (the server's own log, for as long as it runs)
     try:
-        from .runtime_modules import runtime_module
+        from bakeoff_runtime import parent_death
 
         # The server goes with `bakeoff ui`, even when that is kill -9'd.
         return subprocess.Popen(argv, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=runtime_module("parent_death").dies_with_parent())
+                                stdin=subprocess.DEVNULL, preexec_fn=parent_death.dies_with_parent())
     finally:
         log.close()
 

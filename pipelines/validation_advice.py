@@ -32,9 +32,8 @@ def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:
     if previous is None:
         return out
     evaluation, where = _previous_evaluation(previous)
-    from .runtime_modules import runtime_module
+    from bakeoff_runtime import stats
 
-    stats = runtime_module("stats")
     parity = spec.parity
     for check in evaluation.get("checks", []):
         if not check.get("name", "").startswith("parity:") or not check.get("test"):

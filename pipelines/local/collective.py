@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..runtime_modules import runtime_module
+from bakeoff_runtime import contract, output_digest
 
 MAX_LOCAL_PROCESSES = 8
 
@@ -61,7 +61,7 @@ def run_checks(executor, steps: dict[str, Any], subs, store, params, plan, pendi
     from .definition import Context, resolve
     from .jobs import run_training
 
-    ENV = executor.contract.ENV
+    ENV = contract.ENV
     stopped: dict[str, str] = {}
     for name, step in steps.items():
         leg = name[len(COLLECTIVE_STEP_PREFIX):] if name.startswith(COLLECTIVE_STEP_PREFIX) else None
@@ -118,13 +118,13 @@ def record_stopped(executor, job, key: str, reason: str, store, kind: str = "col
     (job_dir / "job.json").unlink(missing_ok=True)
     summary = {"schema": "bakeoff.summary/1", "status": "failed", "reason": reason[:500],
                "failure_kind": kind, "leg": job.leg, "seed": job.seed,
-               "backend": job.environment.get(executor.contract.ENV["backend"]), "job_key": key}
+               "backend": job.environment.get(contract.ENV["backend"]), "job_key": key}
     (model / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     data = job_dir / "opt" / "ml" / "output" / "data"
     data.mkdir(parents=True, exist_ok=True)
     (data / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     for directory in (model, data):  # as a job does: the Evaluate step checks it
-        runtime_module("output_digest").record(directory)
+        output_digest.record(directory)
     executor._record(job, job_dir, key, 0.0, Outcome(1, 0.0), store)
     return str(json.loads((job_dir / "job.json").read_text())["training_job_name"])
 

@@ -19,8 +19,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..runtime_modules import runtime_module
-
 MIN_NOISE_PAIRS = 3   # finished pairs, besides the seed judged, before the beyond-the-margin rule is on
 NOISE_TAIL = 0.00135  # one-sided tail of the stop bar: what 3 SD would be were the noise known
 # Each seed judged is another chance of a false stop: at the fixed tail they add up to 2% at 40
@@ -99,7 +97,9 @@ class DoomWatch:
         steps = sorted(set(mine) & set(base))
         if not steps:
             return None
-        seq = runtime_module("sequential")
+        from bakeoff_runtime import sequential as seq
+        from bakeoff_runtime import stats
+
         if self.margin is None:  # a relative margin: only divergence is judged here
             return seq.doomed([mine[s] for s in steps], [base[s] for s in steps], math.inf,
                               direction=self.direction)
@@ -110,7 +110,7 @@ class DoomWatch:
         sd, df = noise
         # A t quantile at the stop bar's one-sided level (3 normal SDs, or stricter with many seeds):
         # the noise is estimated from a few pairs, and a z of 3 on it stops legs that would pass.
-        z = float(runtime_module("stats").t_quantile(1 - self.tail, df))
+        z = float(stats.t_quantile(1 - self.tail, df))
         return seq.doomed([mine[s] for s in steps], [base[s] for s in steps], self.margin,
                           direction=self.direction, noise_sd=sd, z=z)
 

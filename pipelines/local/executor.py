@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime import contract, mlflow_net
+
 from ..errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from ..hashing import digest
 from ..names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP
 from ..plan import Plan, build_plan
-from ..runtime_modules import runtime_module
 from ..spec import BakeoffSpec
 from . import looks
 from .definition import Context, parameter_values, resolve, walk_condition
@@ -83,14 +84,13 @@ class LocalExecutor:
         self.rule_change = rule_change
         self.parameters = dict(parameters or {})
         self.sequential = sequential  # a round of `--until-decided`: its looks, for the Evaluate step
-        self.contract = runtime_module("contract")
         self._process = JobProcess()
         self._plan: Plan | None = None
         self._look = 1  # which look at this directory's data the decision is (looks.py)
 
     # --- set-up ---------------------------------------------------------------------------
     def _mlflow_env(self) -> dict[str, str]:
-        ENV = self.contract.ENV
+        ENV = contract.ENV
         if not self.mlflow:
             return {}
         # The spec's server, else the one MLflow's own clients would use (MLFLOW_TRACKING_URI),
@@ -114,7 +114,7 @@ class LocalExecutor:
 
         from ..bundle import entrypoints_dir
 
-        ENV = self.contract.ENV
+        ENV = contract.ENV
         proc = subprocess.run([self.python, "-m", "bakeoff_runtime.mlflow_store", env["MLFLOW_TRACKING_URI"],
                                env[ENV["mlflow_experiment"]], env[ENV["mlflow_artifact_location"]]],
                               cwd=store, capture_output=True, text=True,
@@ -174,7 +174,7 @@ class LocalExecutor:
             # Like SageMaker's step cache key: the request as run, not where this directory is.
             # The spec hash is a tag on SageMaker (not a cache key): any spec change, even to the
             # parity rule, would otherwise re-run every job.
-            environment = {k: v for k, v in job.environment.items() if k != self.contract.ENV["spec_hash"]}
+            environment = {k: v for k, v in job.environment.items() if k != contract.ENV["spec_hash"]}
             material = json.dumps({"hyperparameters": job.hyperparameters, "environment": environment,
                                    "command": job.command, "channels": job.channels, "hosts": job.hosts,
                                    "runtime": runtime}, sort_keys=True).replace(str(self.out), "$RUN")
@@ -190,7 +190,7 @@ class LocalExecutor:
 
     def _warn_if_mlflow_is_down(self, subs: Substitutions) -> None:
         uri = subs.mlflow.get("MLFLOW_TRACKING_URI")
-        down = runtime_module("mlflow_net").unreachable(uri) if uri else None
+        down = mlflow_net.unreachable(uri) if uri else None
         if down:
             self.progress.note(f"MLflow: the tracking server is unreachable ({down}); training goes on, each job "
                                "gives up on MLflow within seconds, and its metrics stay in metrics.jsonl (the "
@@ -352,7 +352,7 @@ class LocalExecutor:
         job_dir = self.out / "jobs" / job.name
         job_dir.mkdir(parents=True, exist_ok=True)
         (job_dir / "job.json").unlink(missing_ok=True)
-        env = {**job.environment, self.contract.ENV["job_key"]: key}
+        env = {**job.environment, contract.ENV["job_key"]: key}
         job = type(job)(**{**job.__dict__, "environment": env})
         (job_dir / "request.json").write_text(json.dumps(job.request, indent=2, sort_keys=True) + "\n")
         (job_dir / "local.json").write_text(json.dumps(
@@ -360,7 +360,7 @@ class LocalExecutor:
              "hosts": list(job.hosts), "channels": job.channels}, indent=2, sort_keys=True) + "\n")
         total = int(json.loads(job.hyperparameters.get("max_steps", "0")) or 0) or None
         self.progress.begin(index, job.name, total)
-        parse = self.contract.parse_step_line
+        parse = contract.parse_step_line
 
         def on_line(line: str) -> None:
             parsed = parse(line)
@@ -594,7 +594,7 @@ class LocalExecutor:
         job_dir = self.out / "preflight" / leg
         job = subs.training(PREFLIGHT_STEP, request, job_dir)
         job = type(job)(**{**job.__dict__, "environment": {**job.environment,
-                                                          self.contract.ENV["preflight_fail_on_blocker"]: ""}})
+                                                          contract.ENV["preflight_fail_on_blocker"]: ""}})
         job_dir.mkdir(parents=True, exist_ok=True)
         self.progress.start(1)
         self.progress.begin(1, f"preflight {leg}", steps)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runtime_modules import runtime_module
+from bakeoff_runtime import contract, parent_death
+
 from .store import LocalS3
 from .substitutions import LocalProcessingJob, LocalTrainingJob, host_environment
 
@@ -65,7 +66,7 @@ class JobProcess:
             # Its own process group (stopped as one), ended with `bakeoff run` even when that is kill -9'd.
             self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          text=True, bufsize=1, start_new_session=True,
-                                         preexec_fn=runtime_module("parent_death").dies_with_parent())
+                                         preexec_fn=parent_death.dies_with_parent())
 
             def deadline() -> None:
                 timed_out.set()
@@ -145,7 +146,7 @@ def _run_hosts(job: LocalTrainingJob, job_dir: Path, opt_ml: Path, env: dict[str
             shutil.copytree(opt_ml / "input", root / "input", symlinks=True)
             (root / "model").mkdir(parents=True)
         (root / "input" / "config" / "resourceconfig.json").write_text(json.dumps(_resourceconfig(job, host)))
-        host_env = {**env, runtime_module("contract").ENV["opt_ml"]: str(root)}
+        host_env = {**env, contract.ENV["opt_ml"]: str(root)}
         command = [part.replace(str(opt_ml), str(root)) for part in job.command]
         proc = JobProcess()
         log = job_dir / ("stdout.log" if i == 0 else f"stdout-{host}.log")

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..runtime_modules import runtime_module
 from ..spec import BakeoffSpec
 from .executor import LocalExecutor, RunResult
 from .files import write_json_atomically
@@ -86,7 +85,8 @@ def _spend(evaluation: dict[str, Any]) -> dict[str, float | None]:
 def futile_checks(evaluation: dict[str, Any], looks: list[int], max_seeds: int, spending: str) -> list[str]:
     """The undecided parity checks that look undecidable even at the cap (sequential.futile);
     empty unless every undecided check is one of them and each is a paired comparison."""
-    seq = runtime_module("sequential")
+    from bakeoff_runtime import sequential as seq
+
     undecided = [c for c in evaluation.get("checks", []) if c.get("status") == "inconclusive"]
     if not undecided or any(c.get("test") != "paired" or c.get("sd") is None for c in undecided):
         return []
@@ -104,7 +104,8 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
     """Rounds until pass, fail or the cap (see the module). `futility`: also stop early, inconclusive,
     from the second round on when even the cap would likely leave it undecided (saves the seeds a
     difference sitting at the margin would burn; never makes a pass or fail more likely)."""
-    seq = runtime_module("sequential")
+    from bakeoff_runtime import sequential as seq
+
     spending = spending or seq.POCOCK
     if spending not in seq.SPENDING:
         raise SpecError(f"unknown spending function {spending!r} ({', '.join(seq.SPENDING)})", field="--spending")

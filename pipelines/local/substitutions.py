@@ -17,8 +17,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime import contract, script_contract
+
 from ..plan import Plan
-from ..runtime_modules import runtime_module
 from .store import LocalS3
 
 OPT_ML = "/opt/ml"
@@ -80,7 +81,6 @@ class Substitutions:
         self.gpu = gpu
         self.mlflow = mlflow or {}
         self.hosts = hosts
-        self.contract = runtime_module("contract")
         self.emulation = {leg.name: leg.kind.local_emulation(leg.backend_name, gpu) for leg in plan.spec.legs}
 
     # --- the list, as printed -------------------------------------------------------------
@@ -116,11 +116,11 @@ class Substitutions:
 
     # --- training jobs --------------------------------------------------------------------
     def training(self, step_name: str, request: dict[str, Any], job_dir: Path) -> LocalTrainingJob:
-        ENV = self.contract.ENV
+        ENV = contract.ENV
         env_in = request.get("Environment", {})
         leg_name = env_in[ENV["leg"]]
         script_mode = self.plan.spec.entrypoint.mode == "script"
-        seed_key = runtime_module("script_contract").SEED_HP if script_mode else "seed"
+        seed_key = script_contract.SEED_HP if script_mode else "seed"
         seed = int(json.loads(request["HyperParameters"][seed_key]))
         planned = self.plan.leg(leg_name)
         emu = self.emulation[leg_name]
@@ -170,8 +170,8 @@ class Substitutions:
         jobs_dir = str(eval_dir / "jobs")
         app = request["AppSpecification"]
         env = {k: v for k, v in request.get("Environment", {}).items()
-               if k != self.contract.ENV["mlflow_install"]}
-        env.update({self.contract.LOCAL_S3_ROOT_ENV: str(self.store.root), "PYTHONUNBUFFERED": "1",
+               if k != contract.ENV["mlflow_install"]}
+        env.update({contract.LOCAL_S3_ROOT_ENV: str(self.store.root), "PYTHONUNBUFFERED": "1",
                     # ListPipelineExecutionSteps, answered from this execution's record
                     "BAKEOFF_LOCAL_STEPS": str(steps_file)})
         if self.mlflow:
@@ -218,7 +218,7 @@ class Substitutions:
         if self.mlflow:
             out["mlflow"] = {"tracking_uri": self.mlflow["MLFLOW_TRACKING_URI"],
                              "experiment": self.plan.spec.experiment,
-                             "artifact_location": self.mlflow.get(self.contract.ENV["mlflow_artifact_location"])}
+                             "artifact_location": self.mlflow.get(contract.ENV["mlflow_artifact_location"])}
         else:
             out["mlflow"] = {}
         return out

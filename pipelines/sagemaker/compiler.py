@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime import contract, porting
 from estimators.compile_cache import cache_key, cache_uri
 from estimators.prices import price_for
 from estimators.registry import instance_of
@@ -36,7 +37,6 @@ from ..names import (
 )
 from ..names import pipeline_name as _pipeline_name
 from ..plan import Plan, PlannedJob, build_plan, derive_batching, encode_hyperparameters, evaluation_config
-from ..runtime_modules import runtime_module
 from ..spec import ROLE_ARN_RE, BakeoffSpec
 from .expressions import as_string, get, join, json_get, param
 
@@ -170,10 +170,10 @@ def metric_definitions(spec: BakeoffSpec) -> list[dict[str, str]]:
     if spec.entrypoint.mode == "script":
         own = [{"Name": m.name, "Regex": m.regex} for m in spec.entrypoint.script_mode.metrics]
         taken = {d["Name"] for d in own}
-        return own + [d for d in runtime_module("contract").metric_definitions() if d["Name"] not in taken]
+        return own + [d for d in contract.metric_definitions() if d["Name"] not in taken]
     metric = spec.parity.metric
     extra = {f"validation:{metric}": metric} if metric != "val_loss" else {}
-    return runtime_module("contract").metric_definitions(extra)
+    return contract.metric_definitions(extra)
 
 
 def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, role: str, code_uri: str,
@@ -181,7 +181,7 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
     spec = plan.spec
     leg = spec.leg(job.leg)
     planned = plan.leg(job.leg)
-    ENV = runtime_module("contract").ENV
+    ENV = contract.ENV
     env = dict(job.environment)
     hps = encode_hyperparameters(job.hyperparameters)
     script_mode = spec.entrypoint.mode == "script"
@@ -319,7 +319,7 @@ def preflight_step(plan: Plan, leg: str | None = None, steps: int | None = None,
     spec = plan.spec
     name = leg or next((lg.name for lg in spec.legs if lg.backend == "neuron"), spec.legs[0].name)
     job = plan.jobs_of(name)[0]
-    ENV = runtime_module("contract").ENV
+    ENV = contract.ENV
     step, _ = _training_step(plan, job, **kw)
     args = step["Arguments"]
     hps = dict(args["HyperParameters"])
@@ -382,7 +382,7 @@ def _precompile_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
     command = TRAIN_COMMAND.format(script=shlex.quote(job.script)).replace(
         "exec python3 launch.py", "exec neuron_parallel_compile python3 launch.py")
     args["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/sh", "-c", command]
-    precompile = runtime_module("contract").ENV["precompile"]
+    precompile = contract.ENV["precompile"]
     args["Environment"] = dict(sorted({**args["Environment"], precompile: "1"}.items()))
     args["OutputDataConfig"] = {**args["OutputDataConfig"],
                                 "S3OutputPath": _s3(kw["bucket"], kw["prefix"], plan.spec.name, "precompile", job.leg)}
@@ -415,7 +415,7 @@ def _collective_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
     step, _ = _training_step(plan, job, **kw)
     args = step["Arguments"]
     leg = plan.spec.leg(job.leg)
-    ENV = runtime_module("contract").ENV
+    ENV = contract.ENV
     # No MLflow: the check logs no run (and must not spend its minutes installing a client).
     dropped = {ENV["mlflow_install"], ENV["mlflow_experiment"], "MLFLOW_TRACKING_URI"}
     env = {k: v for k, v in args["Environment"].items() if k not in dropped}
@@ -438,7 +438,7 @@ def _collective_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
 
 def collective_channel(check_step: str) -> dict[str, Any]:
     """The channel that hands a Collective step's model.tar.gz to the leg's training jobs."""
-    return {"ChannelName": runtime_module("contract").COLLECTIVE_CHANNEL,
+    return {"ChannelName": contract.COLLECTIVE_CHANNEL,
             "DataSource": {"S3DataSource": {
                 "S3DataType": "S3Prefix", "S3Uri": {"Get": f"Steps.{check_step}.ModelArtifacts.S3ModelArtifacts"},
                 "S3DataDistributionType": "FullyReplicated"}},
@@ -474,7 +474,7 @@ def _eval_config(plan: Plan) -> dict[str, Any]:
         cost_basis="estimate: job wall time x on-demand price (`bakeoff report` uses BillableTimeInSeconds)",
         mlflow=mlflow)
     # The numerics a leg's jobs run with (compiler flags, stochastic rounding), for "what porting cost".
-    numerics_env = runtime_module("porting").NUMERICS_ENV
+    numerics_env = porting.NUMERICS_ENV
     for name, leg_cfg in config["legs"].items():
         env = plan.jobs_of(name)[0].environment if plan.jobs_of(name) else {}
         leg_cfg["numerics_environment"] = {k: env[k] for k in numerics_env if k in env}
@@ -568,7 +568,7 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
     config_asset = Asset(f"{prefix}/{spec.name}/eval-config/{hashlib.sha256(config_body).hexdigest()}/config.json",
                          config_body)
     eval_kind = instance_of(EVAL_INSTANCE)[0]
-    ENV = runtime_module("contract").ENV
+    ENV = contract.ENV
     eval_env = {ENV["name"]: spec.name, ENV["spec_hash"]: shash}
     if spec.mlflow.enabled and spec.mlflow.tracking_uri:
         eval_env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri

@@ -19,7 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..runtime_modules import runtime_module
+from bakeoff_runtime import mlflow_install
+
 from .ops import aws
 
 _ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:(?P<region>[a-z0-9-]+):\d{12}:(?P<kind>mlflow-tracking-server|mlflow-app)"
@@ -37,8 +38,7 @@ def server_of(uri: str | None) -> dict[str, str] | None:
 
 def requirement_files() -> list[Path]:
     """What a job logging to a SageMaker tracking server installs, in order (mlflow_install.ensure_mlflow)."""
-    install = runtime_module("mlflow_install")
-    return [Path(install.REQUIREMENTS), Path(install.REQUIREMENTS_SAGEMAKER)]
+    return [Path(mlflow_install.REQUIREMENTS), Path(mlflow_install.REQUIREMENTS_SAGEMAKER)]
 
 
 def client_pin(files: list[Path]) -> tuple[str, str, Path] | None:

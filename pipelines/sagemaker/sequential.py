@@ -21,7 +21,6 @@ from typing import Any
 from ..errors import RunError
 from ..local.sequential import check_design, default_cap, grow, next_size, with_seeds
 from ..names import EVALUATE_STEP, parse_step_name
-from ..runtime_modules import runtime_module
 from ..spec import BakeoffSpec
 from .compiler import Asset, CompiledPipeline, compile_pipeline
 
@@ -80,7 +79,8 @@ def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipelin
     """Rounds until pass, fail or the cap. `run_round(compiled)` upserts the pipeline, starts an
     execution, waits for it and returns its evaluation.json (ops.py's deploy/start/wait do that).
     Returns the last evaluation and one record per round."""
-    seq = runtime_module("sequential")
+    from bakeoff_runtime import sequential as seq
+
     spending = spending or seq.POCOCK
     first = len(spec.seed_list)
     max_seeds = max_seeds or default_cap(first)
