@@ -163,15 +163,15 @@ def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: i
         compared = max(1, len(spec.legs) - 1)
         jointly = f" (all {compared} legs together)" if compared > 1 else ""
         for power in (0.8, 0.95):
-            n = stats.seeds_for_power(sigma, margin, p.alpha, 1 - (1 - power) / compared, test=p.test,
-                                      sigma_df=max(pairs - 1, 1), fail_alpha=p.alpha / compared)
+            needed = stats.seeds_for_power(sigma, margin, p.alpha, 1 - (1 - power) / compared, test=p.test,
+                                           sigma_df=max(pairs - 1, 1), fail_alpha=p.alpha / compared)
             designs.append(Design(
                 name=f"fixed_{int(power * 100)}",
-                what=(f"fixed design: {n} seeds per leg give {power:.0%} probability{jointly} that legs that truly "
-                      f"agree pass and that a leg worse by twice the margin fails (planned on the "
-                      f"{stats.PLANNING_CONFIDENCE:.0%} upper confidence limit of the SD {sigma:.3g})") if n
+                what=(f"fixed design: {needed} seeds per leg give {power:.0%} probability{jointly} that legs that "
+                      f"truly agree pass and that a leg worse by twice the margin fails (planned on the "
+                      f"{stats.PLANNING_CONFIDENCE:.0%} upper confidence limit of the SD {sigma:.3g})") if needed
                 else f"fixed design: more than 100 seeds per leg for {power:.0%} power",
-                spend=_spend(n, legs) if n else None))
+                spend=_spend(needed, legs) if needed else None))
         for label, delta in (("if_equal", 0.0), ("if_2x_margin", 2 * margin)):
             r = seq.simulate(max(first, 2), cap, sigma, margin, delta, p.alpha, reps=SIM_REPS, test=p.test)
             designs.append(Design(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -135,8 +136,10 @@ def remember_vec_isa_probe(cache_dir: Path) -> bool:
             marker.write_text(json.dumps(known, sort_keys=True))
         return known[key]
 
-    check_build._bakeoff = True
-    cpu_vec_isa.VecISA.check_build = check_build
+    # A patch of torch's class and a mark on it (read above): what setattr is for; the type checker
+    # rightly refuses both as plain assignments.
+    setattr(check_build, "_bakeoff", True)  # noqa: B010
+    setattr(cpu_vec_isa.VecISA, "check_build", check_build)  # noqa: B010
     return replayed
 
 
@@ -145,7 +148,8 @@ def inductor_counters() -> dict[str, int]:
         from torch._dynamo.utils import counters
     except Exception:
         return {}
-    inductor, aot = counters.get("inductor", {}), counters.get("aot_autograd", {})
+    inductor: Mapping[str, int] = counters.get("inductor", {})
+    aot: Mapping[str, int] = counters.get("aot_autograd", {})
     return {"hits": int(inductor.get("fxgraph_cache_hit", 0)), "misses": int(inductor.get("fxgraph_cache_miss", 0)),
             "autograd_cache_hits": int(aot.get("autograd_cache_hit", 0)),
             "autograd_cache_misses": int(aot.get("autograd_cache_miss", 0))}

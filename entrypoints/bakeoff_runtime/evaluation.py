@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import multiplicity, porting, scaling, sequential, stats, validity
 from .job_outputs import (
@@ -39,7 +39,7 @@ LOST_KINDS = ("interrupted", "killed", "infrastructure", "timeout")
 ABSURD = 1e30  # a parity metric beyond this is a blown-up run, not a measurement
 
 
-def _finite(v) -> bool:
+def _finite(v: object) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -127,7 +127,7 @@ def job_costs(billable_s: float | None, instance_count: int, usd_per_hour: float
     time outside the training process (start-up, image pull, upload) plus the time to the target."""
     cost = billable_s * instance_count * usd_per_hour / 3600 if (billable_s is not None and usd_per_hour) else None
     to_target = None
-    if cost is not None and time_to_target_s is not None:
+    if cost is not None and usd_per_hour and time_to_target_s is not None:
         overhead = max(0.0, billable_s - wall_s) if (billable_s is not None and wall_s is not None) else 0.0
         to_target = (overhead + time_to_target_s) * instance_count * usd_per_hour / 3600
     return {"cost_usd": cost,
@@ -248,7 +248,7 @@ def _cost_means(rows: list[dict]) -> dict[str, Any]:
     ran = [r for r in rows if r.get("status") in (COMPLETED, DIVERGED)]
     return {
         "billable_s_mean": _mean(x.get("billable_s") for x in ran),
-        "cost_per_run": _spread([x.get("cost_usd") for x in ran if x.get("cost_usd") is not None]),
+        "cost_per_run": _spread([c for x in ran if (c := x.get("cost_usd")) is not None]),
         "cost_per_run_usd_mean": _mean(x.get("cost_usd") for x in ran),
         "cost_per_million_units_usd_mean": _mean(x.get("cost_per_million_units_usd") for x in ran),
         "cost_to_target_usd_mean": (_mean(x.get("cost_to_target_usd") for x in reached)
@@ -573,7 +573,7 @@ def rule_of(parity: dict) -> dict[str, Any]:
 
 def _rule_record(config: dict, parity: dict) -> dict[str, Any]:
     """The rule this verdict was decided under, and the rule fixed before the data if it differs."""
-    out = {"current": rule_of(parity), "original": None, "changed": False, "reason": None}
+    out: dict[str, Any] = {"current": rule_of(parity), "original": None, "changed": False, "reason": None}
     original = config.get("rule_original")
     if config.get("rule_unrecorded"):  # finished jobs whose rule was lost: nothing shows it was fixed first
         out.update(changed=True, reason=f"{config.get('rule_change_reason') or 'not given'} (the rule fixed before "
@@ -592,7 +592,7 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     legs_cfg = config["legs"]
     emulated = bool(config.get("emulated", any(c.get("emulated_on") for c in legs_cfg.values())))
     runs_by_leg: dict[str, list[dict]] = {name: [] for name in legs_cfg}
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[Any, Any]] = set()  # (leg, seed) as the job records give them
     for job in jobs:
         s, meta = job.get("summary"), job.get("meta") or {}
         leg = (s or {}).get("leg") or meta.get("leg")

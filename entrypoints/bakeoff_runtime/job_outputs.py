@@ -131,8 +131,10 @@ def _load_summary(raw: bytes | str) -> tuple[dict | None, str | None]:
         body = json.loads(raw)
     except RecursionError:
         return None, "summary.json nests too deeply to read"
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return None, f"summary.json is not valid JSON ({exc.msg} at line {exc.lineno})"
+    except ValueError as exc:  # bytes that are not UTF-8 (a UnicodeDecodeError): it had no msg or lineno to show
+        return None, f"summary.json is not valid JSON ({exc})"
     if not isinstance(body, dict):
         return None, "summary.json is not a JSON object"
     for key, types in SUMMARY_TYPES.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
+from typing import Any
 
 from .inert_text import inert
 
@@ -42,8 +43,9 @@ class Cleaner:
             self.said.add(what)
             print(f"[bakeoff] MLflow ({self.where}): {what}", file=sys.stderr, flush=True)
 
-    def _keys(self, kind: str, items: dict, limit: int | None) -> dict[str, object]:
-        out: dict[str, object] = {}
+    def _keys(self, kind: str, items: dict, limit: int | None) -> dict[str, Any]:
+        """The items under MLflow-clean keys, their values as given (strings cut to `limit`)."""
+        out: dict[str, Any] = {}
         for name, value in items.items():
             key = clean_key(name)
             if key in out:
@@ -63,7 +65,7 @@ class Cleaner:
         return {k: str(v) for k, v in self._keys("param", {k: str(v) for k, v in params.items()},
                                                   MAX_PARAM_VALUE).items()}
 
-    def metrics(self, metrics: dict) -> dict[str, object]:
+    def metrics(self, metrics: dict[str, float]) -> dict[str, float]:
         return self._keys("metric", metrics, None)
 
     def tags(self, tags: dict) -> dict[str, str]:

@@ -140,13 +140,18 @@ class MlflowSink:
             self._warn(f"mlflow not importable ({exc.__class__.__name__}: {exc})")
             return self._drain()
         try:
+            experiment = self.experiment
+            assert experiment  # the thread runs only when enabled: with a tracking URI and an experiment
             client = MlflowClient(tracking_uri=self.tracking_uri)
-            exp = client.get_experiment_by_name(self.experiment)
+            exp = client.get_experiment_by_name(experiment)
             if exp is None:
                 try:
-                    exp_id = client.create_experiment(self.experiment, artifact_location=self.artifact_location)
+                    exp_id = client.create_experiment(experiment, artifact_location=self.artifact_location)
                 except Exception:  # created concurrently by another job
-                    exp_id = client.get_experiment_by_name(self.experiment).experiment_id
+                    concurrent = client.get_experiment_by_name(experiment)
+                    if concurrent is None:
+                        raise
+                    exp_id = concurrent.experiment_id
             else:
                 exp_id = exp.experiment_id
             earlier = self._earlier_attempts(client, exp_id)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
+_prctl: Callable[..., int] | None
 try:
     if not sys.platform.startswith("linux"):
         raise OSError("not Linux")

@@ -93,7 +93,8 @@ def _rows(ev: dict[str, Any]) -> list[list[str]]:
 def _notes(ev: dict[str, Any]) -> list[str]:
     out = [f"{leg}: {info['note']}" for leg, info in (ev.get("scaling_sweeps") or {}).items()]
     if ev.get("scaling"):
-        basis = next(iter((ev.get("scaling_sweeps") or {}).values()), {}).get("efficiency_basis")
+        first: dict[str, Any] = next(iter((ev.get("scaling_sweeps") or {}).values()), {})
+        basis = first.get("efficiency_basis")
         if basis:
             out.append(f"Efficiency: {basis}.")
     return out

@@ -29,9 +29,11 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 
 import torch
 
@@ -153,10 +155,10 @@ class Runtime:
         self._graphs_at_steady: int | None = None
         self._validation_graphs_after_steady = 0
         # Non-finite losses on lazy/async devices: see _watch_finite.
-        self._first_bad = None  # device tensor: first step with a non-finite loss, or -1
-        self._step_t = None  # device tensor: steps watched so far, minus one
+        self._first_bad: torch.Tensor | None = None  # device tensor: first step with a non-finite loss, or -1
+        self._step_t: torch.Tensor | None = None  # device tensor: steps watched so far, minus one
         self._watch_offset = 0  # the step number of the first watched step (resumed runs start later)
-        self._pending_loss = None
+        self._pending_loss: tuple[int, torch.Tensor] | None = None
         self._step_t_started: int | None = None
         self.steps_completed = 0
         self.last_train_loss: float | None = None
@@ -167,7 +169,7 @@ class Runtime:
         warm = hps.get("warmup_exclude_steps")
         self.warmup_exclude = int(warm) if warm is not None else max(2, min(10, (self.max_steps or 20) // 10))
         self._finished = False
-        self._previous_sigterm = None
+        self._previous_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
 
     # --- construction ---------------------------------------------------------------
     @classmethod
@@ -184,8 +186,9 @@ class Runtime:
         if _unique_parameters(model) != before:
             # PyTorch/XLA's .to() un-ties shared parameters (e.g. tied embeddings):
             # the leg would silently train a bigger model. Re-tie or say so.
-            if hasattr(model, "tie_weights"):
-                model.tie_weights()
+            tie_weights: Callable[[], object] | None = getattr(model, "tie_weights", None)
+            if tie_weights is not None:
+                tie_weights()
             if _unique_parameters(model) != before:
                 self.extra.setdefault("warnings", []).append(
                     f"moving the model to {self.device} changed its parameter count; shared weights were "
@@ -205,6 +208,7 @@ class Runtime:
         from .compile_cache import local_dir, restore
 
         location = self.cache_location or str(self.env.output_dir / "inductor-cache")
+        self._inductor_location = location
         self._inductor_dir, self._inductor_sync = local_dir(location, Path("/tmp/bakeoff-inductor-cache"))
         self._inductor_restore = restore(location, self._inductor_dir)
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self._inductor_dir)
@@ -215,21 +219,23 @@ class Runtime:
             self._isa_replayed = remember_vec_isa_probe(self._inductor_dir)
         os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
         os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
-        return torch.compile(model)
+        # torch's annotation is compile(Callable) -> Callable; a Module comes back as a Module (OptimizedModule).
+        return cast(torch.nn.Module, torch.compile(model))
 
     def _cache_outcome(self) -> dict[str, Any] | None:
         if self.torch_compile and hasattr(self, "_inductor_dir"):  # prepare() compiled the model
             from .compile_cache import inductor_counters, save
 
             counts = inductor_counters()
-            saved = save(self._inductor_dir, self.cache_location) if self._inductor_sync and self.rank == 0 else None
+            sync = self._inductor_sync and self.rank == 0
+            saved = save(self._inductor_dir, self._inductor_location) if sync else None
             return {"kind": "inductor", "location": self.cache_location, "restored": self._inductor_restore,
                     **counts, "state": "warm" if counts.get("hits") else "cold", "saved": saved,
                     "vec_isa_probe_replayed": self._isa_replayed}
         if self._xla_cache is not None:
             from .compile_cache import xla_cache_outcome
 
-            out = xla_cache_outcome(self._xla_cache)
+            out = xla_cache_outcome(self._xla_cache) or {}  # a state in, a state out
             return {"kind": "xla-persistent", **out,
                     "state": "warm" if out.get("hits") else "cold"}
         if self.backend_name == "neuron" and self.cache_location:
@@ -287,23 +293,27 @@ class Runtime:
             return
         self._pending_loss = (step, loss.detach())
 
-    def _init_watch(self, device) -> None:
-        self._first_bad = torch.full((), -1, dtype=torch.int64, device=device)
-        self._step_t = torch.full((), -1, dtype=torch.int64, device=device)
+    def _init_watch(self, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """(first bad step, steps watched - 1), the watch's two device tensors."""
+        self._first_bad = first_bad = torch.full((), -1, dtype=torch.int64, device=device)
+        self._step_t = step_t = torch.full((), -1, dtype=torch.int64, device=device)
         self.backend.mark_step()  # materialise them now, not inside the first step's graph
+        return first_bad, step_t
 
     def _record_watch(self) -> None:
         if self._pending_loss is None:
             return
         step, loss = self._pending_loss
         self._pending_loss = None
-        if self._first_bad is None:
-            self._init_watch(loss.device)
+        if self._first_bad is None or self._step_t is None:  # set together, by _init_watch
+            first_bad, step_t = self._init_watch(loss.device)
+        else:
+            first_bad, step_t = self._first_bad, self._step_t
         if self._step_t_started is None:
             self._step_t_started = self._watch_offset = step
-        self._step_t = self._step_t + 1
+        self._step_t = step_t = step_t + 1
         bad = ~torch.isfinite(loss.float())
-        self._first_bad = torch.where((self._first_bad < 0) & bad, self._step_t + self._watch_offset, self._first_bad)
+        self._first_bad = torch.where((first_bad < 0) & bad, step_t + self._watch_offset, first_bad)
 
     def _raise_if_went_bad(self, noticed_at: int) -> None:
         if self._first_bad is None or self.extracting_graphs:

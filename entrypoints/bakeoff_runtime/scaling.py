@@ -127,11 +127,12 @@ def sections(config: dict[str, Any], figures: dict[str, dict[str, Any]], checks:
     for a in config.get("ablations") or []:
         leg, abl = a["leg"], a["ablation_leg"]
         means = {n: ((figures.get(n) or {}).get("metric") or {}).get("mean") for n in (leg, abl)}
+        mean, ablation_mean = means[leg], means[abl]
         item = {**a, "comparison": f"parity:{abl}~{base}",
                 "leg_parity": None if leg == base else status.get(f"parity:{leg}~{base}"),
                 "ablation_parity": status.get(f"parity:{abl}~{base}"),
                 "metric_mean": means.get(leg), "ablation_metric_mean": means.get(abl),
-                "precision_effect": (means[leg] - means[abl]) if None not in means.values() else None,
+                "precision_effect": (mean - ablation_mean) if mean is not None and ablation_mean is not None else None,
                 "counts_toward_verdict": False}
         item["reading"] = _reading(item)
         ablations.append(item)

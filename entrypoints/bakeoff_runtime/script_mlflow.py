@@ -36,7 +36,7 @@ class ScriptRun:
         self.sink = MlflowSink(os.environ.get("MLFLOW_TRACKING_URI"), self.experiment, f"{leg}-s{seed}", tags,
                                params={**{k: v for k, v in hps.items() if not k.startswith("bakeoff_")},
                                        "leg": leg, "seed": seed, "arguments": " ".join(arguments)},
-                               artifact_location=job.mlflow_artifact_location or None, job_key=info["job_key"])
+                               artifact_location=job.mlflow_artifact_location or None, job_key=job.job_key or None)
         self.ours: set[str] = set()
         if self.sink.enabled:
             self.sink.wait_ready(READY_WAIT_S)

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.utils.hooks import RemovableHandle
 
 from .backends import Backend, BackendUnavailable, get_backend
 from .contract import step_line
@@ -57,14 +58,13 @@ class StepProbe:
         if self.backend.lazy:
             import torch_xla.distributed.xla_backend  # noqa: F401  (registers the "xla" process group)
         self.lazy = self.backend.lazy
-        self._graphs = self._compiled_graphs if self.lazy else (lambda: None)
         self.steps = 0
         self.model: dict[str, Any] | None = None
         self.first_step_at: float | None = None
         self.synced: list[tuple[int, float]] = []  # (steps done, device-synchronised time)
         self.recompiling_steps = 0
         self._graphs_before: int | None = None
-        self._handle = None
+        self._handle: RemovableHandle | None = None
 
     def _compiled_graphs(self) -> int:
         return int(self.backend.compile_stats().get("compiled_graphs") or 0)
@@ -87,12 +87,12 @@ class StepProbe:
         step = self.steps
         warm = self.settings.warmup_steps
         if step > warm and self.lazy:
-            graphs = self._graphs()
+            graphs = self._compiled_graphs()
             if self._graphs_before is not None and graphs > self._graphs_before:
                 self.recompiling_steps += 1
             self._graphs_before = graphs
         elif step == warm and self.lazy:
-            self._graphs_before = self._graphs()
+            self._graphs_before = self._compiled_graphs()
         if step == 1 or step == warm or step % self.settings.sync_interval == 0:
             self.backend.synchronize()
             now = time.time()

@@ -265,6 +265,7 @@ def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float,
     if out["se"] > 0:
         if test == EQUIVALENCE:
             p_low, p_high = tost_p_values(out["diff"], out["se"], out["df"], -margin, margin)
+            assert p_low is not None and p_high is not None  # None only without a spread (se == 0)
             out["p_lower"], out["p_upper"] = p_low, p_high
             out["p_value"] = max(p_low, p_high)
         else:  # one-sided, H0: the leg is worse than the baseline by the margin or more

@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .contract import SUMMARY_SCHEMA, say_line, step_line
 
@@ -48,7 +48,7 @@ class Telemetry:
         self.stdout = stdout or sys.stdout
         # Records go to metrics.jsonl line by line and are never kept here: a job's memory stays
         # flat however many steps it logs (benchmarks/telemetry_memory.py).
-        self._fh = None
+        self._fh: TextIO | None = None
         if rank == 0:
             self.model_dir.mkdir(parents=True, exist_ok=True)
             # Open for the job's lifetime, line-buffered: a job that dies keeps every line (closed in close()).
@@ -61,6 +61,8 @@ class Telemetry:
         if self.rank != 0:
             return
         record = {"kind": kind, "step": step, "time_s": round(self.elapsed(), 4), **values}
+        if self._fh is None:  # rank 0 opened it in __init__: only close() takes it away
+            raise RuntimeError("telemetry is closed: nothing more can be logged")
         self._fh.write(json.dumps(record) + "\n")
         print(step_line(step, values), file=self.stdout, flush=True)
         if self.sink is not None:

@@ -121,11 +121,11 @@ def same_model_check(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict
     name = "same-model"
     models = {leg: next(((s.get("model") or None) for s in _records(runs) if s.get("model")), None)
               for leg, runs in runs_by_leg.items()}
-    if models.get(base) is None:
+    b = models.get(base)
+    if b is None:
         return {"name": name, "status": "unchecked", "passed": False,
                 "why": f"the baseline {base} recorded no model (no completed run reached an optimizer "
                        "step that bakeoff saw), so the legs cannot be compared"}
-    b = models[base]
     problems, unchecked = [], []
     for leg, m in models.items():
         if leg == base:

@@ -36,7 +36,7 @@ class TorchNeuronBackend(Backend):
             sync()
 
     def versions(self):
-        out = {"torch": torch.__version__}
+        out: dict[str, str] = {"torch": torch.__version__}
         for dist in ("torch-neuronx", "neuronx-cc"):
             try:
                 out[dist] = importlib.metadata.version(dist)

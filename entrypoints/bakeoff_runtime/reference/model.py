@@ -25,6 +25,8 @@ class LMConfig:
 
 
 class CausalSelfAttention(nn.Module):
+    mask: torch.Tensor  # a buffer (register_buffer): typed here, as nn.Module's __getattr__ cannot say
+
     def __init__(self, cfg: LMConfig):
         super().__init__()
         assert cfg.d_model % cfg.n_heads == 0, "d_model must be divisible by n_heads"
@@ -67,6 +69,8 @@ class Block(nn.Module):
 
 
 class TinyLM(nn.Module):
+    positions: torch.Tensor  # a buffer (register_buffer)
+
     def __init__(self, cfg: LMConfig):
         super().__init__()
         self.cfg = cfg
