@@ -123,7 +123,7 @@ def deploy(spec: SpecLike | Synth, *, role_arn: str, bucket: str | None = None, 
     checks = _account_checks(loaded, compiled, ops, quotas=not skip_quota_check)
     if checks.problems:
         raise QuotaShortfall(checks)
-    _check_looks(ops, compiled.name, loaded.seed_list, progress)
+    _check_looks(ops, compiled, progress)
     result = ops.deploy(compiled, tags={"bakeoff:name": loaded.name, "bakeoff:spec-hash": spec_hash(loaded)},
                         progress=lambda m: note(progress, m, kind="upload"))
     return Deployment(pipeline_arn=result["pipeline_arn"], pipeline_name=compiled.name, action=result["action"],
@@ -131,21 +131,23 @@ def deploy(spec: SpecLike | Synth, *, role_arn: str, bucket: str | None = None, 
                       already_present=tuple(result["already_present"]), warnings=checks.warnings)
 
 
-def _check_looks(ops: Any, pipeline: str, seeds: list[int], progress: Progress | None) -> None:
+def _check_looks(ops: Any, compiled: Any, progress: Progress | None) -> None:
     """A deploy fixes the seeds the next execution decides on: seeds that overlap those an earlier
     execution of this pipeline decided on, without being the same set, would be a look at data
     already looked at that no design counts (pipelines/local/looks.py). `--until-decided` updates
     the pipeline round by round itself, under its own design, and does not come here."""
     from ..errors import AwsError
-    from ..local.looks import judge
+    from ..local.looks import judge, training_steps
 
+    pipeline = compiled.name
     try:
         looks = ops.decided_looks(pipeline)
     except AwsError as exc:  # e.g. no sagemaker:ListPipelineExecutions: say so, do not block the deploy
         note(progress, f"the decisions of {pipeline}'s earlier executions could not be read ({exc}); a deploy with "
                        "more seeds after an undecided execution is a look that no design counts")
         return
-    judge(looks, seeds, None, f"pipeline {pipeline}")
+    jobs, seeds = training_steps(compiled.definition)
+    judge(looks, jobs, seeds, None, f"pipeline {pipeline}")
 
 
 def _pipeline_name(pipeline: SpecLike | Deployment) -> tuple[str, str | None]:

@@ -87,6 +87,7 @@ class LocalExecutor:
         self._process = JobProcess()
         self._plan: Plan | None = None
         self._look = 1  # which look at this directory's data the decision is (looks.py)
+        self._look_jobs: dict[str, str] = {}  # step name -> job key of the jobs it decides on
 
     # --- set-up ---------------------------------------------------------------------------
     def _mlflow_env(self) -> dict[str, str]:
@@ -227,16 +228,19 @@ class LocalExecutor:
             steps = {s["Name"]: s for s in definition["Steps"]}
             jobs, keys = self._jobs(plan, steps, subs, params)
             ctx = self._context(pipeline_name(self.spec), params, keys, steps)
+            ran = dict(keys)  # the keys the jobs ran under (this machine's could differ: another torch)
             for name, job in jobs.items():
                 try:
                     meta = json.loads((self.out / "jobs" / job.name / "job.json").read_text())
                     ctx.training_job_names[name] = str(meta["training_job_name"])
-                except (FileNotFoundError, ValueError, KeyError, TypeError):
+                    ran[name] = str(meta.get("job_key") or keys[name])
+                except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
                     continue  # never ran here: the evaluation counts it as giving no result
             rule = self._recorded_rule()
             self.rule_change = rule.get("reason")
-            self.sequential = self.sequential or looks.sequential_of(self.out, self.spec.seed_list)
-            self._look = looks.check(self.out, self.spec.seed_list, self.sequential)
+            self._look_jobs = ran
+            self.sequential = self.sequential or looks.sequential_of(self.out, ran)
+            self._look = looks.check(self.out, ran, self.spec.seed_list, self.sequential)
             evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule.get("original"),
                                                     installed_code=True)
         return RunResult(self.out, evaluation, path, [], [j.name for j in jobs.values()], gate)
@@ -275,7 +279,8 @@ class LocalExecutor:
         jobs, keys = self._jobs(plan, steps, subs, params)
         reuse = {n for n in order if not self.force and _finished(self.out / "jobs" / jobs[n].name, keys[n])}
         rule_original = self._check_rule(reuse)
-        self._look = looks.check(self.out, self.spec.seed_list, self.sequential)  # before any seed is spent
+        self._look_jobs = dict(keys)
+        self._look = looks.check(self.out, keys, self.spec.seed_list, self.sequential)  # before any seed is spent
         self._warn_if_mlflow_is_down(subs)
         self._write_records(plan, compiled, subs, params)
         for line in subs.describe():
@@ -579,7 +584,7 @@ class LocalExecutor:
                 self.progress.note(f"gate: {taken['step']}: {taken['message']}")
         path = eval_dir / "evaluation.json"
         evaluation = json.loads(path.read_text())
-        looks.record(self.out, self._look, self.spec.seed_list, self.sequential, evaluation)
+        looks.record(self.out, self._look, self._look_jobs, self.spec.seed_list, self.sequential, evaluation)
         return evaluation, path, gate
 
     # --- preflight: the same executor, the Preflight step's request ------------------------

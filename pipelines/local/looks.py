@@ -1,14 +1,18 @@
-"""Every decision taken on a run directory is a look at its data, and looks are counted.
+"""Every decision taken on a bake-off's data is a look at it, and looks are counted.
 
 Deciding a bake-off, seeing `inconclusive`, adding seeds that include the first ones and deciding
-again at the full alpha is optional stopping: in the project's simulation it gives 0.08-0.12
-false passes and false fails instead of alpha. So each decision is recorded in `looks.json`
-beside the parity rule (the seeds it was taken on, its design, its verdict), and a new decision
-on seeds that overlap an earlier look's but are not the same set is refused, with the two
-honest ways on: fresh seeds (none of those already looked at), or `--until-decided`, whose
-group-sequential design spends alpha over its looks. Deciding the same seeds again (a lost job
-re-run, a verdict re-decided after its jobs changed, a rule changed with --rule-change) is the
-same look, not a new one.
+again at the full alpha is optional stopping: in `benchmarks/verdict_oc.py` (cell a) it gives
+0.08-0.09 false passes and false fails instead of 0.05. So each decision is recorded (a run
+directory's `looks.json`; on SageMaker, the pipeline's executions) with the jobs it was taken
+on, and a new decision whose jobs overlap an earlier look's without being the same set is
+refused, with the honest ways on: fresh seeds (no job already looked at), or `--until-decided`,
+whose group-sequential design spends alpha over its looks.
+
+A look's data is its jobs, each named by its step (`Train-LEG-sSEED`) and identified by its key:
+the request as run (locally, the job cache key; on SageMaker, the training step's arguments,
+what its step cache keys on). So deciding the same jobs again (a lost job re-run, `--force` on
+unchanged jobs, a verdict re-decided after a job changed, a rule changed with --rule-change) is
+the same look; a changed training setup is new data, not a second look at the old.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from ..errors import SpecError
 from .files import write_json_atomically
 
 LOOKS_FILE = "looks.json"
-SCHEMA = "bakeoff.looks/1"
+SCHEMA = "bakeoff.looks/2"
 FIXED = "fixed"
 
 
@@ -43,8 +47,8 @@ def read(out: Path) -> list[dict[str, Any]]:
         raise SpecError(f"the record of the decisions already taken on this directory cannot be read ({exc}), so a "
                         "new one could be a look nobody counted; run into a new --out", file=str(path)) from None
     looks = body.get("looks") if isinstance(body, dict) else None
-    if not isinstance(looks, list) or not all(isinstance(x, dict) and isinstance(x.get("seeds"), list)
-                                              for x in looks):
+    if not isinstance(looks, list) or not all(isinstance(x, dict) and isinstance(x.get("jobs"), dict)
+                                              and isinstance(x.get("seeds"), list) for x in looks):
         raise SpecError("not the record of looks bakeoff writes; run into a new --out", file=str(path))
     return looks
 
@@ -54,47 +58,69 @@ def _span(seeds: list[int]) -> str:
         ", ".join(map(str, seeds))
 
 
-def check(out: Path, seeds: list[int], sequential: dict[str, Any] | None) -> int:
-    """The number of the look this decision is (an earlier one's when its seeds are the same),
-    or SpecError when it would be a look at data already looked at that no design counts."""
-    return judge(read(out), seeds, sequential, "this directory", str(out / LOOKS_FILE))
+def check(out: Path, jobs: dict[str, str], seeds: list[int], sequential: dict[str, Any] | None) -> int:
+    """The number of the look this decision is (an earlier one's when its jobs are the same),
+    or SpecError when it would be a look at data already looked at that no design counts.
+    `jobs`: step name -> job key of every training job the decision reads."""
+    return judge(read(out), jobs, seeds, sequential, "this directory", str(out / LOOKS_FILE))
 
 
-def judge(looks: list[dict[str, Any]], seeds: list[int], sequential: dict[str, Any] | None, where: str,
-          file: str | None = None) -> int:
+def judge(looks: list[dict[str, Any]], jobs: dict[str, str], seeds: list[int], sequential: dict[str, Any] | None,
+          where: str, file: str | None = None) -> int:
     """`check` on a list of earlier looks (a run directory's, or a SageMaker pipeline's executions):
     `where` names their home in the message."""
-    design, current = design_of(sequential), sorted(seeds)
+    design, current = design_of(sequential), set(jobs.items())
     for look in reversed(looks):
-        if sorted(look["seeds"]) == current:
+        if set(look["jobs"].items()) == current:
             return int(look["look"])
     for look in looks:
-        shared = sorted(set(look["seeds"]) & set(current))
+        shared = current & set(look["jobs"].items())
         if not shared:
             continue
         if design["kind"] != FIXED and look.get("design") == design:
             continue  # an earlier look of this same group-sequential design: it counts its own looks
-        top = max(max(current), *(max(x["seeds"]) for x in looks if x["seeds"]))
-        fresh = list(range(top + 1, top + 1 + len(current)))
+        looked = [int(s) for x in looks for s in x["seeds"]]
+        top = max([*seeds, *looked])
+        fresh = list(range(top + 1, top + 1 + len(seeds)))
         what = f"look {look['look']}, {look.get('design', {}).get('kind', FIXED)} design"
         if look.get("execution_arn"):
             what += f": {look['execution_arn']}"
         raise SpecError(
             f"{where} was decided `{look.get('verdict')}` on seeds {_span(sorted(look['seeds']))} ({what}); "
-            f"deciding seeds {_span(current)}, which include {len(shared)} of those, at the full alpha would be a "
-            "second look at the same data that no design counts (its false-pass and false-fail rates would no "
-            "longer be alpha). Go on honestly with fresh seeds, none of them looked at (e.g. "
+            f"deciding seeds {_span(sorted(seeds))}, which reuse {len(shared)} of its jobs, at the full alpha would "
+            "be a second look at the same data that no design counts (its false-pass and false-fail rates would "
+            "no longer be alpha). Go on honestly with fresh seeds, none of them looked at (e.g. "
             f"`seeds: {fresh}`), on their own or with `--until-decided` (a design that spends alpha over its "
             "looks)", file=file)
     return len(looks) + 1
 
 
-def record(out: Path, number: int, seeds: list[int], sequential: dict[str, Any] | None,
+def training_steps(definition: dict[str, Any]) -> tuple[dict[str, str], list[int]]:
+    """A SageMaker pipeline definition's training jobs as a look's data: step name -> a digest of
+    the step's arguments without its tags (what SageMaker's step cache keys on; tags carry the
+    spec hash, which moves with the seed list), and the seeds they run."""
+    from ..hashing import digest
+
+    jobs, seeds = {}, set()
+    for step in definition.get("Steps") or []:
+        name = str(step.get("Name", ""))
+        if step.get("Type") != "Training" or not name.startswith("Train-") or "-s" not in name:
+            continue
+        arguments = {k: v for k, v in (step.get("Arguments") or {}).items() if k != "Tags"}
+        jobs[name] = digest(arguments)
+        tail = name.rsplit("-s", 1)[1]
+        if tail.isdigit():
+            seeds.add(int(tail))
+    return jobs, sorted(seeds)
+
+
+def record(out: Path, number: int, jobs: dict[str, str], seeds: list[int], sequential: dict[str, Any] | None,
            evaluation: dict[str, Any]) -> None:
     """Add this decision to the record (or update the look it repeats)."""
     looks = [x for x in read(out) if int(x.get("look", 0)) != number]
-    decided = {"look": number, "seeds": sorted(seeds), "design": design_of(sequential),
-               "verdict": evaluation.get("verdict"), "alpha": (evaluation.get("parity") or {}).get("alpha"),
+    decided = {"look": number, "jobs": dict(sorted(jobs.items())), "seeds": sorted(seeds),
+               "design": design_of(sequential), "verdict": evaluation.get("verdict"),
+               "alpha": (evaluation.get("parity") or {}).get("alpha"),
                "decided_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     seq = evaluation.get("sequential") or {}
     if sequential:
@@ -106,12 +132,14 @@ def record(out: Path, number: int, seeds: list[int], sequential: dict[str, Any] 
                           sort_keys=True)
 
 
-def sequential_of(out: Path, seeds: list[int]) -> dict[str, Any] | None:
-    """The group-sequential round a decision on `seeds` was taken in, if it was one."""
-    same = [x for x in read(out) if sorted(x["seeds"]) == sorted(seeds)]
+def sequential_of(out: Path, jobs: dict[str, str]) -> dict[str, Any] | None:
+    """The group-sequential round a decision on these jobs was taken in, if it was one."""
+    same = [x for x in read(out) if x["jobs"] == jobs]
     return same[-1].get("sequential") if same else None
 
 
 def for_evaluation(out: Path, number: int) -> dict[str, Any]:
-    """What the evaluation states of the looks: this one's number and the ones before it."""
-    return {"this_look": number, "earlier": [x for x in read(out) if int(x.get("look", 0)) < number]}
+    """What the evaluation states of the looks: this one's number and the ones before it (without
+    their job keys, which say nothing to a reader)."""
+    earlier = [{k: v for k, v in x.items() if k != "jobs"} for x in read(out) if int(x.get("look", 0)) < number]
+    return {"this_look": number, "earlier": earlier}

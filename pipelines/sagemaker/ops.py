@@ -304,8 +304,11 @@ class SageMakerOps:
     # --- looks ----------------------------------------------------------------------
     def decided_looks(self, pipeline: str, limit: int = 50) -> list[dict[str, Any]]:
         """The decisions this pipeline's executions took (the newest `limit`), oldest first, as
-        looks (pipelines/local/looks.py): the seeds each decided on, its design and verdict. An
-        execution that never finished its Evaluate step decided nothing and is left out."""
+        looks (pipelines/local/looks.py): the training jobs each decided on (from the definition it
+        ran), its design and verdict. An execution that never finished its Evaluate step decided
+        nothing and is left out."""
+        from ..local.looks import training_steps
+
         if not self._pipeline_exists(pipeline):
             return []
         summaries: list[dict[str, Any]] = []
@@ -319,7 +322,7 @@ class SageMakerOps:
                 token = page.get("NextToken")
                 if not token:
                     break
-        looks = []
+        looks: list[dict[str, Any]] = []
         for summary in reversed(summaries[:limit]):
             if summary.get("PipelineExecutionStatus") not in ("Succeeded", "Failed"):
                 continue  # running, stopped or stopping: no verdict to have looked at
@@ -328,14 +331,15 @@ class SageMakerOps:
                 evaluation, _ = self.fetch_evaluation(arn)
             except RunError:
                 continue
-            seeds = sorted({int(r["seed"]) for leg in (evaluation.get("legs") or {}).values()
-                            for r in leg.get("runs") or [] if isinstance(r.get("seed"), int)})
-            if not seeds:
+            with aws(f"read the definition of {arn}"):
+                body = self.sm.describe_pipeline_definition_for_execution(PipelineExecutionArn=arn)
+            jobs, seeds = training_steps(json.loads(body.get("PipelineDefinition") or "{}"))
+            if not jobs:
                 continue
             seq = evaluation.get("sequential") or {}
             design = ({"kind": "sequential", "max_seeds": int(seq["max_seeds"]), "spending": str(seq.get("spending"))}
                       if seq.get("max_seeds") else {"kind": "fixed"})
-            looks.append({"look": len(looks) + 1, "seeds": seeds, "design": design,
+            looks.append({"look": len(looks) + 1, "jobs": jobs, "seeds": seeds, "design": design,
                           "verdict": evaluation.get("verdict"), "execution_arn": arn})
         return looks
 
