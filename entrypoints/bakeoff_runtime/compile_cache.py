@@ -50,10 +50,34 @@ def restore(location: str, target: Path) -> dict[str, Any]:
         body = boto3.client("s3").get_object(Bucket=bucket, Key=f"{key}/{ARCHIVE}")["Body"].read()
     except Exception as exc:  # first run for this key, or no access: train cold
         return {"restored": False, "files": 0, "location": location, "note": f"{type(exc).__name__}"}
-    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
-        tar.extractall(target, filter="data")
+    refused = _unpack(body, target)
+    if refused:  # another job, or anyone who may write the bucket, put it there: train cold
+        return {"restored": False, "files": 0, "location": location, "note": f"cache archive refused: {refused}"}
     files = sum(1 for p in target.rglob("*") if p.is_file())
     return {"restored": True, "files": files, "location": location, "bytes": len(body)}
+
+
+def _unpack(body: bytes, target: Path) -> str | None:
+    """Unpack a cache archive into `target`, or say why it was refused (then nothing is written).
+
+    Only regular files and folders under `target`: a member with an absolute path or `..`, a
+    link, a device or a FIFO refuses the whole archive. tarfile's "data" filter (Python 3.12+,
+    which the images run: estimators/images.py) would refuse the same on extraction; checking first
+    means a refused archive leaves nothing half-written."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+            members = tar.getmembers()
+            for m in members:
+                if m.issym() or m.islnk():
+                    return f"member {m.name!r} is a link"
+                if not (m.isfile() or m.isdir()):
+                    return f"member {m.name!r} is a device or FIFO"
+                if m.name.startswith(("/", "\\")) or ".." in Path(m.name).parts:
+                    return f"member {m.name!r} points outside the cache"
+            tar.extractall(target, members=members, filter="data")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def save(source: Path, location: str) -> dict[str, Any]:
