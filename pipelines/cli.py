@@ -181,7 +181,7 @@ def cmd_preflight(args) -> int:
 def cmd_ui(args) -> int:
     from .ui import serve
 
-    return serve(args.dir, args.port)
+    return serve(args.dir, args.port, args.host)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -255,7 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ui", help="serve the MLflow UI of a local run on 127.0.0.1")
     p.add_argument("dir", help="run directory given to `bakeoff run --out`")
-    p.add_argument("--port", type=int, default=5000, help="port on 127.0.0.1 to serve the UI on (default 5000)")
+    p.add_argument("--port", type=int, default=5000, help="port to serve the UI on (default 5000)")
+    p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1, this machine only; "
+                   "another address lets anyone who can reach it read and change the runs, and says so)")
     p.set_defaults(func=cmd_ui)
 
     from .cli_aws import register as register_aws

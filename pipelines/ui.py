@@ -242,9 +242,27 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def exposure_note(host: str) -> str | None:
+    """What serving on `host` exposes, when it is more than this machine (None for loopback)."""
+    import ipaddress
+
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        return None
+    return (f"serving on {host}, beyond this machine: anyone who can reach it can read every run of this "
+            "directory and change or delete them (the MLflow UI has no login); the default, 127.0.0.1, serves "
+            "this machine only")
+
+
 def serve(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *,
           out: Callable[[str], None] = print, ready_timeout_s: float = 120.0) -> int:
     """Serve the MLflow UI of a local run until Ctrl-C; print where to look first. Exit code 0."""
+    exposed = exposure_note(host)
+    if exposed:
+        out(exposed)
     proc, links = launch(run_dir, port, host, ready_timeout_s=ready_timeout_s)
     labels = {"charts": "Charts, one colour per leg", "legs": "Legs side by side", "seeds": "Every seed's run",
               "experiment": "All runs", "experiments": "MLflow UI"}

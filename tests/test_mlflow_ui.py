@@ -314,3 +314,16 @@ def test_bakeoff_ui_compare_views_show_identities_and_legs_side_by_side(ui):
         finally:
             browser.close()
     assert (ARTIFACTS / "mlflow_compare.png").stat().st_size > 10_000
+
+
+def test_the_ui_serves_this_machine_only_unless_asked_and_then_says_what_that_exposes():
+    from pipelines.cli import build_parser
+    from pipelines.ui import exposure_note
+
+    args = build_parser().parse_args(["ui", "run"])
+    assert args.host == "127.0.0.1"
+    assert exposure_note("127.0.0.1") is None and exposure_note("::1") is None and exposure_note("localhost") is None
+    for host in ("0.0.0.0", "10.1.2.3", "my-host.example"):
+        note = exposure_note(host)
+        assert note.startswith(f"serving on {host}, beyond this machine") and "no login" in note
+    assert build_parser().parse_args(["ui", "run", "--host", "0.0.0.0"]).host == "0.0.0.0"
