@@ -77,3 +77,28 @@ def test_a_corrupt_archive_is_a_cold_start_not_a_crash(s3, tmp_path):
     _put(s3, b"\x1f\x8b" + b"not really gzip")
     out = restore(LOCATION, tmp_path / "inductor")
     assert out["restored"] is False and out["note"].startswith("cache archive refused:")
+
+
+def _hostile_tar(path):
+    with tarfile.open(path, "w:gz") as tar:
+        for info, body in (_file("../../escaped.json", b'{"ok": false}'), _file("/tmp/absolute.json", b"{}"),
+                           _special("summary.json", tarfile.SYMTYPE, "/etc/passwd"),
+                           _special("dev", tarfile.CHRTYPE), _file("collective.json", b'{"ok": true}')):
+            tar.addfile(info, io.BytesIO(body) if body is not None else None)
+
+
+def test_job_archives_are_read_member_by_member_never_unpacked(tmp_path):
+    """output.tar.gz, the collective check's model.tar.gz and the Preflight artifacts are read into
+    memory, regular files only, by name: a hostile member writes nothing and a link is not followed."""
+    from bakeoff_runtime.job_outputs import _from_tar
+    from bakeoff_runtime.porting import _members
+
+    job = tmp_path / "run" / "job"
+    job.mkdir(parents=True)
+    _hostile_tar(job / "model.tar.gz")
+    members = _members(job)
+    assert members["collective.json"] == b'{"ok": true}' and "summary.json" not in members and "dev" not in members
+    assert _from_tar(job / "model.tar.gz", "summary.json") is None  # the link is not read through
+    assert _from_tar(job / "model.tar.gz", "collective.json") == b'{"ok": true}'
+    assert not (tmp_path / "escaped.json").exists() and not (tmp_path / "run" / "escaped.json").exists()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["job", "model.tar.gz", "run"]
