@@ -309,10 +309,11 @@ def collective_gate(env: TrainingEnv) -> str | None:
                 result = json.loads(path.read_text())
             elif path.name.endswith(".tar.gz"):
                 with tarfile.open(path) as tar:
-                    member = next((m for m in tar.getmembers() if Path(m.name).name == COLLECTIVE_RESULT), None)
+                    member = next((m for m in tar.getmembers()
+                                   if m.isfile() and Path(m.name).name == COLLECTIVE_RESULT), None)
                     handle = tar.extractfile(member) if member else None
                     result = json.loads(handle.read()) if handle else None
-        except (OSError, ValueError, tarfile.TarError) as exc:
+        except (OSError, ValueError, KeyError, tarfile.TarError) as exc:
             return f"collective check result unreadable ({path.name}: {exc}), so the leg did not train"
         if result is not None:
             break

@@ -26,10 +26,12 @@ def _from_tar(path: Path, name: str) -> bytes | None:
     try:
         with tarfile.open(path) as tar:
             for member in tar.getmembers():
-                if member.name.rsplit("/", 1)[-1] == name:
+                # Regular files only: extractfile() follows a link member to its target inside the
+                # archive and raises KeyError when there is none (a hostile or broken output).
+                if member.isfile() and member.name.rsplit("/", 1)[-1] == name:
                     handle = tar.extractfile(member)
                     return handle.read() if handle else None
-    except (tarfile.TarError, OSError, ValueError):
+    except (tarfile.TarError, OSError, ValueError, KeyError):
         return None
     return None
 
