@@ -372,8 +372,9 @@ def test_a_retry_is_the_modelled_request_and_idempotent_per_attempt():
 
 
 def test_a_deploy_with_more_seeds_after_an_undecided_execution_is_refused(aws_env, monkeypatch):
-    """SageMaker's executions are the looks of a deployed bake-off: their evaluation.json says which
-    seeds each decided on. Deploying seeds that overlap them without being the same set is refused."""
+    """SageMaker's executions are the looks of a deployed bake-off: the definition each ran says which
+    jobs it decided on. Deploying seeds that overlap them without being the same set is refused. (A
+    pipeline of its own: the module's moto server keeps the quickstart's pipeline of other tests.)"""
     import pipelines.api.aws as api
 
     sm, s3 = _client("sagemaker", aws_env), _client("s3", aws_env)
@@ -386,20 +387,24 @@ def test_a_deploy_with_more_seeds_after_an_undecided_execution_is_refused(aws_en
     # Recorded shape of ListPipelineExecutionSteps (moto does not implement it); the rest over HTTP.
     monkeypatch.setattr(ops.sm, "list_pipeline_execution_steps", lambda **kw: _recorded_steps(arns, proc_arn))
     monkeypatch.setattr(api, "ops_for", lambda *a, **k: ops)
-    first = api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=["seeds=3"], skip_quota_check=True)
+
+    def deploy(seeds):
+        return api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=[f"seeds={seeds}", "name=looks"],
+                          skip_quota_check=True)
+
+    first = deploy(3)
     assert first.action == "created" and ops.decided_looks(first.pipeline_name) == []
     execution = api.start(first.pipeline_name)
     assert sm.describe_pipeline_execution(PipelineExecutionArn=execution.arn)["PipelineExecutionStatus"] == "Succeeded"
     looks = ops.decided_looks(first.pipeline_name)
     assert [(x["seeds"], x["verdict"], x["design"]["kind"]) for x in looks] == [([0, 1, 2], "inconclusive", "fixed")]
     with pytest.raises(api.SpecError) as refused:
-        api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=["seeds=6"], skip_quota_check=True)
+        deploy(6)
     line = str(refused.value)
-    assert "pipeline bakeoff-quickstart was decided `inconclusive` on seeds 0-2 (look 1, fixed design: " in line
+    assert "pipeline bakeoff-looks was decided `inconclusive` on seeds 0-2 (look 1, fixed design: " in line
     assert execution.arn in line and "e.g. `seeds: [6, 7, 8, 9, 10, 11]`" in line
     definition = json.loads(sm.describe_pipeline(PipelineName=first.pipeline_name)["PipelineDefinition"])
     assert not any(s["Name"].endswith("-s5") for s in definition["Steps"]), "the refused deploy updated the pipeline"
-    assert api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=["seeds=3"],
-                      skip_quota_check=True).action == "updated"  # the same seeds: the same look
-    fresh = api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET, overrides=["seeds=[3, 4, 5]"], skip_quota_check=True)
+    assert deploy(3).action == "updated"  # the same seeds: the same look
+    fresh = deploy("[3, 4, 5]")
     assert fresh.action == "updated"
