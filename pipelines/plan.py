@@ -18,6 +18,7 @@ from typing import Any
 from bakeoff_runtime import contract, script_contract
 
 from .bundle import Bundle, bundle_for
+from .emulation import gpu_available
 from .hashing import digest
 from .names import job_name, step_name
 from .spec import BakeoffSpec, Leg
@@ -234,8 +235,6 @@ def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle |
     spec = expand(spec)
     derived = derivations(spec)
     if local_gpu is None:
-        from .local.executor import gpu_available
-
         local_gpu = gpu_available()
     bundle = bundle or bundle_for(spec, base_dir or spec_base_dir(spec))
     _check_packages(spec, bundle)

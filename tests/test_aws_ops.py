@@ -346,7 +346,7 @@ def test_no_region_and_no_credentials_are_one_line_not_a_traceback(tmp_path):
 
 
 def test_status_and_report_take_the_region_from_the_execution_arn():
-    from pipelines.sagemaker.ops import region_of
+    from pipelines.aws_session import region_of
 
     arn = "arn:aws:sagemaker:eu-west-1:123456789012:pipeline/bakeoff-q/execution/abc123"
     assert region_of(arn) == "eu-west-1" and region_of("bakeoff-q") is None

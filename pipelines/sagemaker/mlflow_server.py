@@ -21,7 +21,7 @@ from typing import Any
 
 from bakeoff_runtime import mlflow_install
 
-from .ops import aws
+from ..aws_session import aws
 
 _ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:(?P<region>[a-z0-9-]+):\d{12}:(?P<kind>mlflow-tracking-server|mlflow-app)"
                   r"/(?P<name>.+)$")
