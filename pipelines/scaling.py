@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-if TYPE_CHECKING:
-    from .spec import BakeoffSpec, Leg, ScalingSize
+from .names import STEP_NAME_RE, precompile_step, step_name
+from .spec_fields import MAX_GLOBAL_BATCH, SpecFieldError
+from .spec_legs import Leg, ScalingSize
+
+if TYPE_CHECKING:  # the spec's validator calls check_derived: this module sits below pipelines.spec
+    from .spec import BakeoffSpec
 
 SCALING: Literal["scaling"] = "scaling"
 ABLATION: Literal["ablation"] = "ablation"
@@ -69,8 +73,6 @@ def _weak_global_batch(spec: BakeoffSpec, leg: Leg, devices: int) -> int:
 
 def _derived_data(spec: BakeoffSpec):
     """(derivation, the derived leg's fields, the spec field it comes from), in declaration order."""
-    from .spec import Leg
-
     for i, leg in enumerate(spec.legs):
         base = leg.model_dump(exclude={"scaling", "scaling_mode", "ablation"})
         for j, size in enumerate(leg.scaling):
@@ -108,9 +110,6 @@ def derivations(spec: BakeoffSpec) -> dict[str, Derivation]:
 def check_derived(spec: BakeoffSpec) -> None:
     """Every derived leg is a valid leg with a unique name, valid step names and a batch
     that splits over its devices; a problem is blamed on the `scaling`/`ablation` entry."""
-    from .names import STEP_NAME_RE, precompile_step, step_name
-    from .spec import MAX_GLOBAL_BATCH, Leg, SpecFieldError
-
     names = {leg.name: ("legs", i, "name") for i, leg in enumerate(spec.legs)}
     for d, data, where in _derived_data(spec):
         at_size = where[2] == "scaling"
@@ -160,8 +159,6 @@ def _dotted(loc: tuple) -> str:
 def expand(spec: BakeoffSpec) -> BakeoffSpec:
     """The spec with its derived legs appended after the declared ones (`scaling`/`ablation`
     cleared on every leg); the spec itself when it declares none. Idempotent."""
-    from .spec import Leg
-
     if spec._declared is not None or not any(leg.scaling or leg.ablation for leg in spec.legs):
         return spec
     legs = [leg.model_copy(update={"scaling": [], "ablation": None}) for leg in spec.legs]

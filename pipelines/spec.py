@@ -1,6 +1,9 @@
 """The bake-off spec: pydantic models that are the one source for YAML, Python and JSON Schema.
 
-Validators only check and normalise; they never touch the file system or network.
+Validators only check and normalise; they never touch the file system or network. The field types
+live in pipelines.spec_fields and the legs in pipelines.spec_legs (below pipelines.scaling, whose
+check of the derived legs this module's validator calls); both are re-exported here, so
+`from pipelines.spec import Leg` is the spec's whole vocabulary.
 """
 from __future__ import annotations
 
@@ -8,27 +11,35 @@ import difflib
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
-from estimators.registry import kind_for_backend
+from estimators import lookup_instance
 
 from .names import STEP_NAME_RE, precompile_step, step_name
+from .scaling import check_derived
 from .script_spec import ScriptMode
-
-NAME_RE = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
-S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<key>/[^\s]*)?$")
-BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
-IMAGE_RE = re.compile(
-    r"^(?P<registry>[a-z0-9.\-]+(:[0-9]+)?/)?(?P<repo>[a-z0-9._\-/]+)(:(?P<tag>[A-Za-z0-9._\-]{1,128}))?"
-    r"(@sha256:[a-f0-9]{64})?$")
-SCRIPT_RE = re.compile(r"[A-Za-z0-9._/-]+")
-ROLE_ARN_RE = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/[\w+=,.@\-/]{1,512}$")
-
-Backend = Literal["neuron", "torchneuron", "cuda", "cpu"]
-Precision = Literal["fp32", "bf16"]
+from .spec_fields import BUCKET_RE as BUCKET_RE
+from .spec_fields import DEFAULT_RUNTIME_QUOTA_S as DEFAULT_RUNTIME_QUOTA_S
+from .spec_fields import IMAGE_RE as IMAGE_RE
+from .spec_fields import MAX_GLOBAL_BATCH as MAX_GLOBAL_BATCH
+from .spec_fields import MAX_RUNTIME_S as MAX_RUNTIME_S
+from .spec_fields import MAX_SEEDS as MAX_SEEDS
+from .spec_fields import MAX_STEPS as MAX_STEPS
+from .spec_fields import NAME_RE as NAME_RE
+from .spec_fields import ROLE_ARN_RE as ROLE_ARN_RE
+from .spec_fields import S3_URI_RE as S3_URI_RE
+from .spec_fields import SCRIPT_RE as SCRIPT_RE
+from .spec_fields import Backend as Backend
+from .spec_fields import Float as Float
+from .spec_fields import Int as Int
+from .spec_fields import Precision as Precision
+from .spec_fields import SpecFieldError as SpecFieldError
+from .spec_fields import _Model
+from .spec_fields import looks_like_secret as looks_like_secret
+from .spec_legs import Leg as Leg
+from .spec_legs import ScalingSize as ScalingSize
 
 
 @lru_cache(maxsize=1)
@@ -47,54 +58,9 @@ def sagemaker_regions() -> frozenset[str]:
     return frozenset(out)
 
 
-# Name parts that mark a secret (split on "_": TOKENIZERS_PARALLELISM is not HF_TOKEN), and AWS's
-# own variables (credentials belong to the execution role, not the spec).
-SECRET_NAME_PARTS = frozenset({"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS",
-                               "APIKEY", "PRIVATE"})
-SECRET_NAME_PAIRS = (("API", "KEY"), ("ACCESS", "KEY"), ("SECRET", "KEY"), ("AUTH", "KEY"))
-
-
-def looks_like_secret(name: str) -> bool:
-    parts = name.upper().split("_")
-    return (name.upper().startswith("AWS_") or bool(SECRET_NAME_PARTS & set(parts))
-            or any(pair == tuple(parts[i:i + 2]) for pair in SECRET_NAME_PAIRS for i in range(len(parts) - 1)))
-
-
-class SpecFieldError(ValueError):
-    """A cross-field check that knows which field is to blame (relative to the model)."""
-
-    def __init__(self, field: str | tuple, message: str):
-        super().__init__(message)
-        self.field = (field,) if isinstance(field, str) else tuple(field)
-
-
-def _no_bool(value: Any) -> Any:
-    # YAML's `true` is Python's 1: `seeds: true` would quietly mean one seed.
-    if isinstance(value, bool):
-        raise ValueError("a number is expected, not true/false")
-    return value
-
-
-Int = Annotated[int, BeforeValidator(_no_bool)]
-MAX_SEEDS = 100  # per leg, as a count or as a list
-Float = Annotated[float, BeforeValidator(_no_bool)]
-
-# Bounds with their source. SageMaker's own (botocore's sagemaker service model and its docs):
-MAX_RUNTIME_S = 2_419_200  # StoppingCondition.MaxRuntimeInSeconds: "The maximum value is 28 days"
-DEFAULT_RUNTIME_QUOTA_S = 432_000  # AWS's default quota "Longest run time for a training job" (5 days)
-# bakeoff's own, so that a typo (1e30 steps) is caught before it is a bill:
-MAX_STEPS = 100_000_000
-MAX_GLOBAL_BATCH = 1_048_576
-
 MLFLOW_ARN_RE = re.compile(  # botocore TrackingServerArn/MlflowResourceArn; sagemaker-mlflow supports aws, aws-us-gov
     r"^arn:aws(-us-gov)?:sagemaker:[a-z0-9\-]+:\d{12}:mlflow-(tracking-server|app)/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")
 MLFLOW_SCHEMES = ("http", "https", "sqlite", "file", "databricks", "postgresql", "mysql", "mssql")
-
-
-class _Model(BaseModel):
-    # NaN and infinities are never a setting (`margin: .inf` would pass every comparison).
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=False,
-                              allow_inf_nan=False)
 
 
 class Entrypoint(_Model):
@@ -221,159 +187,6 @@ class Training(_Model):
         per_step = self.global_batch_size * self.sequence_length
         assert self.total_tokens is not None  # the validator requires one of the two
         return -(-self.total_tokens // per_step)
-
-
-class ScalingSize(_Model):
-    """One more size a leg also runs at, for a scaling sweep: a set of jobs like any leg
-    (every seed, the same parity check), named e.g. `trn1-x2` or `trn1-32xlarge`."""
-
-    instance_type: str = Field(..., description="SageMaker training instance type of this size, of the leg's own "
-                               "kind (its backend must run on it), e.g. ml.trn1.32xlarge.")
-    instance_count: Int = Field(1, ge=1, le=64, description="Instances per training job at this size.")
-    name: str | None = Field(None, description="Name of the derived leg (letters, digits, -). Default: the leg's "
-                             "name plus `-x<count>` (same instance type), else the instance size (and family if it "
-                             "differs) and `-x<count>` when >1, e.g. trn1-32xlarge-x2.")
-
-
-class Leg(_Model):
-    """One kind of hardware the same training code runs on."""
-
-    name: str = Field(..., description="Short name, used in step names, tags and reports (letters, digits, -).")
-    instance_type: str = Field(..., description="SageMaker training instance type, e.g. ml.trn1.32xlarge.")
-    instance_count: Int = Field(1, ge=1, le=64, description="Instances per training job.")
-    backend: Backend | None = Field(None, description="Backend adapter: `neuron` (PyTorch/XLA as torch-neuronx, "
-                                    "trn1/trn2), `torchneuron` (native device, trn2+), `cuda`, `cpu`. "
-                                    "Default: the instance kind's default.")
-    image: str | None = Field(None, description="Training image URI. Default: a pinned AWS Deep Learning "
-                              "Container for the backend.")
-    precision: Precision = Field("bf16", description="`bf16` (autocast, fp32 master weights) or `fp32`.")
-    compile: Literal["none", "torch_compile"] = Field(
-        "none", description="Compile the model with torch.compile (cuda/cpu legs). XLA legs always compile.")
-    environment: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
-    arguments: list[str] = Field(default_factory=list, max_length=90, description="Script mode: command-line "
-                                 "arguments only this leg's script gets, after the hyperparameters, e.g. "
-                                 "`[--device, xla]` (what differs between legs is the porting cost).")
-    hyperparameters: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="Hyperparameters only this leg's jobs get, over the spec's own.")
-    volume_size_gb: Int = Field(100, ge=1, le=16384, description="EBS volume per instance, GB.")
-    max_runtime_s: Int = Field(86_400, ge=1, le=MAX_RUNTIME_S, description="Stopping condition: max runtime per "
-                               "job, seconds (SageMaker allows 28 days; accounts start with a 5-day quota). "
-                               "Enforced locally too: the job is stopped and counted as lost.")
-    precompile: bool = Field(False, description="trn legs: run neuron_parallel_compile (same launch, a few "
-                             "steps) before this leg's training jobs so they start with a warm compile cache; "
-                             "its metrics are excluded from every comparison.")
-    managed_spot: bool | Literal["after_first_seed"] = Field(
-        False, description="Use managed spot training (checkpoints to S3, resumes after interruption). "
-        "`after_first_seed`: the leg's first seed runs on demand, so the first result (and its compile cache) "
-        "does not wait on spot capacity, and every later seed (and every seed --until-decided adds) runs on spot. "
-        "Spot legs are costed at on-demand prices unless price_per_hour says otherwise.")
-    max_wait_s: Int | None = Field(None, ge=60, description="Spot only: max wait including interruptions, "
-                                   "seconds (default 2 x max_runtime_s).")
-    price_per_hour: Float | None = Field(None, gt=0, description="Override the instance's bundled on-demand "
-                                         "price (USD per instance-hour).")
-    collective_check: bool = Field(False, description="Before this leg's training jobs (at every size of its "
-                                   "sweep), run a short step on its own instances that checks all-reduce and "
-                                   "all-gather are exact at its world size and measures their bus bandwidth "
-                                   "against the instance's published network figure; a wrong result stops this "
-                                   "leg only. Not part of any metric.")
-    scaling: list[ScalingSize] = Field(default_factory=list, max_length=8, description="Other sizes this leg "
-                                       "also runs at (a scaling sweep): each becomes a derived leg with every seed, "
-                                       "so throughput, efficiency, cost per unit and quality parity are reported "
-                                       "per size. Locally sizes are emulated with as many processes as the machine "
-                                       "takes (stated in the plan and report).")
-    scaling_mode: Literal["strong", "weak"] = Field("strong", description="`strong`: the global batch is held at "
-                                                    "every size (per-device batch shrinks as devices grow). `weak`: "
-                                                    "the per-device batch of this leg is held, so the global batch "
-                                                    "grows with the devices (and parity at other sizes compares a "
-                                                    "different global batch).")
-    ablation: Literal["precision"] | None = Field(None, description="`precision`: also run this leg in the other "
-                                                  "precision (fp32 <-> bf16) as a derived leg `<leg>-fp32`/`<leg>-"
-                                                  "bf16`, so a bf16 quality gap can be told from a port bug. Its "
-                                                  "checks are reported, not counted in the verdict.")
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v) or len(v) > 64:
-            raise ValueError(f"leg name {v!r} must be letters, digits or '-' (no leading/trailing '-')")
-        return v
-
-    @field_validator("instance_type")
-    @classmethod
-    def _instance(cls, v: str) -> str:
-        if lookup_instance(v) is None:
-            near = suggest_instance(v)
-            hint = f"; did you mean {near!r}?" if near else "; run `bakeoff instances` for the list"
-            raise ValueError(f"unknown instance type {v!r}{hint}")
-        return v
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, v: str | None) -> str | None:
-        if v is not None and (not IMAGE_RE.match(v) or "/" not in v):
-            raise ValueError(f"image {v!r} is not a registry image URI "
-                             "(e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/repo:tag)")
-        return v
-
-    @model_validator(mode="after")
-    def _no_secrets_in_environment(self):
-        for key in self.environment:
-            if looks_like_secret(key):
-                raise SpecFieldError(("environment", key), (
-                    f"{key} looks like a secret; a job's Environment is returned by DescribeTrainingJob and stored "
-                    "in the pipeline definition (botocore's SageMaker model, CreateTrainingJob.Environment: \"Do not "
-                    "include any security-sensitive information including account access IDs, secrets, or tokens "
-                    "in any environment fields\"): grant access through the execution role, or have the script read "
-                    "the value from AWS Secrets Manager"))
-        return self
-
-    @model_validator(mode="after")
-    def _backend_fits(self):
-        kind, _ = instance_of(self.instance_type)
-        if self.backend is None:
-            object.__setattr__(self, "backend", kind.default_backend)
-        elif not kind.supports(self.backend):
-            where = ", ".join(kind_for_backend(self.backend)) or "no known instance"
-            extra = " (TorchNeuron is trn2/trn3 only)" if self.backend == "torchneuron" else ""
-            raise SpecFieldError("backend", f"backend {self.backend!r} cannot run on {self.instance_type} "
-                                 f"({kind.name}: {', '.join(kind.backends)}){extra}; it runs on: {where}")
-        if self.instance_count > 1:
-            refusal = kind.multi_node_refusal(self.instance)
-            if refusal:
-                raise SpecFieldError("instance_count", refusal)
-        if self.image is None:
-            from estimators.images import NoDefaultImage, default_image
-
-            try:
-                default_image(self.backend_name)
-            except NoDefaultImage as exc:
-                raise SpecFieldError("image", str(exc)) from None
-        if self.max_wait_s is not None and self.max_wait_s < self.max_runtime_s:
-            raise SpecFieldError("max_wait_s", f"max_wait_s={self.max_wait_s} must be >= max_runtime_s="
-                                 f"{self.max_runtime_s}")
-        if self.precompile and self.backend != "neuron":
-            raise SpecFieldError("precompile", "precompile (neuron_parallel_compile) is for neuron legs")
-        if self.compile == "torch_compile" and self.backend not in ("cuda", "cpu"):
-            raise SpecFieldError("compile", f"compile: torch_compile is for cuda/cpu legs; {self.backend} "
-                                 "legs are compiled by XLA already")
-        return self
-
-    @property
-    def kind(self) -> LegKind:
-        return instance_of(self.instance_type)[0]
-
-    @property
-    def instance(self) -> InstanceType:
-        return instance_of(self.instance_type)[1]
-
-    @property
-    def backend_name(self) -> str:
-        """The backend, filled in from the instance kind when the spec left it out."""
-        return self.backend or self.kind.default_backend
-
-    @property
-    def devices(self) -> int:
-        return self.instance.devices * self.instance_count
 
 
 class Parity(_Model):
@@ -680,9 +493,7 @@ class BakeoffSpec(_Model):
                                      f"global_batch_size={self.training.global_batch_size} is not divisible by "
                                      f"the {devices} devices of leg {leg.name!r} ({leg.instance_count} x "
                                      f"{leg.instance_type}); use a multiple of {devices}")
-        from .scaling import check_derived  # the sweep's and ablation's legs: named, sized, batched
-
-        check_derived(self)
+        check_derived(self)  # the sweep's and ablation's legs: named, sized, batched
         self._script_mode_fits()
         region = self.storage.region
         for i, leg in enumerate(self.legs):
