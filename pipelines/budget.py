@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import SpecError
+from .rounds import check_design, default_cap
 from .spec import BakeoffSpec
 
 SIM_REPS = 4000  # the sequential design's expected seeds: a fixed-seed simulation (deterministic)
@@ -128,8 +129,6 @@ def _spend(seeds: float, legs: list[LegCost]) -> Spend:
 def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: int | None = None) -> BudgetPlan:
     from bakeoff_runtime import sequential as seq
     from bakeoff_runtime import stats
-
-    from .local.sequential import check_design, default_cap
 
     ev = _evaluation(Path(from_run)) if from_run else None
     legs, notes = _legs(spec, ev)

@@ -17,54 +17,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ..budget import plan_budget
 from ..errors import SpecError
+from ..rounds import check_design, default_cap, futile_checks, grow, next_size, with_seeds
 from ..spec import BakeoffSpec
 from .executor import LocalExecutor, RunResult
 from .files import write_json_atomically
-
-DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds
-
-
-def with_seeds(spec: BakeoffSpec, seeds: list[int]) -> BakeoffSpec:
-    """The spec with another seed list, validated again; `seeds: N` stays a count while the
-    seeds are 0..N-1, so the spec reads as it would have been written."""
-    data = spec.model_dump(mode="json")
-    data["seeds"] = len(seeds) if seeds == list(range(len(seeds))) else list(seeds)
-    grown = BakeoffSpec.model_validate(data)
-    grown._source_path = spec._source_path
-    grown._source_lines = dict(spec._source_lines)
-    return grown
-
-
-def grow(seeds: list[int], n: int) -> list[int]:
-    """`seeds` plus the next unused seeds, up to n in all."""
-    out, candidate = list(seeds), 0
-    while len(out) < n:
-        if candidate not in out:
-            out.append(candidate)
-        candidate += 1
-    return out
-
-
-def default_cap(first: int) -> int:
-    return min(100, DEFAULT_CAP_FACTOR * first)
-
-
-def check_design(first: int, max_seeds: int) -> None:
-    if first < 2:
-        raise SpecError(f"--until-decided needs at least 2 seeds in the first round (the spec has {first}): a "
-                        "spread needs two", field="seeds")
-    if max_seeds < first:
-        raise SpecError(f"--max-seeds {max_seeds} is below the first round's {first} seeds", field="--max-seeds")
-    if max_seeds > 100:
-        raise SpecError(f"--max-seeds {max_seeds}: at most 100 seeds per leg", field="--max-seeds")
-
-
-def next_size(n: int, first: int, max_seeds: int) -> int:
-    """The next look: one first round more, at most the cap. A fixed schedule, never the data's
-    recommendation: a look placed where the data say it would decide is a look the spending
-    function did not plan for (the recommendation is still reported)."""
-    return min(max_seeds, n + first)
 
 
 def _spend(evaluation: dict[str, Any]) -> dict[str, float | None]:
@@ -80,23 +38,6 @@ def _spend(evaluation: dict[str, Any]) -> dict[str, float | None]:
             elif cost is not None:
                 cost += run["cost_usd"]
     return {"instance_hours": hours, "cost_usd": cost}
-
-
-def futile_checks(evaluation: dict[str, Any], looks: list[int], max_seeds: int, spending: str) -> list[str]:
-    """The undecided parity checks that look undecidable even at the cap (sequential.futile);
-    empty unless every undecided check is one of them and each is a paired comparison."""
-    from bakeoff_runtime import sequential as seq
-
-    undecided = [c for c in evaluation.get("checks", []) if c.get("status") == "inconclusive"]
-    if not undecided or any(c.get("test") != "paired" or c.get("sd") is None for c in undecided):
-        return []
-    alpha = float(evaluation["parity"]["alpha"])
-    final = seq.nominal_levels([*looks, max_seeds] if looks[-1] < max_seeds else looks, max_seeds, alpha,
-                               spending)[-1]
-    out = [c["name"] for c in undecided
-           if bool(seq.futile(c["diff"], c["sd"], int(c["n_pairs"]), max_seeds, final, float(c["margin"]),
-                              c.get("test_kind", "equivalence"), c.get("direction", "minimize")))]
-    return out if len(out) == len(undecided) else []
 
 
 def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None = None,
@@ -168,8 +109,6 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
 
 def _fixed_counterfactual(spec: BakeoffSpec, out: Path, max_seeds: int) -> dict[str, Any] | None:
     """What the fixed design sized for 80% power at the spread this run found would have spent."""
-    from ..budget import plan_budget
-
     try:
         plan = plan_budget(spec, out, max_seeds=max_seeds)
     except (SpecError, ValueError):

@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import RunError
-from ..local.sequential import check_design, default_cap, grow, next_size, with_seeds
 from ..names import EVALUATE_STEP, parse_step_name
+from ..rounds import check_design, default_cap, grow, next_size, with_seeds
 from ..spec import BakeoffSpec
 from .compiler import Asset, CompiledPipeline, compile_pipeline
 

@@ -1,0 +1,72 @@
+"""The rounds of `--until-decided`, whichever engine runs them: the cap, the schedule of looks (one first
+round more each time), the seeds each round adds, the spec with a round's seeds, the check of a design
+and the futility test. Backend-neutral and below both engines and the budget: pipelines.local.sequential
+and pipelines.sagemaker.sequential run the rounds, pipelines.budget prices them; the design's arithmetic
+is bakeoff_runtime.sequential."""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import SpecError
+from .spec import BakeoffSpec
+
+DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds
+
+
+def with_seeds(spec: BakeoffSpec, seeds: list[int]) -> BakeoffSpec:
+    """The spec with another seed list, validated again; `seeds: N` stays a count while the
+    seeds are 0..N-1, so the spec reads as it would have been written."""
+    data = spec.model_dump(mode="json")
+    data["seeds"] = len(seeds) if seeds == list(range(len(seeds))) else list(seeds)
+    grown = BakeoffSpec.model_validate(data)
+    grown._source_path = spec._source_path
+    grown._source_lines = dict(spec._source_lines)
+    return grown
+
+
+def grow(seeds: list[int], n: int) -> list[int]:
+    """`seeds` plus the next unused seeds, up to n in all."""
+    out, candidate = list(seeds), 0
+    while len(out) < n:
+        if candidate not in out:
+            out.append(candidate)
+        candidate += 1
+    return out
+
+
+def default_cap(first: int) -> int:
+    return min(100, DEFAULT_CAP_FACTOR * first)
+
+
+def check_design(first: int, max_seeds: int) -> None:
+    if first < 2:
+        raise SpecError(f"--until-decided needs at least 2 seeds in the first round (the spec has {first}): a "
+                        "spread needs two", field="seeds")
+    if max_seeds < first:
+        raise SpecError(f"--max-seeds {max_seeds} is below the first round's {first} seeds", field="--max-seeds")
+    if max_seeds > 100:
+        raise SpecError(f"--max-seeds {max_seeds}: at most 100 seeds per leg", field="--max-seeds")
+
+
+def next_size(n: int, first: int, max_seeds: int) -> int:
+    """The next look: one first round more, at most the cap. A fixed schedule, never the data's
+    recommendation: a look placed where the data say it would decide is a look the spending
+    function did not plan for (the recommendation is still reported)."""
+    return min(max_seeds, n + first)
+
+
+def futile_checks(evaluation: dict[str, Any], looks: list[int], max_seeds: int, spending: str) -> list[str]:
+    """The undecided parity checks that look undecidable even at the cap (sequential.futile);
+    empty unless every undecided check is one of them and each is a paired comparison."""
+    from bakeoff_runtime import sequential as seq
+
+    undecided = [c for c in evaluation.get("checks", []) if c.get("status") == "inconclusive"]
+    if not undecided or any(c.get("test") != "paired" or c.get("sd") is None for c in undecided):
+        return []
+    alpha = float(evaluation["parity"]["alpha"])
+    final = seq.nominal_levels([*looks, max_seeds] if looks[-1] < max_seeds else looks, max_seeds, alpha,
+                               spending)[-1]
+    out = [c["name"] for c in undecided
+           if bool(seq.futile(c["diff"], c["sd"], int(c["n_pairs"]), max_seeds, final, float(c["margin"]),
+                              c.get("test_kind", "equivalence"), c.get("direction", "minimize")))]
+    return out if len(out) == len(undecided) else []
