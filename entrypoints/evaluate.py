@@ -57,6 +57,23 @@ def fetch_jobs(specs: list[str], jobs_dir: Path) -> None:
             print(f"[bakeoff] WARNING: cannot fetch {uri}: {exc}", file=sys.stderr)
 
 
+def fetch_records(specs: list[str], records: Path) -> None:
+    """Download each step's model.tar.gz (KIND/LEG=S3_URI) into `records`/KIND/LEG."""
+    read = _s3_reader()
+    for spec in specs:
+        name, _, uri = spec.partition("=")
+        parts = name.split("/")
+        if len(parts) != 2 or any(p in ("", ".", "..") for p in parts):
+            print(f"[bakeoff] WARNING: record {name!r} is not KIND/LEG; ignored", file=sys.stderr)
+            continue
+        target = records.joinpath(*parts)
+        target.mkdir(parents=True, exist_ok=True)
+        try:
+            read(uri, target / "model.tar.gz")
+        except Exception as exc:  # read_records reports a check that left nothing as failed
+            print(f"[bakeoff] WARNING: cannot fetch {uri}: {exc}", file=sys.stderr)
+
+
 def execution_jobs(execution_arn: str, job_prefix: str) -> list[str]:
     """NAME=S3_URI of every training step of the execution, from ListPipelineExecutionSteps
     (a bake-off with more jobs than the step's arguments can name). A cached step names the
@@ -95,7 +112,11 @@ def main(argv=None) -> int:
     ap.add_argument("--parent-key", default=None, help="groups MLflow runs under one parent (the execution id)")
     ap.add_argument("--job", action="append", default=[], metavar="NAME=S3_URI",
                     help="a training job's output.tar.gz to fetch into --jobs/NAME (SageMaker)")
-    ap.add_argument("--records", type=Path, help="model artifacts of the run's Preflight step (<DIR>/preflight)")
+    ap.add_argument("--records", type=Path, help="model artifacts of the run's Preflight step (<DIR>/preflight) "
+                                                 "and collective checks (<DIR>/collective/<leg>)")
+    ap.add_argument("--record", action="append", default=[], metavar="KIND/LEG=S3_URI",
+                    help="a step's model.tar.gz to fetch into --records/KIND/LEG (more steps than the step's "
+                         "inputs can name)")
     ap.add_argument("--execution-arn", help="find the jobs through ListPipelineExecutionSteps (large bake-offs)")
     ap.add_argument("--job-prefix", help="with --execution-arn: the S3 prefix the jobs write under")
     args = ap.parse_args(argv)
@@ -116,7 +137,9 @@ def main(argv=None) -> int:
     if args.records:
         from bakeoff_runtime.porting import read_records
 
-        cfg.update(read_records(args.records))  # what porting cost: the preflight's findings
+        if args.record:
+            fetch_records(args.record, args.records)
+        cfg.update(read_records(args.records))  # what porting cost: the preflight's findings, the collective checks
     jobs = load_jobs(args.jobs) if args.jobs.exists() else []
     result = evaluate(cfg, jobs)
     path = write_evaluation(result, args.out)

@@ -1,10 +1,12 @@
 """The collective check over gloo with two processes: it passes on a healthy group and fails
 clearly when one rank contributes a wrong value (a planted fault)."""
+import io
 import json
 import os
 import socket
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -138,9 +140,14 @@ def test_local_run_stops_only_the_leg_whose_check_fails(tmp_path):
         assert trn["status"] == "failed" and trn["reason"].startswith("collective check failed")
         assert p4d["status"] == "completed"  # the other leg trained
     assert result.verdict == "fail"  # a leg that cannot all-reduce is not at parity
-    # The report's "what porting cost" section carries each leg's check.
+    # The report's "what porting cost" section carries each leg's check: what the Collective step
+    # itself left in its model artifacts, an input of the Evaluate step as on SageMaker (not the
+    # local record beside it, whose `processes` no SageMaker execution has).
     porting = result.evaluation["porting"]["legs"]["trn1"]["collective"]
-    assert porting["ok"] is False and porting["processes"] == 2
+    check = {k: v for k, v in bad.items() if k not in ("processes", "leg_world_size", "exit_code")}
+    assert porting == check and porting["ok"] is False and porting["world_size"] == 2
+    request = json.loads((tmp_path / "run" / "evaluation" / "request.json").read_text())
+    assert {i["InputName"] for i in request["ProcessingInputs"]} >= {"collective-trn1", "collective-p4d"}
     assert "collective check" in (tmp_path / "run" / "evaluation" / "report.md").read_text()
 
 
@@ -225,3 +232,75 @@ def test_the_check_writes_its_result_where_sagemaker_packs_the_model_with_no_sm_
         monkeypatch.delenv(name, raising=False)
     assert collective_check.output_dir(argparse.Namespace(out=None)) == Path("/opt/ml/model")
     assert collective_check.output_dir(argparse.Namespace(out="elsewhere")) == Path("elsewhere")
+
+
+# --- the Evaluate step reads the checks as inputs, on SageMaker as locally ----------------------
+def test_the_evaluate_step_receives_each_legs_check_as_an_input():
+    from pipelines.sagemaker.validate import definition_problems
+
+    definition = _compiled(["legs.0.collective_check=true", "legs.1.collective_check=true", "preflight.enabled=true"])
+    evaluate = next(s for s in definition["Steps"] if s["Name"] == "Evaluate")["Arguments"]
+    inputs = {i["InputName"]: i["S3Input"] for i in evaluate["ProcessingInputs"]}
+    args = evaluate["AppSpecification"]["ContainerArguments"]
+    records = args[args.index("--records") + 1]
+    for leg in ("trn1", "p4d"):
+        record = inputs[f"collective-{leg}"]
+        assert record["S3Uri"] == {"Get": f"Steps.Collective-{leg}.ModelArtifacts.S3ModelArtifacts"}
+        assert record["LocalPath"] == f"{records}/collective/{leg}"
+    assert inputs["preflight"]["LocalPath"] == f"{records}/preflight"
+    assert not [a for a in args if str(a).startswith("--record=")]  # all fit as inputs
+    assert definition_problems(definition) == []
+
+
+def test_records_past_the_input_limit_travel_as_arguments_and_none_is_lost():
+    from pipelines.sagemaker.compiler import COLLECTIVE_STEP_PREFIX, MAX_PROCESSING_INPUTS, _records
+
+    legs = [f"leg{i}" for i in range(12)]
+    steps = [{"Name": "Preflight"}, *({"Name": f"{COLLECTIVE_STEP_PREFIX}{leg}"} for leg in legs),
+             {"Name": "Train-leg0-s0"}]
+    inputs, args = _records(steps)
+    assert len(inputs) == MAX_PROCESSING_INPUTS - 2  # the code and config inputs take the other two
+    fetched = [a for a in args if isinstance(a, dict)]  # Std:Join of the prefix and the step's artifact
+    named = {i["InputName"] for i in inputs}
+    assert len(named) + len(fetched) == 1 + len(legs)
+    by_join = {a["Std:Join"]["Values"][0]: a["Std:Join"]["Values"][1] for a in fetched}
+    for leg in legs:
+        if f"collective-{leg}" not in named:
+            assert by_join[f"--record=collective/{leg}="] == {
+                "Get": f"Steps.{COLLECTIVE_STEP_PREFIX}{leg}.ModelArtifacts.S3ModelArtifacts"}
+    assert _records([{"Name": "Train-leg0-s0"}]) == ([], [])
+
+
+def _model_tar(path: Path, files: dict[str, bytes]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, body in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+
+
+def test_evaluate_reads_checks_from_inputs_and_fetched_records_alike(tmp_path, monkeypatch):
+    """One leg's check as a ProcessingInput (laid under --records), another's as a `--record`
+    argument fetched from S3 (here the local store), a third that left nothing: the porting
+    section sees all three, the last as failed."""
+    sys.path.insert(0, str(ENTRYPOINTS))
+    import evaluate as evaluate_script
+    from bakeoff_runtime import porting
+    from bakeoff_runtime.contract import LOCAL_S3_ROOT_ENV
+
+    records = tmp_path / "records"
+    _model_tar(records / "collective" / "trn1" / "model.tar.gz",
+               {"collective.json": json.dumps({"ok": False, "reason": "allreduce hung"}).encode()})
+    store = tmp_path / "s3"
+    _model_tar(store / "b" / "run" / "Collective-p4d" / "model.tar.gz",
+               {"collective.json": json.dumps({"ok": True, "gbps": 90.0}).encode()})
+    monkeypatch.setenv(LOCAL_S3_ROOT_ENV, str(store))
+    evaluate_script.fetch_records(["collective/p4d=s3://b/run/Collective-p4d/model.tar.gz",
+                                   "collective/g5=s3://b/run/Collective-g5/model.tar.gz",  # left nothing
+                                   "../escape=s3://b/x"], records)
+    assert not (tmp_path / "escape").exists()
+    found = porting.read_records(records)["collective"]
+    assert found["trn1"] == {"ok": False, "reason": "allreduce hung"}
+    assert found["p4d"] == {"ok": True, "gbps": 90.0}
+    assert found["g5"]["ok"] is False and "no result" in found["g5"]["reason"]

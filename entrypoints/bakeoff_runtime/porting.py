@@ -10,7 +10,8 @@
 - the numerics settings that differ: autocast, master weights, stochastic rounding and
   compiler flags, from the precision and the job environment the pipeline compiled
   (config legs[].numerics_environment) or the runs' recorded environment;
-- the collective check's outcome, where one ran (config["collective"]).
+- the collective check's outcome, where one ran (each leg's Collective step, whose model
+  artifacts reach the Evaluate step as an input too: read_records).
 
 Runs in the Evaluate step: standard library only.
 """
@@ -131,17 +132,45 @@ def _members(directory: Path) -> dict[str, bytes]:
 
 
 def read_records(records: Path) -> dict[str, Any]:
-    """What the run's Preflight step found (`<records>/preflight`), keyed as the evaluation
-    config holds it: {"preflight": {...preflight.json, "leg": the leg it ran}}; {} without one."""
-    files = _members(records / "preflight")
+    """The model artifacts of the run's own non-training steps, keyed as the evaluation config
+    holds them: what the Preflight step found (`<records>/preflight`) as {"preflight":
+    {...preflight.json, "leg": the leg it ran}}, and each leg's collective check
+    (`<records>/collective/<leg>`) as {"collective": {leg: collective.json}}; {} without any."""
+    out: dict[str, Any] = {}
+    preflight = _preflight_record(_members(records / "preflight"))
+    if preflight is not None:
+        out["preflight"] = preflight
+    checks = {leg.name: _collective_record(_members(leg))
+              for leg in (sorted((records / "collective").iterdir()) if (records / "collective").is_dir() else [])
+              if leg.is_dir()}
+    if checks:
+        out["collective"] = checks
+    return out
+
+
+def _preflight_record(files: dict[str, bytes]) -> dict[str, Any] | None:
     if "preflight.json" not in files:
-        return {}
+        return None
     try:
         found = json.loads(files["preflight.json"])
         leg = json.loads(files["summary.json"]).get("leg") if "summary.json" in files else None
     except ValueError:
-        return {}
-    return {"preflight": {**found, "leg": leg}}
+        return None
+    return {**found, "leg": leg}
+
+
+def _collective_record(files: dict[str, bytes]) -> dict[str, Any]:
+    """A leg's check as its step left it. The step ran (its artifacts are an input of the
+    Evaluate step only when it is a step of this pipeline), so a missing or unreadable result
+    is a failed check, as the leg's training jobs (launch.py's collective gate) record it too."""
+    if "collective.json" not in files:
+        return {"ok": False, "reason": "the collective check left no result"}
+    try:
+        result = json.loads(files["collective.json"])
+    except ValueError as exc:
+        return {"ok": False, "reason": f"collective check result unreadable (collective.json: {exc})"}
+    return result if isinstance(result, dict) else {"ok": False, "reason": "collective check result unreadable "
+                                                                           "(collective.json holds no object)"}
 
 
 def _preflight(config: dict[str, Any], leg: str) -> dict[str, Any] | None:

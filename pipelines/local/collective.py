@@ -28,7 +28,8 @@ def _free_port() -> int:
 def artifact_uris(steps: dict[str, Any]) -> dict[str, str]:
     """Where the model.tar.gz of each step others read (Collective-<leg>, Preflight) lies in the
     local store: what Steps.<step>.ModelArtifacts.S3ModelArtifacts resolves to here (the
-    training jobs' `collective` channel, the Evaluate step's `preflight` input)."""
+    training jobs' `collective` channel, the Evaluate step's `preflight` and `collective-<leg>`
+    inputs)."""
     from ..names import PREFLIGHT_STEP
     from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
 
@@ -128,21 +129,3 @@ def record_stopped(executor, job, key: str, reason: str, store, kind: str = "col
     executor._record(job, job_dir, key, 0.0, Outcome(1, 0.0), store)
     return str(json.loads((job_dir / "job.json").read_text())["training_job_name"])
 
-
-def attach_run_records(config: dict[str, Any], run_dir: Path, steps: dict[str, Any]) -> dict[str, Any]:
-    """What the Evaluate step cannot see on its own locally: the collective checks' results of
-    this run (steps of this definition only, never an earlier run's), for the "what porting
-    cost" section. (The Preflight step's findings reach it as on SageMaker: an input.)"""
-    from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
-
-    checks = {}
-    for name in steps:
-        path = run_dir / "collective" / name[len(COLLECTIVE_STEP_PREFIX):] / "collective.json"
-        if name.startswith(COLLECTIVE_STEP_PREFIX) and path.exists():
-            try:
-                checks[path.parent.name] = json.loads(path.read_text())
-            except ValueError:
-                continue
-    if checks:
-        config["collective"] = checks
-    return config

@@ -545,10 +545,13 @@ class LocalExecutor:
         config_uri = next(uri for name, (uri, _) in job.inputs.items() if name == "config")
         config_path = store.path(config_uri)
         config = json.loads((config_path if config_path.is_file() else next(config_path.rglob("*.json"))).read_text())
-        config = subs.evaluation_config(config, prices)
-        from .collective import attach_run_records
-
-        attach_run_records(config, self.out, steps)  # preflight findings, collective checks: "what porting cost"
+        config = subs.evaluation_config(config, prices)  # the printed substitution: emulated figures, prices
+        # The Preflight step's findings and the collective checks reach the step as its inputs, as
+        # on SageMaker (compiler._records). What is added below is this run directory's own record,
+        # which reaches a SageMaker execution another way: a round's design (the round's config
+        # asset: sagemaker/sequential.with_design), the looks taken before (judged before the
+        # execution starts: api/aws._check_looks) and the rule fixed before the data (the
+        # ParityMargin parameter, in evaluate.py).
         if self.sequential:
             config["sequential"] = self.sequential
         config["looks"] = looks.for_evaluation(self.out, self._look)

@@ -66,12 +66,17 @@ EVAL_COMMAND = ("mkdir -p /opt/ml/code && tar -xzf /opt/ml/processing/input/code
 EVAL_OUT = "/opt/ml/processing/evaluation"
 EVAL_CONFIG = "/opt/ml/processing/input/config/config.json"
 EVAL_JOBS_DIR = "/tmp/bakeoff-jobs"
-# Model artifacts of the run's own non-training steps (the Preflight step's findings), for the
-# report's "what porting cost": <EVAL_RECORDS>/<step kind>/model.tar.gz.
+# Model artifacts of the run's own non-training steps (the Preflight step's findings, each leg's
+# collective check), for the report's "what porting cost": <EVAL_RECORDS>/preflight/model.tar.gz,
+# <EVAL_RECORDS>/collective/<leg>/model.tar.gz.
 EVAL_RECORDS = "/opt/ml/processing/input/records"
-# CreateProcessingJob takes at most 100 ContainerArguments. Up to this many jobs each is
-# named by one argument (its TrainingJobName, resolved by the pipeline); beyond it the
-# Evaluate step lists the execution's steps itself (ListPipelineExecutionSteps).
+# CreateProcessingJob takes at most 10 ProcessingInputs and 100 ContainerArguments (botocore's
+# sagemaker service-2.json: ProcessingInputs "max": 10, ContainerArguments "max": 100).
+MAX_PROCESSING_INPUTS = 10
+MAX_CONTAINER_ARGUMENTS = 100
+# Up to this many jobs each is named by one argument (its TrainingJobName, resolved by the
+# pipeline), less what the records take; beyond it the Evaluate step lists the execution's
+# steps itself (ListPipelineExecutionSteps).
 MAX_EVAL_JOB_ARGUMENTS = 90
 
 
@@ -463,6 +468,30 @@ def _add_collective_steps(plan: Plan, train_steps: list[dict[str, Any]], **kw) -
         train_steps.insert(0, check)
 
 
+def _records(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """What the Evaluate step reads of the run's own non-training steps (the Preflight step, each
+    leg's Collective step): their model.tar.gz under EVAL_RECORDS, each a ProcessingInput by
+    property reference (which also orders the step before the Evaluate step), and the `--records`
+    arguments. Those past the input limit (MAX_PROCESSING_INPUTS, less the code and config
+    inputs) travel as `--record=KIND/LEG=URI` arguments, the same reference resolved by the
+    pipeline and fetched by evaluate.py, so no leg's "what porting cost" row is lost to the
+    limit. Returns (inputs, arguments)."""
+    found = [(PREFLIGHT_STEP, "preflight", "preflight")] if any(s["Name"] == PREFLIGHT_STEP for s in steps) else []
+    found += [(s["Name"], f"collective-{s['Name'][len(COLLECTIVE_STEP_PREFIX):]}",
+               f"collective/{s['Name'][len(COLLECTIVE_STEP_PREFIX):]}")
+              for s in steps if s["Name"].startswith(COLLECTIVE_STEP_PREFIX)]
+    if not found:
+        return [], []
+    room = MAX_PROCESSING_INPUTS - 2
+    inputs = [{"InputName": name, "S3Input": {
+        "S3Uri": get(f"Steps.{step}.ModelArtifacts.S3ModelArtifacts"), "LocalPath": f"{EVAL_RECORDS}/{where}",
+        "S3DataType": "S3Prefix", "S3InputMode": "File", "S3DataDistributionType": "FullyReplicated"}}
+        for step, name, where in found[:room]]
+    fetched = [join(f"--record={where}=", get(f"Steps.{step}.ModelArtifacts.S3ModelArtifacts"))
+               for step, _, where in found[room:]]
+    return inputs, ["--records", EVAL_RECORDS, *fetched]
+
+
 def _eval_config(plan: Plan) -> dict[str, Any]:
     spec = plan.spec
     mlflow = {}
@@ -543,11 +572,6 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
         train_steps.append(step)
         job_args.append(join(f"--job={job.name}={output}/", get(f"Steps.{step['Name']}.TrainingJobName"),
                              "/output/output.tar.gz"))
-    if len(job_args) > MAX_EVAL_JOB_ARGUMENTS:
-        # Too many for one argument each: the Evaluate step asks SageMaker for the execution's
-        # training jobs (ListPipelineExecutionSteps; the role needs that permission).
-        job_args = ["--execution-arn", get("Execution.PipelineExecutionArn"),
-                    "--job-prefix", _s3(bucket, prefix, spec.name, "jobs") + "/"]
     for leg in spec.legs:
         if leg.precompile:
             pre = _precompile_step(plan, plan.jobs_of(leg.name)[0], **kw)
@@ -563,6 +587,12 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
         for step in train_steps:
             step["DependsOn"] = sorted({*step.get("DependsOn", []), PREFLIGHT_STEP})
         train_steps.insert(0, first)
+    record_inputs, record_args = _records(train_steps)
+    if len(job_args) > MAX_EVAL_JOB_ARGUMENTS - len(record_args):
+        # Too many for one argument each: the Evaluate step asks SageMaker for the execution's
+        # training jobs (ListPipelineExecutionSteps; the role needs that permission).
+        job_args = ["--execution-arn", get("Execution.PipelineExecutionArn"),
+                    "--job-prefix", _s3(bucket, prefix, spec.name, "jobs") + "/"]
 
     config_body = (json.dumps(_eval_config(plan), indent=2, sort_keys=True) + "\n").encode()
     config_asset = Asset(f"{prefix}/{spec.name}/eval-config/{hashlib.sha256(config_body).hexdigest()}/config.json",
@@ -608,13 +638,8 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
                            "FilePath": "evaluation.json"}],
         "DependsOn": [s["Name"] for s in train_steps],
     }
-    if any(s["Name"] == PREFLIGHT_STEP for s in train_steps):
-        evaluate["Arguments"]["ProcessingInputs"].append(
-            {"InputName": "preflight", "S3Input": {
-                "S3Uri": get(f"Steps.{PREFLIGHT_STEP}.ModelArtifacts.S3ModelArtifacts"),
-                "LocalPath": f"{EVAL_RECORDS}/preflight", "S3DataType": "S3Prefix", "S3InputMode": "File",
-                "S3DataDistributionType": "FullyReplicated"}})
-        evaluate["Arguments"]["AppSpecification"]["ContainerArguments"] += ["--records", EVAL_RECORDS]
+    evaluate["Arguments"]["ProcessingInputs"] += record_inputs
+    evaluate["Arguments"]["AppSpecification"]["ContainerArguments"] += record_args
     _apply_processing_security(evaluate["Arguments"], spec)
     verdict = json_get(EVALUATE_STEP, PROPERTY_FILE, "verdict")
     fail = {
