@@ -1,8 +1,12 @@
 """Shell completion scripts for `bakeoff`, generated from the CLI's own argparse parser so
-that a new command or option is completed the day it is added (nothing to keep in step)."""
+that a new command or option is completed the day it is added (nothing to keep in step).
+
+The parser is always handed in (pipelines.cli builds it and calls `register`), so this module never
+imports the CLI: it sits below pipelines.cli, not beside it in an import circle."""
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import dataclass
 
 SHELLS = ("bash", "zsh", "fish")
@@ -44,12 +48,9 @@ def _option(action: argparse.Action) -> Option:
                   tuple(str(c) for c in action.choices) if action.choices else ())
 
 
-def commands(parser: argparse.ArgumentParser | None = None) -> tuple[list[Option], list[Command]]:
-    """The top-level options and every subcommand with its options, read off the parser."""
-    if parser is None:
-        from .cli import build_parser
-
-        parser = build_parser()
+def commands(parser: argparse._ActionsContainer) -> tuple[list[Option], list[Command]]:
+    """The top-level options and every subcommand with its options, read off the parser (or any container
+    that shares the root parser's actions)."""
     top = [_option(a) for a in parser._actions if a.option_strings]
     found: list[Command] = []
     for action in parser._actions:
@@ -65,11 +66,11 @@ def commands(parser: argparse.ArgumentParser | None = None) -> tuple[list[Option
     return top, found
 
 
-def script(shell: str) -> str:
-    """The completion script for `shell` (bash, zsh or fish)."""
+def script(shell: str, parser: argparse._ActionsContainer) -> str:
+    """The completion script for `shell` (bash, zsh or fish) of the CLI `parser` describes."""
     if shell not in SHELLS:
         raise ValueError(f"no completion for {shell!r}; choose one of {', '.join(SHELLS)}")
-    top, cmds = commands()
+    top, cmds = commands(parser)
     return {"bash": _bash, "zsh": _zsh, "fish": _fish}[shell](top, cmds)
 
 
@@ -224,17 +225,21 @@ def _fish_flags(o: Option) -> str:
     return " ".join(out)
 
 
-def cmd_completion(args) -> int:
+def cmd_completion(args, parser: argparse._ActionsContainer) -> int:
     import sys
 
-    sys.stdout.write(script(args.shell))
+    sys.stdout.write(script(args.shell, parser))
     return 0
 
 
-def register(sub) -> None:
-    """Add `bakeoff completion` to the CLI's subcommands."""
+def register(sub: argparse._SubParsersAction, parser: argparse.ArgumentParser | None = None) -> None:
+    """Add `bakeoff completion` to the CLI's subcommands. The scripts are read off `parser`, the root
+    parser; without it, off the argument group of the root parser that holds `sub` (argparse sets it as
+    `sub.container`, and a group shares its parser's list of actions, which is all `commands` reads)."""
+    # `container` is set by argparse's _ActionsContainer._add_action on every action; typeshed leaves it out.
+    root: argparse._ActionsContainer = parser if parser is not None else sub.container  # type: ignore[attr-defined]
     p = sub.add_parser("completion", help="print a shell completion script: bash (source it, or put it in "
                                           "/etc/bash_completion.d/), zsh (as _bakeoff on $fpath) or fish "
                                           "(~/.config/fish/completions/bakeoff.fish)")
     p.add_argument("shell", choices=SHELLS, help="the shell to complete for")
-    p.set_defaults(func=cmd_completion)
+    p.set_defaults(func=functools.partial(cmd_completion, parser=root))

@@ -20,7 +20,7 @@ def test_the_parser_is_read_whole():
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_each_script_names_every_subcommand_and_its_options(shell):
-    text = script(shell)
+    text = script(shell, build_parser())
     for name in _subcommands():
         assert name in text, f"{shell} completion misses {name}"
     # An option of a subcommand, and the choices of an option that takes one:
@@ -30,7 +30,7 @@ def test_each_script_names_every_subcommand_and_its_options(shell):
 
 def test_bash_script_is_valid_bash(tmp_path):
     path = tmp_path / "bakeoff.bash"
-    path.write_text(script("bash"))
+    path.write_text(script("bash", build_parser()))
     proc = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -38,7 +38,7 @@ def test_bash_script_is_valid_bash(tmp_path):
 def _complete(tmp_path, *words: str) -> list[str]:
     """What bash offers after `words` (the last one being completed), with the script sourced."""
     path = tmp_path / "bakeoff.bash"
-    path.write_text(script("bash"))
+    path.write_text(script("bash", build_parser()))
     array = " ".join(f"'{w}'" for w in ("bakeoff", *words))
     cmd = (f"source {path}; COMP_WORDS=({array}); COMP_CWORD={len(words)}; _bakeoff; "
            "printf '%s\\n' \"${COMPREPLY[@]}\"")
@@ -60,7 +60,7 @@ def test_bash_completes_commands_options_and_choices(tmp_path):
 @pytest.mark.skipif(not shutil.which("zsh"), reason="zsh is not installed")
 def test_zsh_script_parses(tmp_path):
     path = tmp_path / "_bakeoff"
-    path.write_text(script("zsh"))
+    path.write_text(script("zsh", build_parser()))
     assert subprocess.run(["zsh", "-n", str(path)]).returncode == 0
     # Sourced after compinit, it registers itself as bakeoff's completer.
     loaded = subprocess.run(["zsh", "-fc", f"autoload -U compinit; compinit -u -d {tmp_path / 'zcd'}; "
@@ -71,7 +71,7 @@ def test_zsh_script_parses(tmp_path):
 @pytest.mark.skipif(not shutil.which("fish"), reason="fish is not installed")
 def test_fish_script_parses(tmp_path):
     path = tmp_path / "bakeoff.fish"
-    path.write_text(script("fish"))
+    path.write_text(script("fish", build_parser()))
     assert subprocess.run(["fish", "--no-execute", str(path)]).returncode == 0
     # fish answers a completion query itself: what it offers, with the parser's help text.
     asked = subprocess.run(["fish", "-c", f"source {path}; complete -C 'bakeoff comp'; "
@@ -82,6 +82,6 @@ def test_fish_script_parses(tmp_path):
 
 def test_cli_prints_the_script_and_refuses_an_unknown_shell():
     ok = bakeoff("completion", "bash")
-    assert ok.returncode == 0 and ok.stdout == script("bash")
+    assert ok.returncode == 0 and ok.stdout == script("bash", build_parser())
     bad = bakeoff("completion", "tcsh")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr

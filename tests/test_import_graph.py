@@ -1,0 +1,211 @@
+"""The import graph of `pipelines` and `estimators`, read from the source: no circles, and data flows
+one way through the layers docs/architecture.md draws.
+
+Every import statement counts, at module level or inside a function (a function-level import is how a
+circle hides: it only closes when that function runs). Relative imports are resolved. Two kinds of
+statement are not edges: imports under `if TYPE_CHECKING:` (never executed; annotations only) and the
+implicit import of a package's `__init__` when one of its submodules is imported (every submodule has
+that one; `from pkg import submodule` is an edge to the submodule, `from pkg import name` one to `pkg`).
+Torch-free and fast: nothing is imported, only parsed.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGES = ("pipelines", "estimators")
+
+# The layers, lowest first (docs/architecture.md, "Who may import what"). A module may import modules of
+# its own layer or a lower one, never a higher one. Subpackages are placed whole by their prefix; a new
+# top-level module of `pipelines` has to be placed here (the test says so).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # Leaves everything may use: errors, hashing, names, text hygiene, boto3 failures as one line.
+    ("base", ("pipelines.errors", "pipelines.hashing", "pipelines.names", "pipelines.terminal_text",
+              "pipelines.script_spec", "pipelines.builtins", "pipelines.aws_session", "estimators")),
+    # The spec: its models, where it comes from, what it derives.
+    ("spec", ("pipelines.spec_fields", "pipelines.spec_legs", "pipelines.spec", "pipelines.loader",
+              "pipelines.overrides", "pipelines.scaling")),
+    # What the spec becomes before anything runs: the plan and its inputs, and advice before spending.
+    ("plan", ("pipelines.plan", "pipelines.bundle", "pipelines.data", "pipelines.packages", "pipelines.emulation",
+              "pipelines.budget", "pipelines.rounds", "pipelines.validation_advice", "pipelines.price_class",
+              "pipelines.regions", "pipelines.prices")),
+    # The two engines (the compiler lives in pipelines.sagemaker; the local engine runs its definition).
+    ("engine", ("pipelines.local", "pipelines.sagemaker")),
+    # The Python API, and the views it shares with the CLI.
+    ("api", ("pipelines.api", "pipelines.report", "pipelines.preflight")),
+    # The command line (and the package root, whose exports are the API's).
+    ("cli", ("pipelines.cli", "pipelines.cli_aws", "pipelines.cli_plan", "pipelines.cli_output",
+             "pipelines.completion", "pipelines.init", "pipelines.ui", "pipelines")),
+)
+# Between the two engines, only these: the local engine interprets the definition the compiler writes, and a
+# look's record of its jobs is shared by both (pipelines/local/looks.py: backend-neutral, kept where it is).
+ENGINE_CROSSING = {("pipelines.local", "pipelines.sagemaker"): {"pipelines.sagemaker.compiler"},
+                   ("pipelines.sagemaker", "pipelines.local"): {"pipelines.local.looks"}}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted name -> (path, is a package's __init__)."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return out
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skip.update(id(n) for n in ast.walk(child))
+    return skip
+
+
+def _imported(name: str, is_package: bool, node: ast.Import | ast.ImportFrom, modules) -> Iterator[str]:
+    """The modules of the two packages one import statement loads (relative imports resolved)."""
+    if isinstance(node, ast.Import):
+        targets = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            base = name.split(".") if is_package else name.split(".")[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            source = ".".join(base + ([node.module] if node.module else []))
+        else:
+            source = node.module or ""
+        targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+                   for alias in node.names]
+    for target in targets:
+        while target and target not in modules:  # `import a.b.c` / `from a.b import func` -> the module
+            target = target.rpartition(".")[0]
+        if target:
+            yield target
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """Module -> {imported module: line of the first import of it}."""
+    modules = _modules()
+    graph: dict[str, dict[str, int]] = {}
+    for name, (path, is_package) in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        skip = _type_checking_only(tree)
+        edges = graph.setdefault(name, {})
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skip:
+                for target in _imported(name, is_package, node, modules):
+                    if target != name:
+                        edges.setdefault(target, node.lineno)
+    return graph
+
+
+def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _describe(component: list[str], graph: dict[str, dict[str, int]]) -> str:
+    edges = [f"{a} -> {b} ({a.replace('.', '/')}.py:{line})" for a in component
+             for b, line in sorted(graph[a].items()) if b in component]
+    return f"import circle among {', '.join(component)}:\n    " + "\n    ".join(edges)
+
+
+def _layer(module: str) -> tuple[int, str, str] | None:
+    """(rank, layer, the prefix that placed it) of a module: the longest matching prefix wins."""
+    best = None
+    for rank, (layer, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            inside = module.startswith(prefix + ".") and prefix != "pipelines"  # the root is itself only
+            if (module == prefix or inside) and (best is None or len(prefix) > len(best[2])):
+                best = (rank, layer, prefix)
+    return best
+
+
+GRAPH = import_graph()
+
+
+def test_the_graph_is_read_whole():
+    # The graph sees the imports that closed the circles this test was written against, function-level ones
+    # included: a graph that missed them would pass for the wrong reason.
+    assert GRAPH["pipelines.spec"].get("pipelines.scaling"), "spec's validator calls scaling.check_derived"
+    assert GRAPH["pipelines.api.local"].get("pipelines.local.sequential"), "a function-level import"
+    assert GRAPH["pipelines.local.executor"].get("pipelines.local.looks"), "`from . import looks`"
+    assert "pipelines.local.executor" in GRAPH["pipelines.local"], "a package __init__'s own imports"
+    assert "pipelines.spec" not in GRAPH["pipelines.scaling"], "under TYPE_CHECKING only"
+
+
+def test_no_import_circles():
+    found = circles(GRAPH)
+    assert not found, "\n".join(_describe(c, GRAPH) for c in found)
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in GRAPH if _layer(m) is None)
+    assert unplaced == [], f"place {unplaced} in a layer of LAYERS here and in docs/architecture.md"
+
+
+def test_imports_flow_down_the_layers():
+    upward = []
+    for module, edges in GRAPH.items():
+        here = _layer(module)
+        for target, line in edges.items():
+            there = _layer(target)
+            if here and there and there[0] > here[0]:
+                upward.append(f"{module} ({here[1]}) imports {target} ({there[1]}) at line {line}")
+    assert upward == [], "\n".join(upward)
+
+
+def test_the_engines_cross_only_where_documented():
+    crossing = []
+    for module, edges in GRAPH.items():
+        for (source, other), allowed in ENGINE_CROSSING.items():
+            if module.startswith(source + "."):
+                crossing += [f"{module} imports {t}" for t in edges
+                             if (t == other or t.startswith(other + ".")) and t not in allowed]
+    assert crossing == [], "\n".join(crossing)
+
+
+def test_estimators_import_nothing_of_pipelines():
+    assert {m: sorted(t for t in e if t.split(".")[0] == "pipelines")
+            for m, e in GRAPH.items() if m.split(".")[0] == "estimators" and
+            any(t.split(".")[0] == "pipelines" for t in e)} == {}
