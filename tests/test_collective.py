@@ -286,6 +286,7 @@ def test_evaluate_reads_checks_from_inputs_and_fetched_records_alike(tmp_path, m
     section sees all three, the last as failed."""
     sys.path.insert(0, str(ENTRYPOINTS))
     import evaluate as evaluate_script
+
     from bakeoff_runtime import porting
     from bakeoff_runtime.contract import LOCAL_S3_ROOT_ENV
 
