@@ -42,7 +42,7 @@ def cmd_run(args) -> int:
     result = api.run_local(args.spec, args.out, overrides=args.overrides, force=args.force,
                            mlflow=False if args.no_mlflow else None, rule_change=args.rule_change,
                            parameters=_params(args.param), until_decided=getattr(args, "until_decided", False),
-                           max_seeds=getattr(args, "max_seeds", None),
+                           max_seeds=getattr(args, "max_seeds", None), jobs=getattr(args, "jobs", None),
                            progress=None if args.quiet else LocalDisplay())
 
     def text(r) -> None:
@@ -208,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "seeds) and stop at pass or fail; a group-sequential design keeps the error rates")
     p.add_argument("--max-seeds", type=int, metavar="N", help="with --until-decided: the cap on seeds per leg "
                    "(default 4 x the spec's seeds); at the cap the run ends inconclusive with a recommendation")
+    p.add_argument("--jobs", type=int, metavar="N", help="training jobs to run at once (default: one per core, "
+                   "as many as the memory holds); their results are read in the plan's order, so the same jobs are "
+                   "run, stopped and decided as with --jobs 1, which gives each job the whole machine")
     output_args(p, "print the final summary (verdict, exit code, paths, jobs run, evaluation) as JSON; "
                    "progress stays on stderr")
     p.set_defaults(func=cmd_run)

@@ -90,8 +90,9 @@ def test_sigterm_stops_the_job_group_keeps_what_finished_and_a_rerun_resumes(tmp
     spec = _spec(tmp_path, plant="slow")
     out = tmp_path / "out"
     exe = Path(sys.executable).with_name("bakeoff")
-    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # One job at a time, so that one has finished and the next is training (side by side: the test below).
+    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow", "--jobs", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         # Wait until the first job has finished and the second is training.
         _wait_for(lambda: (out / "jobs" / "m5-s0" / "job.json").exists() and
@@ -120,6 +121,34 @@ def test_sigterm_stops_the_job_group_keeps_what_finished_and_a_rerun_resumes(tmp
     assert again.returncode == 0, again.stderr[-2000:]
     assert "m5-s0: unchanged, not re-run" in again.stderr and "g5-s0: completed" in again.stderr, again.stderr
     assert _job(out, "g5-s0")["status"] == "completed"
+
+
+def test_sigterm_with_jobs_side_by_side_stops_every_one_and_a_rerun_resumes_them(tmp_path):
+    spec = _spec(tmp_path, plant="slow")
+    out = tmp_path / "out"
+    exe = Path(sys.executable).with_name("bakeoff")
+    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow", "--jobs", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first = ("m5-s0", "g5-s0")  # the plan's first two: they start together
+    try:
+        _wait_for(lambda: all((out / "jobs" / n / "opt" / "ml" / "model" / "metrics.jsonl").exists() for n in first),
+                  what="two jobs to train side by side")
+        assert not any((out / "jobs" / n / "job.json").exists() for n in first)  # both still running
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
+    assert not _processes_using(out), "a job outlived `bakeoff run`"
+    for name in first:
+        stopped = _job(out, name)
+        assert stopped["status"] == "failed" and "interrupted" in stopped["reason"], (name, stopped)
+    assert not (out / "jobs" / "m5-s1").exists()  # never started after the signal
+    again = bakeoff("run", spec, "--out", out, "--no-mlflow", "--jobs", "2")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert all(_job(out, n)["status"] == "completed" for n in (*first, "m5-s1", "g5-s1"))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")

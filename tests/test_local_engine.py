@@ -22,6 +22,8 @@ SUBSTITUTED = {
 ADDED = {"PJRT_DEVICE", "BAKEOFF_EMULATED_ON", "BAKEOFF_SPEC_HASH", "BAKEOFF_OPT_ML", "BAKEOFF_JOB_KEY",
          "PYTHONUNBUFFERED",
          "TF_CPP_MIN_LOG_LEVEL", "MLFLOW_TRACKING_URI", "BAKEOFF_MLFLOW_EXPERIMENT", "BAKEOFF_MLFLOW_ARTIFACT_LOCATION"}
+# With jobs side by side (--jobs > 1), each job's share of the cores; the run says so in one line.
+THREADS = {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}
 REMOVED = {"BAKEOFF_MLFLOW_INSTALL"}  # this Python has MLflow
 
 
@@ -63,7 +65,9 @@ def test_each_job_is_the_compiled_request_plus_the_printed_substitutions(tiny_ru
                 assert key not in env
             elif key not in SUBSTITUTED:
                 assert env[key] == value, key
-        assert set(env) - set(compiled_env) <= ADDED, set(env) - set(compiled_env) - ADDED
+        assert set(env) - set(compiled_env) <= ADDED | THREADS, set(env) - set(compiled_env) - ADDED - THREADS
+        if THREADS & set(env):
+            assert "training jobs at once (--jobs), each process with" in stderr
         assert not [k for k in env if k.startswith("SM_")]
         # The container command, with /opt/ml and python3 pointed at this machine.
         entry = request["AlgorithmSpecification"]["ContainerEntrypoint"]

@@ -121,8 +121,10 @@ class EventProgress:
         self._emit("begin", (index, name, total_steps, *rest), index=index, job=name, total=total_steps,
                    message=f"[{index}/{self._total}] {name}: running")
 
-    def advance(self, completed_steps: int, *rest: Any) -> None:
-        self._emit("advance", (completed_steps, *rest), steps=completed_steps)
+    def advance(self, completed_steps: int, index: int | None = None, *rest: Any) -> None:
+        # `index`: which job (several run at once with jobs > 1); events of one job stay in order.
+        self._emit("advance", (completed_steps, index, *rest), steps=completed_steps,
+                   **({"index": index} if index is not None else {}))
 
     def finish(self, index: int, name: str, status: str, wall: float, summary: dict, reason: str | None,
                *rest: Any) -> None:

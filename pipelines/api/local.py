@@ -97,14 +97,17 @@ def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.Pa
 def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Sequence[str] = (), force: bool = False,
               mlflow: bool | None = None, rule_change: str | None = None,
               parameters: Mapping[str, str] | None = None, until_decided: bool = False,
-              max_seeds: int | None = None, progress: Progress | None = None, **executor_options: Any) -> RunSummary:
+              max_seeds: int | None = None, jobs: int | None = None, progress: Progress | None = None,
+              **executor_options: Any) -> RunSummary:
     """Run the whole bake-off on this machine (`bakeoff run`): trn legs on PyTorch/XLA's CPU device,
     GPU legs on a GPU if there is one, else the CPU.
 
     Jobs whose inputs did not change are not run again unless `force`. `mlflow` False turns MLflow
     logging off (None: as the spec says). `rule_change` gives the reason for deciding finished jobs
     under a changed parity rule. `parameters` are pipeline parameters (`MaxSteps=50`), checked against
-    the definition. `until_decided` adds seeds until the verdict is decided or `max_seeds`.
+    the definition. `until_decided` adds seeds until the verdict is decided or `max_seeds`. `jobs`: training
+    jobs at once (None: one per core, as the memory allows; 1: one after another, each with the whole machine);
+    the same jobs are run and decided whatever it is.
     `progress` receives a ProgressEvent per job event; nothing is printed. Other keyword arguments go to
     `pipelines.local.LocalExecutor` (`use_gpu`, `python`).
 
@@ -112,7 +115,10 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
     inconclusive into ParityFailed / ParityInconclusive. Raises SpecError on bad input and RunError when
     the bake-off could not run."""
     loaded = as_spec(spec, overrides)
-    options: dict[str, Any] = {"force": force, "mlflow": mlflow, "rule_change": rule_change,
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise SpecError(f"jobs {jobs!r}: give a whole number of training jobs to run at once, 1 or more",
+                        field="--jobs")
+    options: dict[str, Any] = {"force": force, "jobs": jobs, "mlflow": mlflow, "rule_change": rule_change,
                                "parameters": dict(parameters or {}), "progress": EventProgress(progress),
                                **executor_options}
     out = Path(out_dir)

@@ -8,7 +8,8 @@ ContainerEntrypoint run), the Evaluate step's CreateProcessingJob from its
 ContainerArguments, and the gate from its conditions, PropertyFile and JsonGet. What
 must differ here is one printed list (substitutions.py).
 
-Jobs run one at a time so throughput figures are not skewed by sharing cores. A job
+Training jobs run up to `jobs` at a time (parallel.py: decided as if one at a time; `--jobs 1`
+gives each job the whole machine, for throughput figures not skewed by sharing it). A job
 whose substituted request did not change is not run again (like SageMaker's step
 cache); `force=True` re-runs everything. A run directory is used by one run at a time.
 """
@@ -22,7 +23,7 @@ import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime import contract, mlflow_net
 
@@ -37,6 +38,10 @@ from .files import write_json_atomically
 from .jobs import JobProcess, Outcome, publish_outputs, run_processing, run_training
 from .lock import RunLock
 from .progress import Progress
+from .slots import default_jobs
+
+if TYPE_CHECKING:
+    from .parallel import ParallelJobs
 from .store import LocalS3
 from .substitutions import Substitutions, local_runtime
 
@@ -72,7 +77,7 @@ class LocalExecutor:
     def __init__(self, spec: BakeoffSpec, out_dir: Path, force: bool = False, console=None,
                  use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
                  rule_change: str | None = None, parameters: dict[str, str] | None = None, progress=None,
-                 sequential: dict[str, Any] | None = None):
+                 sequential: dict[str, Any] | None = None, jobs: int | None = None):
         self.spec = spec
         self.out = Path(out_dir).resolve()
         self.force = force
@@ -84,7 +89,10 @@ class LocalExecutor:
         self.rule_change = rule_change
         self.parameters = dict(parameters or {})
         self.sequential = sequential  # a round of `--until-decided`: its looks, for the Evaluate step
-        self._process = JobProcess()
+        self._process = JobProcess()  # the one-at-a-time steps' (Preflight, collective checks, Evaluate)
+        # Training jobs at once (slots.py); 1 is one after another, as before `--jobs`.
+        self.jobs = max(1, int(jobs)) if jobs else default_jobs()
+        self._parallel: ParallelJobs | None = None  # the training jobs' runner while they run
         self._plan: Plan | None = None
         self._look = 1  # which look at this directory's data the decision is (looks.py)
         self._look_jobs: dict[str, str] = {}  # step name -> job key of the jobs it decides on
@@ -158,7 +166,7 @@ class LocalExecutor:
         if missing:
             raise SpecError(missing, field="entrypoint.builtin")
         self.out.mkdir(parents=True, exist_ok=True)
-        with RunLock(self.out), _forward_signals(self._process):
+        with RunLock(self.out), _forward_signals(self):
             result = self._run()
         return result
 
@@ -207,7 +215,7 @@ class LocalExecutor:
         decides from the job records, summaries and metrics."""
         from ..sagemaker.compiler import compile_plan, pipeline_name
 
-        with RunLock(self.out), _forward_signals(self._process):
+        with RunLock(self.out), _forward_signals(self):
             stored = self._stored_definition()
             store = LocalS3(self.out / "s3")
             plan = build_plan(self.spec, bundle=self._uploaded_bundle(stored, store), local_gpu=self.use_gpu)
@@ -285,6 +293,13 @@ class LocalExecutor:
         self._write_records(plan, compiled, subs, params)
         for line in subs.describe():
             self.progress.note(f"local: {line}")
+        if self.jobs > 1 and len(order) - len(reuse) > 1:
+            from .slots import threads_per_process
+
+            threads = threads_per_process(self.jobs)
+            self.progress.note(f"local: up to {self.jobs} training jobs at once (--jobs), each process with "
+                               f"{threads} torch thread{'s' if threads != 1 else ''}; their throughput figures "
+                               "shared the machine (--jobs 1 gives each job the whole machine)")
         for line in plan.bundle.notes():
             self.progress.note(line)
         for leg in self.spec.legs:
@@ -294,45 +309,22 @@ class LocalExecutor:
                                    "executables)")
         if PREFLIGHT_STEP in steps:
             self._run_preflight_step(steps[PREFLIGHT_STEP], subs, store, params)
-        from .collective import record_stopped, run_checks  # legs[].collective_check: a failure stops its leg
+        from .collective import run_checks  # legs[].collective_check: a failure stops its leg
 
         stopped = run_checks(self, steps, subs, store, params, plan, {jobs[n].leg for n in order if n not in reuse})
 
         from .doomed import DoomWatch  # a leg already shown broken does not pay for its remaining seeds
+        from .parallel import ParallelJobs
 
         watch = DoomWatch(self.spec, int(self.sequential["max_seeds"]) if self.sequential else None)
-        first_seed = [n for n in order if jobs[n].seed == self.spec.seed_list[0]]
-        executed, skipped = [], []
         ctx = self._context(compiled.name, params, keys, steps)
-        self.progress.start(len(order))
+        runner = ParallelJobs(self, order, jobs, keys, reuse, stopped, watch, ctx, store, self.jobs, self.use_gpu)
+        self._parallel = runner
+        self.progress.start(len(order), self.jobs)
         try:
-            for i, name in enumerate(order, 1):
-                job = jobs[name]
-                job_dir = self.out / "jobs" / job.name
-                if name in reuse:
-                    ctx.training_job_names[name] = json.loads((job_dir / "job.json").read_text())["training_job_name"]
-                    skipped.append(job.name)
-                    self.progress.skipped(i, job.name)
-                elif job.leg in stopped:
-                    ctx.training_job_names[name] = record_stopped(self, job, keys[name], stopped[job.leg], store)
-                    executed.append(job.name)
-                    continue
-                elif job.leg in watch.doomed:
-                    ctx.training_job_names[name] = record_stopped(self, job, keys[name], watch.doomed[job.leg],
-                                                                  store, kind="doomed")
-                    executed.append(job.name)
-                    continue
-                else:
-                    ctx.training_job_names[name] = self._run_training_job(i, job, keys[name], store)
-                    executed.append(job.name)
-                if name == first_seed[-1]:
-                    self._stop_if_nobody_reports_the_metric([self.out / "jobs" / jobs[n].name for n in first_seed])
-                why = watch.finished(job.leg, job.seed, job_dir)
-                if why:
-                    doomed_leg = next(leg for leg, reason in watch.doomed.items() if reason == why)
-                    self.progress.note(f"leg {doomed_leg}: {why}; its remaining seeds are not run (recorded as "
-                                       "failed with this reason)")
+            executed, skipped = runner.run()
         finally:
+            self._parallel = None
             self.progress.stop()
 
         evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule_original)
@@ -353,38 +345,28 @@ class LocalExecutor:
                         file=file, line=line, field="parity.metric")
 
     # --- training jobs --------------------------------------------------------------------
-    def _run_training_job(self, index: int, job, key: str, store: LocalS3) -> str:
+    def _train(self, job, key: str, store: LocalS3, process: JobProcess, on_line,
+               interrupted=lambda: False) -> dict[str, Any]:
+        """Run one training job to its end and record it (job.json, output.tar.gz); on a worker
+        thread of parallel.py. `interrupted()`: whether `bakeoff run` was stopped meanwhile."""
         job_dir = self.out / "jobs" / job.name
         job_dir.mkdir(parents=True, exist_ok=True)
         (job_dir / "job.json").unlink(missing_ok=True)
-        env = {**job.environment, contract.ENV["job_key"]: key}
-        job = type(job)(**{**job.__dict__, "environment": env})
         (job_dir / "request.json").write_text(json.dumps(job.request, indent=2, sort_keys=True) + "\n")
         (job_dir / "local.json").write_text(json.dumps(
             {"hyperparameters": job.hyperparameters, "environment": job.environment, "command": list(job.command),
              "hosts": list(job.hosts), "channels": job.channels}, indent=2, sort_keys=True) + "\n")
-        total = int(json.loads(job.hyperparameters.get("max_steps", "0")) or 0) or None
-        self.progress.begin(index, job.name, total)
-        parse = contract.parse_step_line
-
-        def on_line(line: str) -> None:
-            parsed = parse(line)
-            if parsed:
-                self.progress.advance(parsed[0] + 1)
-
         started = _now()
         try:
-            outcome = run_training(job, job_dir, store, self._process, on_line)
+            outcome = run_training(job, job_dir, store, process, on_line)
         except FileNotFoundError as exc:
             raise RunError(f"job {job.name}: {exc}") from None
-        except KeyboardInterrupt:
-            self._record(job, job_dir, key, started, Outcome(None, _now() - started, interrupted=True), store)
-            self.progress.stop()
-            raise
+        if interrupted():
+            outcome = Outcome(outcome.exit_code, outcome.wall_s, interrupted=True)
         summary = self._record(job, job_dir, key, started, outcome, store)
         meta = json.loads((job_dir / "job.json").read_text())
-        self.progress.finish(index, job.name, meta["status"], outcome.wall_s, summary, meta["reason"])
-        return str(meta["training_job_name"])
+        return {"training_job_name": str(meta["training_job_name"]), "status": meta["status"],
+                "wall_s": outcome.wall_s, "summary": summary, "reason": meta["reason"]}
 
     def _record(self, job, job_dir: Path, key: str, started: float, outcome: Outcome, store: LocalS3) -> dict:
         """job.json: what the platform knows of the job (DescribeTrainingJob on SageMaker)."""
@@ -508,7 +490,7 @@ class LocalExecutor:
     def _write_records(self, plan: Plan, compiled, subs: Substitutions, params: dict[str, Any]) -> None:
         (self.out / "spec.json").write_text(json.dumps(self.spec.canonical(), indent=2, sort_keys=True) + "\n")
         body = {**plan.to_json(), "local": {"substitutions": subs.describe(), "parameters": params,
-                                            "runtime": local_runtime()}}
+                                            "runtime": local_runtime(), "jobs_at_once": self.jobs}}
         (self.out / "plan.json").write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
         (self.out / "pipeline.json").write_text(compiled.to_json(indent=2))
 
@@ -659,15 +641,18 @@ def _now() -> float:
 
 
 class _forward_signals:
-    """SIGTERM (and SIGINT) to `bakeoff run` stop the running job's whole process group
+    """SIGTERM (and SIGINT) to `bakeoff run` stop the running jobs' whole process groups
     first, then end the run: no orphaned training process."""
 
-    def __init__(self, process: JobProcess):
-        self.process = process
+    def __init__(self, executor: LocalExecutor):
+        self.executor = executor
         self.previous: dict[int, Any] = {}
 
     def _handler(self, signum, frame):
-        self.process.stop()
+        runner = self.executor._parallel
+        if runner is not None:
+            runner.interrupt()
+        self.executor._process.stop()
         raise Interrupted(signum)
 
     def __enter__(self):

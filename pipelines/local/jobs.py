@@ -39,6 +39,15 @@ class JobProcess:
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
+        self._cancelled = False
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        """Stop it for good: running, or still to start (a job whose worker has not started its
+        process yet must not start it after the run was stopped)."""
+        with self._lock:
+            self._cancelled = True
+        self.stop()
 
     def signal(self, signum: int) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -62,11 +71,14 @@ class JobProcess:
             on_line: Callable[[str], None] = lambda line: None) -> Outcome:
         started = time.time()
         timed_out = threading.Event()
-        with open(log, "w") as out:
+        with open(log, "w") as out, self._lock:
+            if self._cancelled:
+                return Outcome(None, 0.0, interrupted=True)
             # Its own process group (stopped as one), ended with `bakeoff run` even when that is kill -9'd.
             self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          text=True, bufsize=1, start_new_session=True,
                                          preexec_fn=parent_death.dies_with_parent())
+        with open(log, "a") as out:
 
             def deadline() -> None:
                 timed_out.set()

@@ -1,4 +1,5 @@
-"""Live progress for a local bake-off: a bar per job on a terminal, plain lines elsewhere."""
+"""Live progress for a local bake-off: a bar per running job on a terminal (several when jobs
+run side by side), plain lines elsewhere (a line when a job starts and one when it ends)."""
 from __future__ import annotations
 
 import time
@@ -18,20 +19,25 @@ class Progress:
         self.console = console or Console(stderr=True, soft_wrap=True)
         self.live = self.console.is_terminal
         self._bar = None
-        self._task = None
-        self._total: int | None = None
+        self._tasks: dict[int, object] = {}  # job index -> its bar
+        self._totals: dict[int, int | None] = {}  # job index -> its steps
+        self._last: int | None = None  # the job begun last (advance without an index)
         self._total_jobs = 0
+        self._at_once = 1
         self._started = time.time()
         self._run_walls: list[float] = []  # jobs that ran (not skipped): the basis of the bake-off's ETA
+        self._ended = 0  # jobs ended or skipped
 
     def note(self, message: str) -> None:
         # Notes carry job text (reasons, paths): shown as data, never read as markup.
         self.console.print(f"[bold]bakeoff[/bold] {data(message)}", highlight=False)
 
-    def start(self, total_jobs: int) -> None:
+    def start(self, total_jobs: int, at_once: int = 1) -> None:
         self._total_jobs = total_jobs
+        self._at_once = max(1, at_once)
         self._started = time.time()
         self._run_walls = []
+        self._ended = 0
         if self.live:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
@@ -43,32 +49,39 @@ class Progress:
 
     def begin(self, index: int, name: str, total_steps: int | None) -> None:
         label = data(f"[{index}/{self._total_jobs}] {name}")
-        self._total = total_steps
+        self._totals[index] = total_steps
+        self._last = index
         if self._bar is not None:
-            self._task = self._bar.add_task(label, total=total_steps)
+            self._tasks[index] = self._bar.add_task(label, total=total_steps)
         else:
             self.console.print(f"{label}: running", highlight=False)
 
-    def advance(self, completed_steps: int) -> None:
+    def advance(self, completed_steps: int, index: int | None = None) -> None:
+        index = self._last if index is None else index
+        total = self._totals.get(index) if index is not None else None
         # Validation lines carry step max_steps (after the last step): never show "201/200".
-        if self._total is not None:
-            completed_steps = min(completed_steps, self._total)
-        if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, completed=completed_steps)
+        if total is not None:
+            completed_steps = min(completed_steps, total)
+        task = self._tasks.get(index) if index is not None else None
+        if self._bar is not None and task is not None:
+            self._bar.update(task, completed=completed_steps)
 
     def eta_s(self, done_index: int) -> float | None:
-        """Seconds left for the jobs after `done_index`, at the mean wall time of the jobs that ran
-        so far (skipped jobs cost nothing and are left out of the mean)."""
+        """Seconds left for the jobs not ended yet, at the mean wall time of the jobs that ran so far
+        (skipped jobs cost nothing and are left out of the mean), `at_once` of them at a time.
+        `done_index`: how many jobs have ended."""
         left = self._total_jobs - done_index
         if left <= 0 or not self._run_walls:
             return None
-        return left * sum(self._run_walls) / len(self._run_walls)
+        return left * sum(self._run_walls) / len(self._run_walls) / min(self._at_once, left)
 
     def finish(self, index: int, name: str, status: str, wall: float, summary: dict, reason: str | None) -> None:
-        if self._bar is not None and self._task is not None:
-            self._bar.remove_task(self._task)
-            self._task = None
+        task = self._tasks.pop(index, None)
+        self._totals.pop(index, None)
+        if self._bar is not None and task is not None:
+            self._bar.remove_task(task)
         self._run_walls.append(wall)
+        self._ended += 1
         metric = (summary.get("metrics") or {}).get("val_loss")
         tps = (summary.get("throughput") or {}).get("tokens_per_sec")
         bits = [f"{status}", f"{_fmt_s(wall)}"]
@@ -79,12 +92,14 @@ class Progress:
         if reason and status != "completed":
             bits.append(f"reason: {data(reason)}")
         style = "green" if status == "completed" else "red"
-        eta = self.eta_s(index)
+        # One at a time, a job's place says how many are behind it; side by side, the count of ended jobs does.
+        eta = self.eta_s(index if self._at_once == 1 else self._ended)
         tail = f" (bake-off: about {_fmt_s(eta)} left)" if eta is not None else ""
         head = data(f"[{index}/{self._total_jobs}] {name}")
         self.console.print(f"{head}: [{style}]{', '.join(bits)}[/{style}]{tail}", highlight=False)
 
     def skipped(self, index: int, name: str) -> None:
+        self._ended += 1
         self.console.print(data(f"[{index}/{self._total_jobs}] {name}: unchanged, not re-run (use --force to re-run)"),
                            highlight=False)
 
