@@ -15,7 +15,8 @@ NVLink, which that figure does not describe.
 Writes collective.json (rank 0) to --out, else SM_MODEL_DIR; exits 1 with the reason (also
 in SageMaker's failure file) when a result is wrong. BAKEOFF_COLLECTIVE_FAULT_RANK=k makes
 rank k contribute a wrong value: the planted fault the tests use to show a failure is caught.
-Torch only: it runs in the training image before anything of bakeoff's runtime is needed.
+Torch and bakeoff_runtime's backend table only: it runs in the training image before anything
+else of bakeoff's runtime is needed.
 """
 from __future__ import annotations
 
@@ -26,14 +27,16 @@ import sys
 import time
 from pathlib import Path
 
+from bakeoff_runtime.backend_table import BACKENDS
+
 FAULT_ENV = "BAKEOFF_COLLECTIVE_FAULT_RANK"
 SCHEMA = "bakeoff.collective/1"
 
 
 def backend_and_device(torch, local_rank: int) -> tuple[str, object, object]:
     """(process-group backend, device, sync function) for this leg's backend."""
-    wanted = os.environ.get("BAKEOFF_COLLECTIVE_BACKEND") or {
-        "neuron": "xla", "cuda": "nccl"}.get(os.environ.get("BAKEOFF_BACKEND", ""), "gloo")
+    row = BACKENDS.get(os.environ.get("BAKEOFF_BACKEND", ""))
+    wanted = os.environ.get("BAKEOFF_COLLECTIVE_BACKEND") or (row.collective_group if row else "gloo")
     if wanted == "xla":
         import torch_xla
         import torch_xla.core.xla_model as xm

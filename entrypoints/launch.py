@@ -35,6 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from bakeoff_runtime.backend_table import BACKENDS  # noqa: E402
 from bakeoff_runtime.contract import TrainingEnv  # noqa: E402
 
 WORKER = "BAKEOFF_WORKER"
@@ -44,10 +45,12 @@ def devices_per_host(env: TrainingEnv) -> int:
     explicit = os.environ.get("BAKEOFF_NPROC_PER_NODE")
     if explicit:
         return int(explicit)
-    backend = os.environ.get("BAKEOFF_BACKEND", "")
-    if backend in ("neuron", "torchneuron") and env.num_neurons:
+    # One process per device SageMaker counts for the backend's accelerator.
+    row = BACKENDS.get(os.environ.get("BAKEOFF_BACKEND", ""))
+    accelerator = row.accelerator if row else None
+    if accelerator == "neuron" and env.num_neurons:
         return env.num_neurons
-    if backend == "cuda" and env.num_gpus:
+    if accelerator == "gpu" and env.num_gpus:
         return env.num_gpus
     return 1
 
@@ -61,7 +64,8 @@ def distributed_environment(env: TrainingEnv) -> dict[str, str]:
             # torchrun_driver.py of the SageMaker SDK sets NCCL's interface from resourceconfig too.
             out.setdefault("NCCL_SOCKET_IFNAME", env.network_interface)
             out.setdefault("GLOO_SOCKET_IFNAME", env.network_interface)
-        if os.environ.get("BAKEOFF_BACKEND") == "neuron":
+        row = BACKENDS.get(os.environ.get("BAKEOFF_BACKEND", ""))
+        if row is not None and row.torch_neuronx:
             # The Neuron runtime's root communicator (rank 0's address). torch-xla would
             # default it to MASTER_ADDR:62182 (torch_xla/_internal/neuron.py); set it
             # explicitly so the job's log shows what the hosts meet on.

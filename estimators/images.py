@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bakeoff_runtime.backend_table import BACKENDS
+
 LOOKED_UP = "2026-12-02"
 
 
@@ -135,9 +137,9 @@ def registry_account(region: str) -> str:
 
 
 def default_image(backend: str) -> Image:
-    if backend == "torchneuron":
-        raise NoDefaultImage("backend 'torchneuron' (TorchNeuron, the native `neuron` device) has no published "
-                             "training image (a closed beta on Trn2/Trn3); give the leg an explicit `image:`")
+    known = BACKENDS.get(backend)
+    if known is not None and known.no_image:
+        raise NoDefaultImage(f"backend {backend!r} {known.no_image}; give the leg an explicit `image:`")
     for image in CATALOG:
         if image.backend == backend and image.default:
             return image

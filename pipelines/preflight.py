@@ -5,6 +5,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime.backend_table import row
+
 from .errors import SpecError
 from .spec import BakeoffSpec
 from .terminal_text import data
@@ -26,7 +28,7 @@ def legs_to_check(spec: BakeoffSpec, names: list[str] | None) -> list[str]:
             if n not in known:
                 raise SpecError(f"no leg named {n!r} (legs: {', '.join(sorted(known))})", field="--leg")
         return names
-    trn = [leg.name for leg in spec.legs if leg.backend in ("neuron", "torchneuron")]
+    trn = [leg.name for leg in spec.legs if row(leg.backend_name).accelerator == "neuron"]
     return trn or [spec.legs[0].name]
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from bakeoff_runtime.backend_table import row
+
 from .names import STEP_NAME_RE, precompile_step, step_name
 from .spec_fields import MAX_GLOBAL_BATCH, SpecFieldError
 from .spec_legs import Leg, ScalingSize
@@ -23,16 +25,6 @@ if TYPE_CHECKING:  # the spec's validator calls check_derived: this module sits 
 
 SCALING: Literal["scaling"] = "scaling"
 ABLATION: Literal["ablation"] = "ablation"
-# Backends whose local emulation runs collectives across processes (gloo on the CPU).
-MULTI_PROCESS_BACKENDS = ("cpu",)
-# Why the others run one process (what the plan, the terminal and the report say).
-ONE_PROCESS_WHY = {
-    # Tried with torch-xla 2.9.0: under torchrun each process sees a world of 1 and
-    # CPU_NUM_DEVICES=2 hangs in XLA's rendezvous (tests/test_one_algorithm.py).
-    "neuron": "PyTorch/XLA's CPU client cannot run collectives across processes, so one process stands for "
-              "all {devices} devices (global batch kept)",
-    "cuda": "one process on the local GPU stands for all {devices} devices (global batch kept)",
-}
 
 
 @dataclass(frozen=True)
@@ -203,8 +195,9 @@ def local_processes(spec: BakeoffSpec, leg: str, devices: int, global_batch: int
     global batch splits over), on backends whose local emulation can run collectives."""
     if devices <= 1 or not in_sweep(spec, leg):
         return 1, "one process (global batch kept)"
-    if emulation_backend not in MULTI_PROCESS_BACKENDS:
-        return 1, ONE_PROCESS_WHY.get(emulation_backend, "one process (global batch kept)").format(devices=devices)
+    emulation = row(emulation_backend)  # whether it runs collectives across processes, and why not
+    if not emulation.local_multi_process:
+        return 1, emulation.local_one_process_why.format(devices=devices)
     cap = min(devices, capacity or machine_processes())
     n = next(k for k in range(cap, 0, -1) if global_batch % k == 0)
     why = (f"{n} gloo processes stand for the {devices} devices" if n == devices else

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from bakeoff_runtime.backend_table import row
 from estimators import lookup_instance
 
 from .names import STEP_NAME_RE, precompile_step, step_name
@@ -505,7 +506,7 @@ class BakeoffSpec(_Model):
                     raise SpecFieldError(("legs", i, "image"), f"image is in {where} but the pipeline runs in "
                                          f"{region} (storage.region); SageMaker pulls images only from its own "
                                          "region: push the image to that region's registry")
-            elif leg.backend != "torchneuron":
+            elif not row(leg.backend_name).no_image:  # a default image: AWS's, from this region's registry
                 from estimators.images import REGISTRY_ACCOUNTS
 
                 if region not in REGISTRY_ACCOUNTS:
@@ -573,7 +574,7 @@ class BakeoffSpec(_Model):
     def baseline(self) -> str:
         if self.parity.baseline:
             return self.parity.baseline
-        gpu = [leg.name for leg in self.legs if leg.backend == "cuda"]
+        gpu = [leg.name for leg in self.legs if row(leg.backend_name).default_baseline]
         return gpu[-1] if gpu else self.legs[-1].name
 
     def parity_rule(self) -> dict[str, Any]:

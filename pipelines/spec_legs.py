@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from bakeoff_runtime.backend_table import backends_where, row
 from estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
 from estimators.registry import kind_for_backend
 
@@ -135,7 +136,8 @@ class Leg(_Model):
             object.__setattr__(self, "backend", kind.default_backend)
         elif not kind.supports(self.backend):
             where = ", ".join(kind_for_backend(self.backend)) or "no known instance"
-            extra = " (TorchNeuron is trn2/trn3 only)" if self.backend == "torchneuron" else ""
+            note = row(self.backend).instances_note
+            extra = f" ({note})" if note else ""
             raise SpecFieldError("backend", f"backend {self.backend!r} cannot run on {self.instance_type} "
                                  f"({kind.name}: {', '.join(kind.backends)}){extra}; it runs on: {where}")
         if self.instance_count > 1:
@@ -152,10 +154,13 @@ class Leg(_Model):
         if self.max_wait_s is not None and self.max_wait_s < self.max_runtime_s:
             raise SpecFieldError("max_wait_s", f"max_wait_s={self.max_wait_s} must be >= max_runtime_s="
                                  f"{self.max_runtime_s}")
-        if self.precompile and self.backend != "neuron":
-            raise SpecFieldError("precompile", "precompile (neuron_parallel_compile) is for neuron legs")
-        if self.compile == "torch_compile" and self.backend not in ("cuda", "cpu"):
-            raise SpecFieldError("compile", f"compile: torch_compile is for cuda/cpu legs; {self.backend} "
+        backend = row(self.backend_name)
+        if self.precompile and not backend.torch_neuronx:
+            neuronx = "/".join(backends_where(lambda r: r.torch_neuronx))
+            raise SpecFieldError("precompile", f"precompile (neuron_parallel_compile) is for {neuronx} legs")
+        if self.compile == "torch_compile" and not backend.eager:
+            eager = "/".join(backends_where(lambda r: r.eager))
+            raise SpecFieldError("compile", f"compile: torch_compile is for {eager} legs; {self.backend} "
                                  "legs are compiled by XLA already")
         return self
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bakeoff_runtime.backend_table import row
+
 from .errors import SpecError
 from .spec import BakeoffSpec
 
@@ -78,7 +80,7 @@ def design_warnings(spec: BakeoffSpec) -> list[str]:
         if spec.security.volume_kms_key and leg.instance.local_storage:
             out.append(f"leg {leg.name}: {leg.instance_type} has local NVMe storage, which SageMaker encrypts with "
                        "the instance's hardware key; the volume KMS key is not applied to it")
-    cached = [leg.name for leg in spec.legs if leg.backend == "neuron" or leg.compile == "torch_compile"]
+    cached = [leg.name for leg in spec.legs if row(leg.backend_name).torch_neuronx or leg.compile == "torch_compile"]
     if spec.security.network_isolation and cached:
         out.append(f"security.network_isolation: {', '.join(cached)} cannot reach the S3 compile cache from an "
                    "isolated container, so each of their jobs compiles from scratch (the time shows as compile "

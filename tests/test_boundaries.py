@@ -22,6 +22,8 @@ TORCH_FREE = (
     "", "contract", "script_contract", "inert_text", "job_outputs", "output_digest",
     # process and package helpers both sides use
     "parent_death", "package_install", "mlflow_install", "mlflow_net",
+    # what each backend is (spec, estimators, compiler and container read it)
+    "backend_table",
     # the verdict: the statistics and the evaluation that decides (numpy/scipy, no torch)
     "stats", "sequential", "multiplicity", "evaluation", "validity", "scaling", "porting", "report_format",
 )

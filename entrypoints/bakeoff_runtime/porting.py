@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .backend_table import BACKENDS
 from .report_format import md, md_block, md_row
 
 # Job environment that changes numerics (what the evaluation config carries per leg).
@@ -71,25 +72,27 @@ def numerics(leg_cfg: dict[str, Any], figures: dict[str, Any] | None = None) -> 
     runs = (figures or {}).get("runs", [])
     recorded: dict[str, Any] = next((dict(r["environment"]) for r in runs if r.get("environment")), {})
     backend, precision = leg_cfg.get("backend"), leg_cfg.get("precision")
+    row = BACKENDS.get(backend or "")
     flags = env.get("NEURON_CC_FLAGS") or recorded.get("neuron_cc_flags")
     rounding = env.get("NEURON_RT_STOCHASTIC_ROUNDING_EN")
     if rounding is not None:
         sr = "on" if rounding == "1" else "off"
     else:
-        sr = "runtime default" if backend in ("neuron", "torchneuron") else "n/a (not Neuron)"
+        sr = "runtime default" if row and row.accelerator == "neuron" else "n/a (not Neuron)"
     return {
         # bakeoff's runtime autocasts the forward pass only and keeps fp32 parameters and optimizer state.
         "autocast": ("bf16 (forward pass)" if precision == "bf16" else "off (fp32)" if precision == "fp32"
                      else "as the script sets it"),
         "master_weights": "fp32" if precision in ("bf16", "fp32") else "as the script sets it",
         "stochastic_rounding": sr,
-        "compiler_flags": flags or ("none (eager)" if backend in ("cuda", "cpu") else "default"),
+        "compiler_flags": flags or ("none (eager)" if row and row.eager else "default"),
         "environment": {k: env[k] for k in sorted(env) if k in NUMERICS_ENV},
     }
 
 
 def _cache_saving(f: dict[str, Any]) -> dict[str, Any]:
     split = f.get("compile_cache") or {}
+    row = BACKENDS.get(f.get("backend") or "")
     cold, warm = split.get("time_to_first_step_s_cold"), split.get("time_to_first_step_s_warm")
     out = {"compile_time_s": f.get("compile_time_s_mean"), "cold_runs": split.get("cold_runs", 0),
            "warm_runs": split.get("warm_runs", 0), "time_to_first_step_s_cold": cold,
@@ -98,7 +101,7 @@ def _cache_saving(f: dict[str, Any]) -> dict[str, Any]:
         out["saved_s"] = cold - warm
         out["saved_fraction"] = (cold - warm) / cold if cold else None
         out["note"] = "time to first step, cold start minus warm start"
-    elif f.get("emulated") and f.get("backend") == "neuron":
+    elif f.get("emulated") and row is not None and row.torch_device == "xla":
         # On PyTorch/XLA's CPU device the persistent cache keeps stable keys but cannot load them
         # (pytorch/xla issue 9094): a local run cannot show Neuron's saving.
         out["note"] = "emulated on XLA's CPU device, which cannot load cached executables: the saving shows on trn1"

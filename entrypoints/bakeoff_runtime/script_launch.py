@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .backend_table import BACKENDS
 from .contract import TrainingEnv
 from .script_contract import (
     PROBE_FILE,
@@ -82,10 +83,11 @@ def prepare(env: TrainingEnv, script: Path, leg_args: list[str], settings: Scrip
     seed = env.hyperparameters.get(SEED_HP)
     # Locally the neuron leg is emulated and the GPU leg may run on the CPU: the counts are of
     # what this job really has, as the toolkit would count them, except that an emulated
-    # neuron leg has as many "NeuronCores" as it runs processes.
+    # Neuron leg has as many "NeuronCores" as it runs processes.
     emulated = os.environ.get("BAKEOFF_EMULATED_ON")
     neurons = count_neuron_cores()
-    if not neurons and emulated and os.environ.get("BAKEOFF_BACKEND") == "neuron":
+    backend = BACKENDS.get(os.environ.get("BAKEOFF_BACKEND", ""))
+    if not neurons and emulated and backend is not None and backend.accelerator == "neuron":
         neurons = int(os.environ.get("BAKEOFF_NPROC_PER_NODE") or 1)
     environment = sagemaker_environment(env, hps, entry_point=script.name, code_dir=script.parent,
                                         num_gpus=count_gpus(), num_neurons=neurons, user_args=arguments)

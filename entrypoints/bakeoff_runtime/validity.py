@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .backend_table import BACKENDS
+
 # The first logged loss (step 0, before any update) of a seed on two legs: the same model,
 # weights and batch give the same value up to precision; bf16 autocast moves it by well
 # under 1% on the built-in LM. 5% relative leaves room for that and catches a different model.
@@ -48,10 +50,6 @@ def is_validity_check(check: dict[str, Any]) -> bool:
     return check["name"].split(":", 1)[0] in KINDS
 
 
-# The device type a leg's parameters must be on, per backend.
-DEVICE_OF_BACKEND = {"neuron": "xla", "torchneuron": "neuron", "cuda": "cuda", "cpu": "cpu"}
-
-
 def _records(runs: list[dict]) -> list[dict]:
     return [r["summary"] for r in runs if r.get("summary") and r["summary"].get("status") in (COMPLETED, "diverged")]
 
@@ -65,12 +63,14 @@ def _emulated_cpu(cfg: dict) -> bool:
 def backend_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     name = f"backend:{leg}"
     backend = cfg.get("backend") or "cpu"
-    want = DEVICE_OF_BACKEND.get(backend, backend)
+    row = BACKENDS.get(backend)
+    device = row.torch_device if row else None  # the device type its parameters must be on
+    want = device or backend
     records = _records(runs)
     if not records:
         return {"name": name, "status": "unchecked", "passed": False,
                 "why": f"{leg}: no run completed, so where it trained cannot be shown"}
-    if backend == "cuda" and _emulated_cpu(cfg):
+    if row is not None and row.accelerator == "gpu" and _emulated_cpu(cfg):
         return {"name": name, "status": "unchecked", "passed": False,
                 "why": f"{leg} stands for a GPU but ran on {cfg.get('emulated_on')} here: CUDA use can only be "
                        "shown on a GPU"}
@@ -88,9 +88,9 @@ def backend_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
                             f"{', '.join(sorted(d for d in devices if d != want))}, not {want}")
         compile_ = s.get("compile") or {}
         graphs = (compile_.get("compiled_graphs") or 0) + (compile_.get("cached_compiles") or 0)
-        if backend == "neuron" and not graphs:
+        if device == "xla" and not graphs:
             problems.append(f"seed {s.get('seed')}: no XLA graph was compiled or run")
-        if backend == "cuda" and not s.get("peak_device_memory_bytes"):
+        if device == "cuda" and not s.get("peak_device_memory_bytes"):
             problems.append(f"seed {s.get('seed')}: no CUDA memory was allocated")
     if not any((s.get("model") or {}).get("devices") for s in records):
         return {"name": name, "status": "unchecked", "passed": False,
@@ -98,11 +98,12 @@ def backend_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
                        "bakeoff saw)"}
     if problems:
         script_mode = any(s.get("mode") == "script" for s in records)
+        # How to put the parameters on their device (no such fix when that device is the CPU).
         fix = ("; give the leg the arguments that make the script choose it (legs[].arguments, e.g. "
                f"[--device, {want}])" if script_mode else "; move the model and batches to rt.device")
         return {"name": name, "status": "failed", "passed": False, "ran_on": seen,
                 "why": f"{leg} did not train on its {backend} backend, so its verdict says nothing about "
-                       f"{cfg.get('instance_type')}: " + "; ".join(problems[:3]) + (fix if backend != "cpu" else "")}
+                       f"{cfg.get('instance_type')}: " + "; ".join(problems[:3]) + (fix if want != "cpu" else "")}
     return {"name": name, "status": "passed", "passed": True, "ran_on": seen[:1],
             "why": f"{leg} trained on {want} ({seen[0]})"}
 

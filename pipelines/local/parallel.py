@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bakeoff_runtime import contract
+from bakeoff_runtime.backend_table import BACKENDS
 
 from .jobs import JobProcess
 from .slots import thread_environment, threads_per_process
@@ -61,8 +62,9 @@ class ParallelJobs:
         for i, name in enumerate(order, 1):
             job = jobs[name]
             width = len(job.hosts) * max(1, int(job.environment.get(ENV["nproc_per_node"], "1") or 1))
+            backend = BACKENDS.get(job.environment.get(ENV["backend"], ""))
             self.slots[name] = _Slot(i, name, job, keys[name], weight=width,
-                                     gpu=gpu and job.environment.get(ENV["backend"]) == "cuda")
+                                     gpu=gpu and backend is not None and backend.local_needs_gpu)
 
     # --- what the signal handler and the executor call ---------------------------------------
     def interrupt(self) -> None:

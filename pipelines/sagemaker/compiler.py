@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime import contract, porting
+from bakeoff_runtime.backend_table import PREFLIGHT_BACKEND, row
 from estimators.compile_cache import cache_key, cache_uri
 from estimators.prices import price_for
 from estimators.registry import instance_of
@@ -213,7 +214,7 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
         pass
     else:
         env[ENV["compile_cache"]] = cache
-        if leg.backend == "neuron":
+        if row(leg.backend_name).torch_neuronx:  # Neuron reads and writes its cache there itself
             env["NEURON_COMPILE_CACHE_URL"] = cache
     if spec.mlflow.enabled and spec.mlflow.tracking_uri and not spec.security.network_isolation:
         # An isolated job cannot reach the server: the Evaluate step back-fills its run.
@@ -322,7 +323,7 @@ def preflight_step(plan: Plan, leg: str | None = None, steps: int | None = None,
     it fails (stopping the pipeline) when it finds a blocker. `bakeoff preflight` runs this
     same request locally."""
     spec = plan.spec
-    name = leg or next((lg.name for lg in spec.legs if lg.backend == "neuron"), spec.legs[0].name)
+    name = leg or next((lg.name for lg in spec.legs if lg.backend == PREFLIGHT_BACKEND), spec.legs[0].name)
     job = plan.jobs_of(name)[0]
     ENV = contract.ENV
     step, _ = _training_step(plan, job, **kw)
@@ -337,7 +338,7 @@ def preflight_step(plan: Plan, leg: str | None = None, steps: int | None = None,
                gradient_accumulation_steps=str(one.gradient_accumulation_steps))
     args["HyperParameters"] = dict(sorted(hps.items()))
     env = {k: v for k, v in args["Environment"].items() if not k.startswith(("NEURON_", "FI_", "RDMAV_"))}
-    env.update({"PJRT_DEVICE": "CPU", ENV["backend"]: "neuron", ENV["preflight"]: "1",
+    env.update({"PJRT_DEVICE": "CPU", ENV["backend"]: PREFLIGHT_BACKEND, ENV["preflight"]: "1",
                 ENV["preflight_fail_on_blocker"]: "1", ENV["nproc_per_node"]: "1"})
     # A preflight that crashes has found something too: it fails the step, so no trn job starts
     # (the training steps' continue-on-failure is for the Evaluate step, which this step is not).

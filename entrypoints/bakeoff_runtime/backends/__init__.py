@@ -1,7 +1,8 @@
 """Backend adapters: the only thing that differs between the legs of a bake-off.
 
-A small registry of names to implementations, imported lazily so that a CUDA
-image never imports torch_xla and a Neuron image never touches CUDA.
+A small registry of names to implementations (each row's `adapter` in
+bakeoff_runtime.backend_table), imported lazily so that a CUDA image never imports
+torch_xla and a Neuron image never touches CUDA.
 """
 from __future__ import annotations
 
@@ -11,12 +12,9 @@ from typing import Any
 
 import torch
 
-REGISTRY: dict[str, str] = {
-    "neuron": "bakeoff_runtime.backends.neuron:NeuronBackend",
-    "torchneuron": "bakeoff_runtime.backends.torchneuron:TorchNeuronBackend",
-    "cuda": "bakeoff_runtime.backends.cuda:CudaBackend",
-    "cpu": "bakeoff_runtime.backends.cpu:CpuBackend",
-}
+from ..backend_table import BACKENDS, row
+
+REGISTRY: dict[str, str] = {name: r.adapter for name, r in BACKENDS.items()}
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -92,10 +90,6 @@ class Backend:
 
 
 def get_backend(name: str, precision: str = "fp32", local_rank: int = 0) -> Backend:
-    try:
-        target = REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown backend {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
-    module_name, _, cls_name = target.partition(":")
+    module_name, _, cls_name = row(name).adapter.partition(":")  # a ValueError naming the known ones
     cls = getattr(importlib.import_module(module_name), cls_name)
     return cls(precision=precision, local_rank=local_rank)
