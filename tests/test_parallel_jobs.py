@@ -20,7 +20,13 @@ from bakeoff_runtime import contract
 from pipelines.local.doomed import DoomWatch
 from pipelines.local.jobs import Outcome
 from pipelines.local.parallel import ParallelJobs
-from pipelines.local.slots import default_jobs, thread_environment, threads_per_process
+from pipelines.local.slots import (
+    default_jobs,
+    rendezvous_environment,
+    thread_environment,
+    threads_per_process,
+    warms_locally,
+)
 
 # A job: its curve of val_mse at steps 10 and 20; then, if told, wait for a file before ending.
 FAKE_JOB = r"""
@@ -264,3 +270,40 @@ def test_an_error_in_one_job_stops_the_others_and_is_raised(tmp_path):
         runner.run()
     rec = json.loads((tmp_path / "jobs" / "g5-s0" / "job.json").read_text())
     assert rec["interrupted"]  # the job beside it was stopped and recorded as interrupted, not left running
+
+
+def test_a_leg_whose_cache_warms_here_starts_its_later_seeds_after_its_first_and_others_go_ahead(tmp_path):
+    """g5 stands for a torch.compile leg: its later seeds wait for g5-s0 to fill the inductor cache (as one
+    at a time they would start warm); trn1's seeds are not held up meanwhile."""
+    curves = {n: list(GOOD) for n in ORDER}
+    gate = tmp_path / "release-g5-s0"
+    out = tmp_path / "out"
+    x = FakeExecutor(out, [0, 1, 2], curves, {"g5-s0": gate})
+    compiled = {contract.ENV["backend"]: "cpu", contract.ENV["torch_compile"]: "1",
+                contract.ENV["compile_cache"]: str(tmp_path / "cache")}
+    jobs = {n: FakeJob(n, n, n.split("-")[0], int(n.split("-s")[1]),
+                       dict(compiled) if n.startswith("g5") else {contract.ENV["backend"]: "neuron"}) for n in ORDER}
+
+    def release() -> None:  # once trn1 has gone ahead as far as it can
+        deadline = time.time() + 60
+        while "trn1-s2" not in x.started and time.time() < deadline:
+            time.sleep(0.02)
+        gate.touch()
+
+    threading.Thread(target=release, daemon=True).start()
+    runner = ParallelJobs(x, ORDER, jobs, {n: n for n in ORDER}, set(), {}, DoomWatch(x.spec),
+                          SimpleNamespace(training_job_names={}), None, 2, gpu=False)
+    runner.run()
+    started = x.started
+    assert started.index("trn1-s2") < started.index("g5-s1")  # g5-s1 waited; trn1 went ahead
+    assert sorted(started) == sorted(ORDER)
+    assert not rendezvous_environment(1, {})  # one process: nothing to meet on
+
+
+def test_jobs_of_several_processes_meet_on_ports_of_their_own():
+    first, second = rendezvous_environment(2, {}), rendezvous_environment(4, {})
+    name = contract.ENV["master_port"]
+    assert set(first) == {name} and 0 < int(first[name]) < 65536 and int(second[name]) > 0
+    assert rendezvous_environment(2, {name: "29500"}) == {}  # the spec's port is kept
+    assert warms_locally({contract.ENV["torch_compile"]: "1", contract.ENV["compile_cache"]: "/c"})
+    assert not warms_locally({contract.ENV["compile_cache"]: "/c"})  # XLA on the CPU cannot load its cache

@@ -114,7 +114,9 @@ def test_a_metric_regex_that_never_matches_stops_after_the_first_seed(tmp_path):
     proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow")
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "val_loss" in proc.stderr and "train_loss" in proc.stderr
-    assert not (tmp_path / "out" / "jobs" / "trn1-s1").exists()
+    for later in (p for p in (tmp_path / "out" / "jobs").iterdir() if not p.name.endswith("-s0")):
+        record = json.loads((later / "job.json").read_text())  # started beside the first seed: stopped
+        assert record["status"] == "failed" and "interrupted" in record["reason"], record
 
 
 GPT_ENTRY = {"argument_style": "equals", "seed": {"argument": "seed"}, "unit": "tokens", "units_per_step": 256,

@@ -90,5 +90,12 @@ def test_a_misspelt_parity_metric_stops_after_the_first_seed_with_exit_2(tmp_pat
     last = proc.stderr.strip().splitlines()[-1]
     assert "bakeoff.yaml:" in last and "parity.metric" in last and "(they reported: val_loss)" in last
     assert "Traceback" not in proc.stderr
-    ran = sorted(p.name for p in (tmp_path / "out" / "jobs").iterdir())
-    assert ran == ["g5-s0", "m5-s0"]  # the other seeds were not run
+    # No job of a later seed completed: with jobs side by side (the default here), one that started beside
+    # the first seed was stopped and recorded so, and a re-run after the fix runs it again.
+    jobs = tmp_path / "out" / "jobs"
+    assert {"g5-s0", "m5-s0"} <= {p.name for p in jobs.iterdir()}
+    for later in (p for p in jobs.iterdir() if not p.name.endswith("-s0")):
+        record = json.loads((later / "job.json").read_text())
+        assert record["status"] == "failed" and "interrupted" in record["reason"], record
+    one = bakeoff("run", spec, "--out", tmp_path / "one", "--no-mlflow", "--jobs", "1")
+    assert one.returncode == 2 and sorted(p.name for p in (tmp_path / "one" / "jobs").iterdir()) == ["g5-s0", "m5-s0"]

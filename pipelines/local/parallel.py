@@ -1,6 +1,9 @@
 """The training jobs of a local run, up to `--jobs` of them at once, decided as if one at a time.
 
-Jobs start in the plan's order (seed-major) whenever a slot is free. Whatever the order in
+Jobs start in the plan's order (seed-major) whenever a slot is free, with one exception: a
+job whose compile cache can warm on this machine (a `torch.compile` leg's inductor cache; the
+XLA leg's cannot, pytorch/xla 9094) waits for the first job of its leg to end, so that it
+starts warm as it would one at a time (the jobs behind it start meanwhile). Whatever the order in
 which they end, their results are read in the plan's order: the doomed-leg rule
 (doomed.py), the first seed's metric check and every file and record see the same sequence
 as with `--jobs 1`, so the same jobs are run, stopped and decided. Starting a job before
@@ -22,7 +25,7 @@ from bakeoff_runtime import contract
 from bakeoff_runtime.backend_table import BACKENDS
 
 from .jobs import JobProcess
-from .slots import thread_environment, threads_per_process
+from .slots import rendezvous_environment, thread_environment, threads_per_process, warms_locally
 
 
 @dataclass
@@ -42,6 +45,7 @@ class _Slot:
     error: BaseException | None = None
     cancelled: bool = False  # stopped because its leg was doomed by a job ahead of it
     feed: bool = True  # read by the doomed-leg rule (jobs that ran or were reused)
+    warm_after: str | None = None  # the step whose end fills the compile cache this job starts from
 
 
 class ParallelJobs:
@@ -65,6 +69,12 @@ class ParallelJobs:
             backend = BACKENDS.get(job.environment.get(ENV["backend"], ""))
             self.slots[name] = _Slot(i, name, job, keys[name], weight=width,
                                      gpu=gpu and backend is not None and backend.local_needs_gpu)
+        firsts: dict[str, str] = {}  # leg -> its first job in the plan's order
+        for name in order:
+            job = jobs[name]
+            first = firsts.setdefault(job.leg, name)
+            if first != name and warms_locally(job.environment):
+                self.slots[name].warm_after = first
 
     # --- what the signal handler and the executor call ---------------------------------------
     def interrupt(self) -> None:
@@ -104,8 +114,9 @@ class ParallelJobs:
         return sum(s.weight for s in self.slots.values() if s.state == "running")
 
     def _dispatch_one(self) -> bool:
-        """Start (or settle without running) the next job in order, if it may start now."""
-        slot = next((s for s in (self.slots[n] for n in self.order) if s.state == "waiting"), None)
+        """Start (or settle without running) the next job in order that may start now."""
+        slot = next((s for s in (self.slots[n] for n in self.order) if s.state == "waiting" and
+                     not self._cache_filling(s)), None)
         if slot is None:
             return False
         name, job = slot.name, slot.job
@@ -124,6 +135,13 @@ class ParallelJobs:
             return False
         self._start(slot)
         return True
+
+    def _cache_filling(self, slot: _Slot) -> bool:
+        """Whether the job that fills this job's compile cache has still to end (a reused or
+        settled first job has ended; a doomed or stopped leg's jobs never run, so never wait)."""
+        if slot.warm_after is None or slot.job.leg in self.stopped or slot.job.leg in self.watch.doomed:
+            return False
+        return self.slots[slot.warm_after].state in ("waiting", "running")
 
     def _record_doomed(self, slot: _Slot) -> None:
         import shutil
@@ -146,7 +164,7 @@ class ParallelJobs:
         job = slot.job
         threads = threads_per_process(self.at_once, slot.weight)
         env = {**job.environment, contract.ENV["job_key"]: slot.key,
-               **thread_environment(threads, job.environment)}
+               **thread_environment(threads, job.environment), **rendezvous_environment(slot.weight, job.environment)}
         slot.job = job = type(job)(**{**job.__dict__, "environment": env})
         total = int(json.loads(job.hyperparameters.get("max_steps", "0")) or 0) or None
         self.x.progress.begin(slot.index, job.name, total)

@@ -11,7 +11,11 @@ the same jobs with another `--jobs` is not a reason to run them again.
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Mapping
 from pathlib import Path
+
+from bakeoff_runtime.contract import ENV
 
 # What one local job may hold at its peak: the quickstart's trn1 job (torch + torch_xla on
 # PJRT's CPU device) peaked at about 1.1 GiB of host memory in its summary.json
@@ -74,3 +78,21 @@ def thread_environment(threads: int | None, environment: dict[str, str]) -> dict
         return {}
     return {name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
             if name not in environment and name not in os.environ}
+
+
+def rendezvous_environment(processes: int, environment: Mapping[str, str]) -> dict[str, str]:
+    """A free port for a job of several processes to meet on. Every job's launcher defaults to
+    the same one (7777, as on SageMaker, where each job has its instances to itself); two such
+    jobs side by side on this machine would both bind it. A port the spec sets is kept."""
+    if processes <= 1 or ENV["master_port"] in environment:
+        return {}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return {ENV["master_port"]: str(s.getsockname()[1])}
+
+
+def warms_locally(environment: Mapping[str, str]) -> bool:
+    """Whether a job's compile cache can warm on this machine: a `torch.compile` leg's inductor
+    cache can; PyTorch/XLA on the CPU writes its persistent cache but cannot load it back
+    (pytorch/xla 9094), so an XLA leg's later seeds gain nothing by waiting for the first."""
+    return environment.get(ENV["torch_compile"]) == "1" and bool(environment.get(ENV["compile_cache"]))
