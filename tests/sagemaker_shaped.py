@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import tarfile
@@ -41,6 +42,9 @@ def _environment(request_env: dict[str, str], store: LocalS3, opt_ml: Path, extr
     for key, value in request_env.items():
         env[key] = str(store.path(value)) if isinstance(value, str) and value.startswith("s3://") else value
     env["BAKEOFF_OPT_ML"] = str(opt_ml)
+    # A rendezvous port of its own: SageMaker gives each job its instances, this machine is shared by
+    # tests running side by side (pytest -n), and torchrun's default port would be bound twice.
+    env["BAKEOFF_MASTER_PORT"] = str(free_port())
     env.update(extra)
     assert not [k for k in env if k.startswith("SM_")]
     return env
@@ -115,3 +119,9 @@ def run_processing(request: dict[str, Any], root: Path, store: LocalS3,
         for a in app.get("ContainerArguments", [])]
     proc = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, timeout=timeout)
     return proc, opt_ml
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 from jobtree import JobLayout
+from sagemaker_shaped import free_port
 
 from bakeoff_runtime.contract import TrainingEnv
 from conftest import ENTRYPOINTS
@@ -55,7 +56,8 @@ def _run_script(tmp_path, body: str, hps=None, extra_env=None, timeout=300):
     layout.lay_out(hps, {}, "ml.m5.xlarge")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "BAKEOFF_", "MLFLOW_"))}
     env.update(layout.environment({}, hps))
-    env.update({"BAKEOFF_BACKEND": "cpu", "BAKEOFF_PRECISION": "fp32", "PYTHONPATH": str(ENTRYPOINTS)})
+    env.update({"BAKEOFF_BACKEND": "cpu", "BAKEOFF_PRECISION": "fp32", "PYTHONPATH": str(ENTRYPOINTS),
+                "BAKEOFF_MASTER_PORT": str(free_port())})  # torchrun's default is shared by tests side by side
     env.update(extra_env or {})
     proc = subprocess.run([sys.executable, str(ENTRYPOINTS / "launch.py"), str(src / "job.py")], env=env,
                           capture_output=True, text=True, timeout=timeout, cwd=src)
