@@ -357,6 +357,7 @@ def test_errors_map_one_to_one_to_exit_codes(monkeypatch, capsys):
         assert capsys.readouterr().err.count("\n") == 1  # one line
 
 
+@pytest.mark.slow  # moto's CloudFormation loads every resource model it emulates: about 20 s on 2 cores
 def test_start_finds_a_cdk_deployed_pipeline_by_its_stack(aws, capfd):
     from pipelines import SpecError, deploy, start, synth
 
