@@ -127,10 +127,18 @@ def job_name(leg: str, seed: int) -> str:
     return f"{leg}-s{seed}"
 
 
-def parse_training_step_name(name: str) -> tuple[str, int] | None:
-    """(leg, seed) of a training step's name, or None for any other step."""
-    m = re.fullmatch(r"Train-(?P<leg>.+)-s(?P<seed>\d+)", name)
+_JOB_NAME = re.compile(r"(?P<leg>.+)-s(?P<seed>\d+)")
+
+
+def parse_job_name(name: str) -> tuple[str, int] | None:
+    """(leg, seed) of a job's name (job_name), or None for any other name."""
+    m = _JOB_NAME.fullmatch(name)
     return (m["leg"], int(m["seed"])) if m else None
+
+
+def parse_training_step_name(name: str) -> tuple[str, int] | None:
+    """(leg, seed) of a training step's name (training_step_name), or None for any other step."""
+    return parse_job_name(name[len("Train-"):]) if name.startswith("Train-") else None
 
 
 # --- the step line and the metric definitions that parse it -------------------------------

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .contract import parse_job_name
 from .output_digest import COVERED, DIGEST_FILE, mismatch
 
 CURVE_POINTS = 200       # points kept per training curve
@@ -23,17 +23,28 @@ MAX_EVAL_RECORDS = 2000  # validation records kept per job (they are few: one pe
 
 
 def _from_tar(path: Path, name: str) -> bytes | None:
+    return _many_from_tar(path, (name,)).get(name)
+
+
+def _many_from_tar(path: Path, names: tuple[str, ...]) -> dict[str, bytes]:
+    """The first regular member of each base name in `names`, in one pass over the archive (an
+    output archive is read once, however many of its files the evaluation needs)."""
+    found: dict[str, bytes] = {}
     try:
         with tarfile.open(path) as tar:
             for member in tar.getmembers():
+                base = member.name.rsplit("/", 1)[-1]
                 # Regular files only: extractfile() follows a link member to its target inside the
                 # archive and raises KeyError when there is none (a hostile or broken output).
-                if member.isfile() and member.name.rsplit("/", 1)[-1] == name:
+                if member.isfile() and base in names and base not in found:
                     handle = tar.extractfile(member)
-                    return handle.read() if handle else None
+                    if handle is not None:
+                        found[base] = handle.read()
+                    if len(found) == len(names):
+                        break
     except (tarfile.TarError, OSError, ValueError, KeyError):
-        return None
-    return None
+        pass  # a truncated or corrupt archive: what was read before the damage stands
+    return found
 
 
 def _parse(line: bytes) -> dict | None:
@@ -160,27 +171,22 @@ def _outputs(job_dir: Path) -> tuple[dict[str, bytes | None], bytes | None] | No
         digest = folder / DIGEST_FILE
         return files, digest.read_bytes() if digest.is_file() else None
     for path in sorted(job_dir.rglob("*.tar.gz")):
-        raw = _from_tar(path, "summary.json")
-        if raw:
-            metrics = _from_tar(path, "metrics.jsonl")
-            return {"summary.json": raw, "metrics.jsonl": metrics}, _from_tar(path, DIGEST_FILE)
+        members = _many_from_tar(path, (*COVERED, DIGEST_FILE))
+        if members.get("summary.json"):
+            return {name: members.get(name) for name in COVERED}, members.get(DIGEST_FILE)
     return None
-
-
-_JOB_DIR = re.compile(r"(?P<leg>.+)-s(?P<seed>\d+)")
 
 
 def named_job(directory_name: str) -> tuple[str, int] | None:
     """(leg, seed) of a job directory named as the Evaluate step fetches it (contract.job_name)."""
-    named = _JOB_DIR.fullmatch(directory_name)
-    return (named["leg"], int(named["seed"])) if named else None
+    return parse_job_name(directory_name)
 
 
 def _not_this_job(job_dir: Path, summary: dict[str, Any]) -> str | None:
     """An output fetched as one job (its directory is the job's name) that says it is another's."""
-    named = _JOB_DIR.fullmatch(job_dir.name)
+    named = parse_job_name(job_dir.name)
     leg, seed = summary.get("leg"), summary.get("seed")
-    if not named or leg is None or seed is None or (named["leg"], named["seed"]) == (str(leg), str(seed)):
+    if not named or leg is None or seed is None or (named[0], str(named[1])) == (str(leg), str(seed)):
         return None
     return (f"its outputs changed after it finished: the output of {job_dir.name} is that of {leg}-s{seed}; "
             "its numbers are not used")

@@ -38,8 +38,8 @@ def fail_p_value(check: dict[str, Any]) -> float | None:
         return None
     if not se:
         return 0.0  # a point interval beyond the margin (no spread and no step to floor it at)
-    beyond_high = 1.0 - float(stats._t_cdf((diff - margin) / se, df))   # H0: diff <= +margin
-    beyond_low = float(stats._t_cdf((diff + margin) / se, df))          # H0: diff >= -margin
+    beyond_high = 1.0 - float(stats.t_cdf((diff - margin) / se, df))   # H0: diff <= +margin
+    beyond_low = float(stats.t_cdf((diff + margin) / se, df))          # H0: diff >= -margin
     if check.get("test_kind") == stats.NON_INFERIORITY:
         return beyond_high if check.get("direction", "minimize") == "minimize" else beyond_low
     return min(beyond_high, beyond_low)

@@ -16,6 +16,12 @@ import re
 MONEY_RULE = "money in dollars and cents; amounts under one cent to three significant figures"
 
 
+def seed_span(seeds: list[int]) -> str:
+    """Sorted seeds as a reader says them: "0-4" for a run of three or more, else "0, 2, 5"."""
+    return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)) else \
+        ", ".join(map(str, seeds))
+
+
 def _missing(v) -> bool:
     return v is None or (isinstance(v, float) and not math.isfinite(v))
 

@@ -7,7 +7,7 @@ import html
 from typing import Any
 
 from . import stats
-from .report_format import md, usd
+from .report_format import md, seed_span, usd
 
 FIXED_POWER = 0.8
 
@@ -45,11 +45,6 @@ def _fixed(ev: dict[str, Any]) -> dict[str, Any] | None:
     return {"seeds": seeds, "sigma": sigma, "jobs": seeds * len(legs), "cost_usd": cost}
 
 
-def _seeds(seeds: list[int]) -> str:
-    return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)) else \
-        ", ".join(map(str, seeds))
-
-
 def _lines(ev: dict[str, Any]) -> list[str]:
     spent, fixed, design = _spent(ev), _fixed(ev), ev.get("sequential")
     emulated = " (emulated locally: not what the target hardware would bill)" if (ev.get("speed") or {}).get(
@@ -69,7 +64,7 @@ def _lines(ev: dict[str, Any]) -> list[str]:
     looks = ev.get("looks") or {}
     if looks.get("earlier"):
         before = "; ".join(f"look {x.get('look')} ({(x.get('design') or {}).get('kind', 'fixed')}) on seeds "
-                           f"{_seeds(x.get('seeds') or [])}: {x.get('verdict')}" for x in looks["earlier"])
+                           f"{seed_span(x.get('seeds') or [])}: {x.get('verdict')}" for x in looks["earlier"])
         out.append(f"This is look {looks.get('this_look')} at this directory's data; before it: {before}.")
     if fixed and fixed.get("seeds"):
         out.append(f"A fixed design sized for {FIXED_POWER:.0%} power at this spread (paired SD "

@@ -35,7 +35,8 @@ def _t_ppf(q, df):
     return _sp.stdtrit(df, q)
 
 
-def _t_cdf(x, df):
+def t_cdf(x, df):
+    """Student's t distribution function (scipy.special.stdtr), for tests built on this module's intervals."""
     return _sp.stdtr(df, x)
 
 
@@ -154,7 +155,7 @@ def outlier(diffs: Sequence[float], alpha: float = OUTLIER_ALPHA, step: float | 
         sd = floored_sd(stdev(others), step, paired=True)
         gap = x - fmean(others)
         t = math.inf if sd == 0 and gap else (0.0 if sd == 0 else gap / (sd * math.sqrt(1 + 1 / (n - 1))))
-        p = min(1.0, n * 2 * float(1 - _t_cdf(abs(t), n - 2))) if math.isfinite(t) else 0.0
+        p = min(1.0, n * 2 * float(1 - t_cdf(abs(t), n - 2))) if math.isfinite(t) else 0.0
         if worst is None or p < worst["p_value"]:
             worst = {"index": i, "difference": x, "t": t, "p_value": p, "pairs": n}
     return worst if worst is not None and worst["p_value"] <= alpha else None
@@ -195,8 +196,8 @@ def tost_p_values(diff: float, se: float, df: float, low: float, high: float) ->
     """p of H0: diff <= low and of H0: diff >= high; None when there is no spread to test with."""
     if se == 0:
         return None, None
-    p_low = float(_t_cdf(-(diff - low) / se, df))
-    p_high = float(_t_cdf((diff - high) / se, df))
+    p_low = float(t_cdf(-(diff - low) / se, df))
+    p_high = float(t_cdf((diff - high) / se, df))
     return p_low, p_high
 
 
@@ -270,7 +271,7 @@ def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float,
             out["p_value"] = max(p_low, p_high)
         else:  # one-sided, H0: the leg is worse than the baseline by the margin or more
             worse = out["diff"] if direction == "minimize" else -out["diff"]
-            out["p_value"] = float(_t_cdf((worse - margin) / out["se"], out["df"]))
+            out["p_value"] = float(t_cdf((worse - margin) / out["se"], out["df"]))
     else:
         # No spread at all: the interval is a point and a p-value would be a pretence.
         out["p_value"] = None

@@ -21,6 +21,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime.contract import parse_training_step_name
+from bakeoff_runtime.report_format import seed_span
+
 from ..errors import SpecError
 from .files import write_json_atomically
 
@@ -53,11 +56,6 @@ def read(out: Path) -> list[dict[str, Any]]:
     return looks
 
 
-def _span(seeds: list[int]) -> str:
-    return f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 else \
-        ", ".join(map(str, seeds))
-
-
 def check(out: Path, jobs: dict[str, str], seeds: list[int], sequential: dict[str, Any] | None) -> int:
     """The number of the look this decision is (an earlier one's when its jobs are the same),
     or SpecError when it would be a look at data already looked at that no design counts.
@@ -86,9 +84,9 @@ def judge(looks: list[dict[str, Any]], jobs: dict[str, str], seeds: list[int], s
         if look.get("execution_arn"):
             what += f": {look['execution_arn']}"
         raise SpecError(
-            f"{where} was decided `{look.get('verdict')}` on seeds {_span(sorted(look['seeds']))} ({what}); "
-            f"deciding seeds {_span(sorted(seeds))}, which reuse {len(shared)} of its jobs, at the full alpha would "
-            "be a second look at the same data that no design counts (its false-pass and false-fail rates would "
+            f"{where} was decided `{look.get('verdict')}` on seeds {seed_span(sorted(look['seeds']))} ({what}); "
+            f"deciding seeds {seed_span(sorted(seeds))}, which reuse {len(shared)} of its jobs, at the full alpha "
+            "would be a second look at the same data that no design counts (its false-pass and false-fail rates would "
             "no longer be alpha). Go on honestly with fresh seeds, none of them looked at (e.g. "
             f"`seeds: {fresh}`), on their own or with `--until-decided` (a design that spends alpha over its "
             "looks)", file=file)
@@ -104,13 +102,12 @@ def training_steps(definition: dict[str, Any]) -> tuple[dict[str, str], list[int
     jobs, seeds = {}, set()
     for step in definition.get("Steps") or []:
         name = str(step.get("Name", ""))
-        if step.get("Type") != "Training" or not name.startswith("Train-") or "-s" not in name:
+        named = parse_training_step_name(name)
+        if step.get("Type") != "Training" or named is None:
             continue
         arguments = {k: v for k, v in (step.get("Arguments") or {}).items() if k != "Tags"}
         jobs[name] = digest(arguments)
-        tail = name.rsplit("-s", 1)[1]
-        if tail.isdigit():
-            seeds.add(int(tail))
+        seeds.add(named[1])
     return jobs, sorted(seeds)
 
 

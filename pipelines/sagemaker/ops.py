@@ -12,13 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bakeoff_runtime.contract import parse_training_step_name
+
 from ..aws_session import aws, region_of
 from ..errors import AwsError, Cancelled, RunError, SpecError, TimedOut
 from .compiler import CompiledPipeline
 
 RETRIES = {"max_attempts": 10, "mode": "adaptive"}
 TERMINAL = {"Succeeded", "Failed", "Stopped"}
-_TRAIN_STEP = re.compile(r"^Train-(?P<leg>.+)-s(?P<seed>\d+)$")
 
 
 class SageMakerOps:
@@ -246,7 +247,7 @@ class SageMakerOps:
         looks (pipelines/local/looks.py): the training jobs each decided on (from the definition it
         ran), its design and verdict. An execution that never finished its Evaluate step decided
         nothing and is left out."""
-        from ..local.looks import training_steps
+        from ..local.looks import design_of, training_steps
 
         if not self._pipeline_exists(pipeline):
             return []
@@ -267,7 +268,7 @@ class SageMakerOps:
                 continue  # running, stopped or stopping: no verdict to have looked at
             arn = summary["PipelineExecutionArn"]
             try:
-                evaluation, _ = self.fetch_evaluation(arn)
+                evaluation = self._evaluation(arn)
             except RunError:
                 continue
             with aws(f"read the definition of {arn}"):
@@ -276,8 +277,7 @@ class SageMakerOps:
             if not jobs:
                 continue
             seq = evaluation.get("sequential") or {}
-            design = ({"kind": "sequential", "max_seeds": int(seq["max_seeds"]), "spending": str(seq.get("spending"))}
-                      if seq.get("max_seeds") else {"kind": "fixed"})
+            design = design_of(seq if seq.get("max_seeds") else None)
             looks.append({"look": len(looks) + 1, "jobs": jobs, "seeds": seeds, "design": design,
                           "verdict": evaluation.get("verdict"), "execution_arn": arn})
         return looks
@@ -287,11 +287,10 @@ class SageMakerOps:
         """evaluation.json of an execution and each training job's BillableTimeInSeconds."""
         steps = self.execution_steps(execution_arn)
         billable: dict[tuple[str, int], float] = {}
-        evaluation_uri = None
         for s in steps:
             meta = s.get("Metadata", {})
-            m = _TRAIN_STEP.match(s.get("StepName", ""))
-            if m and "TrainingJob" in meta:
+            named = parse_training_step_name(s.get("StepName", ""))
+            if named and "TrainingJob" in meta:
                 name = meta["TrainingJob"]["Arn"].rsplit("/", 1)[-1]
                 with aws(f"describe training job {name}"):
                     job = self.sm.describe_training_job(TrainingJobName=name)
@@ -299,7 +298,15 @@ class SageMakerOps:
                 if seconds is None and job.get("TrainingStartTime") and job.get("TrainingEndTime"):
                     seconds = (job["TrainingEndTime"] - job["TrainingStartTime"]).total_seconds()
                 if seconds is not None:
-                    billable[(m["leg"], int(m["seed"]))] = float(seconds)
+                    billable[named] = float(seconds)
+        return self._evaluation(execution_arn, steps), billable
+
+    def _evaluation(self, execution_arn: str, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """evaluation.json of an execution, read from its Evaluate step's output alone (a look needs
+        only the verdict: describing every training job for its billed time is the report's work)."""
+        evaluation_uri = None
+        for s in self.execution_steps(execution_arn) if steps is None else steps:
+            meta = s.get("Metadata", {})
             if s.get("StepName") == "Evaluate" and "ProcessingJob" in meta:
                 name = meta["ProcessingJob"]["Arn"].rsplit("/", 1)[-1]
                 with aws(f"describe processing job {name}"):
@@ -313,4 +320,4 @@ class SageMakerOps:
         bucket, _, key = evaluation_uri[len("s3://"):].partition("/")
         with aws(f"read {evaluation_uri}"):
             body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        return json.loads(body), billable
+        return json.loads(body)
