@@ -60,7 +60,6 @@ def run_checks(executor, steps: dict[str, Any], subs, store, params, plan, pendi
     """Run each leg's check (legs with jobs left to run only); leg -> reason where it failed."""
     from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
     from .definition import Context, resolve
-    from .jobs import run_training
 
     ENV = contract.ENV
     stopped: dict[str, str] = {}
@@ -81,7 +80,7 @@ def run_checks(executor, steps: dict[str, Any], subs, store, params, plan, pendi
                                         "BAKEOFF_COLLECTIVE_BACKEND": "gloo"})
         executor.progress.note(f"leg {leg}: collective check (all-reduce, all-gather) with {n} gloo processes "
                                f"standing for its {world} devices")
-        outcome = run_training(job, job_dir, store, executor._process, lambda line: None)
+        outcome = executor.container(job, job_dir, store, executor._process, lambda line: None)
         publish(job_dir, artifact_uris(steps)[name], store)
         result = _result(job_dir)
         (job_dir / "collective.json").write_text(json.dumps({**result, "processes": n, "leg_world_size": world,

@@ -35,7 +35,7 @@ from ..spec import BakeoffSpec
 from . import looks
 from .definition import Context, parameter_values, resolve, walk_condition
 from .files import write_json_atomically
-from .jobs import JobProcess, Outcome, publish_outputs, run_processing, run_training
+from .jobs import JobContainer, JobProcess, Outcome, publish_outputs, run_processing, run_training
 from .lock import RunLock
 from .progress import Progress
 from .slots import default_jobs
@@ -77,7 +77,10 @@ class LocalExecutor:
     def __init__(self, spec: BakeoffSpec, out_dir: Path, force: bool = False, console=None,
                  use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
                  rule_change: str | None = None, parameters: dict[str, str] | None = None, progress=None,
-                 sequential: dict[str, Any] | None = None, jobs: int | None = None):
+                 sequential: dict[str, Any] | None = None, jobs: int | None = None,
+                 container: JobContainer | None = None):
+        """`container`: how each training request's container is run (default `jobs.run_training`, the
+        request's own command); the seam the engine's tests use to run a torch-free fake in its place."""
         self.spec = spec
         self.out = Path(out_dir).resolve()
         self.force = force
@@ -89,6 +92,7 @@ class LocalExecutor:
         self.rule_change = rule_change
         self.parameters = dict(parameters or {})
         self.sequential = sequential  # a round of `--until-decided`: its looks, for the Evaluate step
+        self.container: JobContainer = container if container is not None else run_training
         self._process = JobProcess()  # the one-at-a-time steps' (Preflight, collective checks, Evaluate)
         # Training jobs at once (slots.py); 1 is one after another, as before `--jobs`.
         self.jobs = max(1, int(jobs)) if jobs else default_jobs()
@@ -358,7 +362,7 @@ class LocalExecutor:
              "hosts": list(job.hosts), "channels": job.channels}, indent=2, sort_keys=True) + "\n")
         started = _now()
         try:
-            outcome = run_training(job, job_dir, store, process, on_line)
+            outcome = self.container(job, job_dir, store, process, on_line)
         except FileNotFoundError as exc:
             raise RunError(f"job {job.name}: {exc}") from None
         if interrupted():
@@ -415,7 +419,7 @@ class LocalExecutor:
         self.progress.note("running the Preflight step first (the pipeline's first step)")
         job_dir = self.out / "preflight" / "step"
         job_dir.mkdir(parents=True, exist_ok=True)
-        outcome = run_training(job, job_dir, store, self._process, lambda line: None)
+        outcome = self.container(job, job_dir, store, self._process, lambda line: None)
         from .collective import artifact_uris, publish
 
         publish(job_dir, artifact_uris({PREFLIGHT_STEP: step})[PREFLIGHT_STEP], store)  # the Evaluate step reads it
@@ -589,7 +593,7 @@ class LocalExecutor:
         self.progress.start(1)
         self.progress.begin(1, f"preflight {leg}", steps)
         try:
-            outcome = run_training(job, job_dir, store, self._process, lambda line: None)
+            outcome = self.container(job, job_dir, store, self._process, lambda line: None)
         finally:
             self.progress.stop()
         report = job_dir / "opt" / "ml" / "model" / "preflight.json"

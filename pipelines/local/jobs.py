@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bakeoff_runtime import contract, parent_death
 
@@ -135,6 +135,15 @@ def lay_out(job: LocalTrainingJob, job_dir: Path, store: LocalS3) -> Path:
             (data / name).mkdir()
             os.symlink(source, data / name / source.name)
     return opt_ml
+
+
+class JobContainer(Protocol):
+    """How a training request's container is run: its `/opt/ml` laid out under `job_dir`, run in
+    `process` (each line it prints to `on_line`), its outcome returned. `run_training` runs the
+    request's ContainerEntrypoint; the engine's tests pass a torch-free fake (tests/engine/)."""
+
+    def __call__(self, job: LocalTrainingJob, job_dir: Path, store: LocalS3, process: JobProcess,
+                 on_line: Callable[[str], None]) -> Outcome: ...
 
 
 def run_training(job: LocalTrainingJob, job_dir: Path, store: LocalS3, process: JobProcess,
