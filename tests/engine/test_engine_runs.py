@@ -1,0 +1,136 @@
+"""What the local engine decides about running jobs: the job cache and --force, a doomed leg's seeds not
+run, a hung job stopped at its max runtime, rounds of --until-decided. The jobs run in the fake
+container (fake_container.py); the Evaluate step and the gate are real. Once real bake-offs in
+tests/test_e2e_local.py, test_doomed.py, test_faults.py and test_sequential.py."""
+import json
+import os
+import shutil
+from pathlib import Path
+
+from conftest import tiny_spec, write_spec
+from fake_container import TRN, FakeContainer, Recipe, bakeoff_cli, verdict_spec
+
+G5 = {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}
+
+
+def test_rerun_skips_finished_jobs_and_force_reruns(monkeypatch, capsys, tmp_path):
+    # tiny_spec: the built-in trainer's requests (an xla:cpu leg and a cpu leg), as tests/test_e2e_local.py runs
+    # them; without MLflow (its store's start-up is most of a run's time here; tests/test_e2e_local.py keeps the
+    # copy of a run with MLflow's store in its jobs' requests).
+    spec = write_spec(tmp_path / "tiny.yaml", tiny_spec())
+    container = FakeContainer(Recipe(metric="val_loss", base=3.0))
+    code, _, err = bakeoff_cli(monkeypatch, capsys, container, "run", spec, "--out", tmp_path / "out", "--no-mlflow")
+    assert code == 0 and len(container.ran) == 4, err[-2000:]
+    # A copy: the cache key is the request as run (its job directories are in it), not where the run lives.
+    out = tmp_path / "copy"
+    shutil.copytree(tmp_path / "out", out, symlinks=True)
+    code, _, same = bakeoff_cli(monkeypatch, capsys, None, "run", spec, "--out", out, "--no-mlflow")
+    assert same.count("unchanged, not re-run") == 4, same[-2000:]
+    assert "running" not in same
+    assert json.loads((out / "evaluation" / "evaluation.json").read_text())["legs"]["trn1"]["completed"] == 2
+    # A changed hyperparameter is new content: those jobs run again; --force re-runs unchanged ones.
+    code, _, changed = bakeoff_cli(monkeypatch, capsys, container, "run", spec, "--out", out, "--no-mlflow",
+                                   "--set", "training.max_steps=31", "--set", "seeds=[0]")
+    assert changed.count("running") == 2 and "unchanged" not in changed
+    assert sorted(container.ran[4:]) == ["p4d-s0", "trn1-s0"]
+    code, _, forced = bakeoff_cli(monkeypatch, capsys, container, "run", spec, "--out", out, "--no-mlflow",
+                                  "--set", "training.max_steps=31", "--set", "seeds=[0]", "--force")
+    assert forced.count("running") == 2 and "unchanged" not in forced
+    assert sorted(container.ran[6:]) == ["p4d-s0", "trn1-s0"]
+
+
+def test_a_leg_that_blows_up_is_not_run_again(monkeypatch, capsys, tmp_path):
+    out = tmp_path / "out"
+    container = FakeContainer(Recipe(diverge={"trn1"}))  # tests/assets/verdict's blowup_on_neuron
+    # One job at a time: nothing of trn1 starts after seed 0 (side by side, a job started beside the one
+    # that dooms its leg is stopped and set aside: tests/test_parallel_jobs.py).
+    code, _, err = bakeoff_cli(monkeypatch, capsys, container, "run", verdict_spec(tmp_path, legs=[TRN, G5]),
+                               "--out", out, "--no-mlflow", "--jobs", "1")
+    # One divergence where the baseline trained cannot show breakage at alpha (exact McNemar needs
+    # 5 such seeds at 0.05), and the seeds not run are no evidence: inconclusive, with the reason.
+    assert code == 3, err[-3000:]
+    assert "leg trn1: stopped early after seed 0" in err
+    assert err.count("trn1-s") == err.count("trn1-s0")  # trn1-s1 and -s2 never start
+    assert container.ran == ["trn1-s0", "g5-s0", "g5-s1", "g5-s2"]
+    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    assert ev["verdict"] == "inconclusive"
+    stability = next(c for c in ev["checks"] if c["name"] == "stability:trn1")
+    assert "2 seed(s) not run: stopped early after seed 0" in stability["why"]
+    runs = {r["seed"]: r for r in ev["legs"]["trn1"]["runs"]}
+    assert {runs[s]["failure_kind"] for s in (1, 2)} == {"doomed"}
+    assert "stopped early after seed 0" in runs[1]["reason"]
+    assert ev["legs"]["g5"]["completed"] == 3
+
+
+def _processes_using(path: Path) -> list[str]:
+    """Command lines of live processes whose command line or environment mentions `path`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (proc / "environ").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(path) in cmd or str(path) in environ:
+            found.append(f"{proc.name}: {cmd[:200]}")
+    return found
+
+
+def test_a_hung_job_is_stopped_at_its_max_runtime_and_leaves_its_reason(monkeypatch, capsys, tmp_path):
+    legs = [{"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32", "max_runtime_s": 1}, G5]
+    out = tmp_path / "out"
+    code, _, err = bakeoff_cli(monkeypatch, capsys, FakeContainer(Recipe(hang={"m5/0"})), "run",
+                               verdict_spec(tmp_path, legs=legs, seeds=2), "--out", out, "--no-mlflow")
+    meta = json.loads((out / "jobs" / "m5-s0" / "job.json").read_text())
+    assert meta["timed_out"] and meta["status"] == "failed" and meta["lost"], meta
+    assert "stopped at its max runtime (1 s" in meta["reason"]
+    model = out / "jobs" / "m5-s0" / "opt" / "ml" / "model"
+    summary = json.loads((model / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["failure_kind"] == "interrupted"
+    assert summary["steps_completed"] == 6  # the steps before the hang are kept
+    assert (out / "jobs" / "m5-s0" / "opt" / "ml" / "output" / "failure").exists()
+    assert len((model / "metrics.jsonl").read_text().splitlines()) >= 1
+    # A job stopped by its stopping condition says nothing about quality: inconclusive, not fail.
+    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    assert ev["verdict"] == "inconclusive" and code == 3, err[-2000:]
+    run = next(r for r in ev["legs"]["m5"]["runs"] if r["seed"] == 0)
+    assert run["status"] == "lost" and "max runtime" in run["reason"]
+    assert not _processes_using(out)
+
+
+def test_a_regression_clear_after_the_first_round_stops_there_with_fail(tmp_path):
+    from pipelines.loader import load_spec
+    from pipelines.local.sequential import run_until_decided
+
+    spec = load_spec(verdict_spec(tmp_path, legs=[TRN, G5], margin=0.02, seeds=3))
+    container = FakeContainer(Recipe(offset={"trn1": 0.1}))  # tests/assets/verdict's lr_on_neuron, in effect
+    result = run_until_decided(spec, tmp_path / "out", max_seeds=9, mlflow=False, container=container)
+    assert result.verdict == "fail" and result.exit_code == 1
+    record = json.loads((tmp_path / "out" / "sequential.json").read_text())
+    assert record["looks"] == [3] and len(record["rounds"]) == 1 and record["jobs_run"] == 6
+    assert len(container.ran) == 6
+    assert result.evaluation["sequential"]["looks"] == [3]
+
+
+def test_an_undecidable_comparison_stops_at_the_cap_inconclusive_with_a_recommendation(tmp_path):
+    from pipelines import api
+
+    container = FakeContainer(Recipe(unpaired={"m5": 0.05}))  # tests/assets/verdict's reshuffle_leg=m5
+    spec = verdict_spec(tmp_path, margin=0.01, seeds=2)
+    result = api.run_local(spec, tmp_path / "out", until_decided=True, max_seeds=4, mlflow=False, container=container)
+    assert result.verdict == "inconclusive" and result.exit_code == 3
+    assert result.evaluation["recommendation"]["why"]
+    record = json.loads((tmp_path / "out" / "sequential.json").read_text())
+    assert record["looks"] == [2, 4] and record["stopped"].startswith("inconclusive at the cap")
+    # the second round ran only the new seeds: the job cache served the first round's
+    assert sorted(record["rounds"][1]["reused"]) == ["g5-s0", "g5-s1", "m5-s0", "m5-s1"]
+    assert sorted(record["rounds"][1]["ran"]) == ["g5-s2", "g5-s3", "m5-s2", "m5-s3"]
+    assert sorted(container.ran) == sorted(f"{leg}-s{s}" for leg in ("m5", "g5") for s in range(4))
+    assert result.evaluation["sequential"]["final"]
+    # Both rounds are looks of the one design, counted as such.
+    looks = json.loads((tmp_path / "out" / "looks.json").read_text())["looks"]
+    assert [(x["look"], x["seeds"], x["design"]["kind"]) for x in looks] == [(1, [0, 1], "sequential"),
+                                                                             (2, [0, 1, 2, 3], "sequential")]
+    assert result.evaluation["looks"]["this_look"] == 2
