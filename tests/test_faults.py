@@ -1,8 +1,6 @@
-"""Faults injected into real local runs: a hung job, a stopped run, two runs on one
-directory, an evaluation that cannot run, outputs changed after the verdict, MLflow
-down. Each ends as promised: nothing lost, nothing stale, no orphan, the right exit code."""
-import contextlib
-import io
+"""Faults injected into real local runs: a stopped run, two runs on one directory, MLflow down.
+Each ends as promised: nothing lost, nothing stale, no orphan, the right exit code. A hung job,
+outputs changed after the verdict and an evaluation that cannot run: tests/engine/."""
 import json
 import os
 import shutil
@@ -10,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
@@ -62,28 +59,6 @@ def _wait_for(predicate, timeout=240.0, what="condition"):
             return
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def test_a_hung_job_is_stopped_at_its_max_runtime_and_leaves_its_reason(tmp_path):
-    legs = [{**LEGS[0], "max_runtime_s": 6}, LEGS[1]]
-    spec = _spec(tmp_path, plant="hang=m5/0", legs=legs)
-    proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow")
-    out = tmp_path / "out"
-    meta = _job(out, "m5-s0")
-    assert meta["timed_out"] and meta["status"] == "failed" and meta["lost"], meta
-    assert "stopped at its max runtime (6 s" in meta["reason"]
-    model = out / "jobs" / "m5-s0" / "opt" / "ml" / "model"
-    summary = json.loads((model / "summary.json").read_text())
-    assert summary["status"] == "failed" and summary["failure_kind"] == "interrupted"
-    assert summary["steps_completed"] == 6  # the steps before the hang are kept
-    assert (out / "jobs" / "m5-s0" / "opt" / "ml" / "output" / "failure").exists()
-    assert len((model / "metrics.jsonl").read_text().splitlines()) >= 1
-    # A job stopped by its stopping condition says nothing about quality: inconclusive, not fail.
-    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
-    assert ev["verdict"] == "inconclusive" and proc.returncode == 3, proc.stderr[-2000:]
-    run = next(r for r in ev["legs"]["m5"]["runs"] if r["seed"] == 0)
-    assert run["status"] == "lost" and "max runtime" in run["reason"]
-    assert not _processes_using(out)
 
 
 def test_sigterm_stops_the_job_group_keeps_what_finished_and_a_rerun_resumes(tmp_path):
@@ -174,192 +149,8 @@ def test_kill_9_of_bakeoff_run_leaves_no_job_running_and_a_rerun_finds_nothing_o
     assert "in use by pid" not in again.stderr
 
 
-def _rewrite_summary(tarball: Path, change) -> None:
-    with tarfile.open(tarball) as tar:
-        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
-    members["summary.json"] = change(members["summary.json"])
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, body in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
-    tarball.write_bytes(buf.getvalue())
-
-
-@pytest.fixture(scope="module")
-def passed_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("passed")
-    spec = _spec(root)
-    proc = bakeoff("run", spec, "--out", root / "out", "--no-mlflow")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return root
-
-
-def _fresh_copy(passed_run, tmp_path) -> Path:
-    shutil.copytree(passed_run, tmp_path / "r", symlinks=True)
-    return tmp_path / "r"
-
-
-def test_report_decides_again_when_a_job_output_changed_after_the_verdict(passed_run, tmp_path):
-    root = _fresh_copy(passed_run, tmp_path)
-    out = root / "out"
-    # The run directory moved: the verdict is still current (nothing it was decided from changed).
-    current = bakeoff("report", out, "--json")
-    assert current.returncode == 0 and "deciding again" not in current.stderr, current.stderr
-    tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
-    # Rewritten after the job finished (by hand, or by another job): its numbers are never used.
-    _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())
-    proc = bakeoff("report", out, "--json")
-    assert "its jobs changed after the verdict was written; deciding again" in proc.stderr, proc.stderr
-    assert proc.stdout.startswith("{"), proc.stderr[-3000:]
-    ev = json.loads(proc.stdout)
-    run = next(r for r in ev["legs"]["m5"]["runs"] if r["seed"] == 1)
-    assert run["status"] == "lost" and run["failure_kind"] == "changed-output", run
-    assert "its outputs changed after it finished (summary.json does not match" in run["reason"]
-    # One seed without a result on m5 alone: undecided, neither the tampered fail nor a pass.
-    assert ev["verdict"] == "inconclusive" and proc.returncode == 3
-    assert json.loads((out / "evaluation" / "evaluation.json").read_text())["verdict"] == "inconclusive"
-
-
-@contextlib.contextmanager
-def _read_only(directory: Path):
-    """`directory` read-only as an unpacked artifact or a shared mount is: a read-only bind mount
-    (root ignores permission bits), or the permission bits when not root."""
-    if os.geteuid() != 0:
-        modes = {p: p.stat().st_mode for p in [directory, *directory.rglob("*")] if not p.is_symlink()}
-        for p in modes:
-            p.chmod(modes[p] & ~0o222)
-        try:
-            yield
-        finally:
-            for p, mode in modes.items():
-                p.chmod(mode)
-        return
-    bound = subprocess.run(["mount", "--bind", str(directory), str(directory)], capture_output=True)
-    if bound.returncode != 0:
-        pytest.skip(f"cannot make a read-only directory here: {bound.stderr.decode().strip()}")
-    try:
-        if subprocess.run(["mount", "-o", "remount,ro,bind", str(directory)], capture_output=True).returncode:
-            pytest.skip("cannot remount read-only here")
-        yield
-    finally:
-        subprocess.run(["umount", str(directory)], check=True)
-
-
-def test_report_of_a_read_only_run_directory_writes_elsewhere_and_changes_nothing(passed_run, tmp_path):
-    root = _fresh_copy(passed_run, tmp_path)
-    out = root / "out"
-    (tmp_path / "cwd").mkdir()
-    before = {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()}
-    with _read_only(root):
-        proc = bakeoff("report", out, "--json", cwd=tmp_path / "cwd")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert f"{out / 'evaluation'} is read-only: the report goes to {tmp_path / 'cwd' / 'bakeoff-report-out'}" \
-            in proc.stderr
-        files, elsewhere_dir = json.loads(proc.stdout)["files"], tmp_path / "cwd" / "bakeoff-report-out"
-        assert Path(files["report"]).resolve() == (elsewhere_dir / "report.html").resolve()
-        assert json.loads((elsewhere_dir / "evaluation.json").read_text())["verdict"] == "pass"
-        assert {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()} == before
-        # A changed job needs the verdict decided again, which writes: one line saying what to do.
-        tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
-    elsewhere = bakeoff("report", out, "--out", tmp_path / "asked")
-    assert elsewhere.returncode == 0 and (tmp_path / "asked" / "report.html").exists(), elsewhere.stderr[-3000:]
-    assert {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()} == before, "--out wrote in the run"
-    _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())
-    with _read_only(root):
-        refused = bakeoff("report", out, cwd=tmp_path / "cwd")
-    assert refused.returncode == 2, refused.stderr[-3000:]
-    lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and "is read-only, so it cannot be decided again there" in lines[0], refused.stderr
-    assert f"cp -r {out} DEST" in lines[0]
-
-
-def _rewrite_member(tarball: Path, name: str, body: bytes) -> None:
-    with tarfile.open(tarball) as tar:
-        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
-    assert name in members, sorted(members)
-    members[name] = body
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for member, data in members.items():
-            info = tarfile.TarInfo(member)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    tarball.write_bytes(buf.getvalue())
-
-
-def test_deciding_a_run_directory_again_runs_none_of_its_commands_or_code(passed_run, tmp_path):
-    """A run directory travels (a tarball, a CI artifact): `bakeoff report` re-decides it from its
-    data with this bakeoff, never with the Evaluate command or the code bundle stored in it."""
-    root = _fresh_copy(passed_run, tmp_path)
-    out = root / "out"
-    ran_command, ran_bundle = tmp_path / "command-ran", tmp_path / "bundle-ran"
-    definition = json.loads((out / "pipeline.json").read_text())
-    evaluate = next(s for s in definition["Steps"] if s["Name"] == "Evaluate")
-    evaluate["Arguments"]["AppSpecification"]["ContainerEntrypoint"] = [
-        "/bin/sh", "-c", f"id > {ran_command}; exec python3 /opt/ml/code/evaluate.py \"$@\"", "evaluate"]
-    (out / "pipeline.json").write_text(json.dumps(definition, indent=2))
-    bundle = next(out.glob("s3/**/code/*/sourcedir.tar.gz"))
-    _rewrite_member(bundle, "evaluate.py", f"open({str(ran_bundle)!r}, 'w').write('ran')\n".encode())
-    (out / "evaluation" / "inputs.json").unlink()  # so report must decide again
-
-    proc = bakeoff("report", out, "--json")
-    assert not ran_command.exists() and not ran_bundle.exists(), proc.stderr[-2000:]
-    assert proc.returncode == 0 and json.loads(proc.stdout)["verdict"] == "pass", proc.stderr[-3000:]
-    assert "deciding again" in proc.stderr
-    assert "pipeline.json differs from what this bakeoff compiles for the run's spec.json" in proc.stderr
-    assert "not run: deciding with this bakeoff's evaluation" in proc.stderr
-    assert (out / "evaluation" / "inputs.json").exists()  # decided, and recorded what from
-
-
-def test_an_s3_uri_in_a_run_directory_cannot_reach_outside_its_store(tmp_path):
-    from pipelines.local.store import LocalS3
-
-    store = LocalS3(tmp_path / "s3")
-    assert store.path("s3://b/k/x.json") == tmp_path / "s3" / "b" / "k" / "x.json"
-    for uri in ("s3://b/../../etc/passwd", "s3://../x", "s3://b//etc/passwd", "s3:///etc/passwd", "s3://b/./k"):
-        with pytest.raises(ValueError, match="not an S3 URI this store holds"):
-            store.path(uri)
-
-
-def test_a_truncated_summary_is_a_lost_run_not_a_crash_or_a_stale_pass(passed_run, tmp_path):
-    root = _fresh_copy(passed_run, tmp_path)
-    out = root / "out"
-    tarball = next(out.glob("s3/**/Train-g5-s0-*/output/output.tar.gz"))
-    _rewrite_summary(tarball, lambda raw: raw[: len(raw) // 2])
-    proc = bakeoff("report", out, "--json")
-    ev = json.loads(proc.stdout)
-    run = next(r for r in ev["legs"]["g5"]["runs"] if r["seed"] == 0)
-    assert run["status"] == "lost" and "not valid JSON" in run["reason"]
-    assert ev["verdict"] == "inconclusive" and proc.returncode == 3
-
-
-def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passed_run, tmp_path, monkeypatch,
-                                                                            capsys):
-    from pipelines.cli import main
-    from pipelines.local import executor as executor_module
-    from pipelines.local.jobs import Outcome
-
-    root = _fresh_copy(passed_run, tmp_path)
-    out = root / "out"
-    assert (out / "evaluation" / "evaluation.json").exists()
-
-    def crashing(job, eval_dir, store, process, config_override=None):
-        (eval_dir / "stdout.log").write_text("Traceback (most recent call last):\nMemoryError\n")
-        return Outcome(1, 0.1)
-
-    monkeypatch.setattr(executor_module, "run_processing", crashing)
-    code = main(["run", str(root / "bakeoff.yaml"), "--out", str(out), "--no-mlflow"])
-    err = capsys.readouterr().err
-    assert code == 4, err
-    assert "the evaluation step failed: MemoryError" in err and "no verdict was written" in err
-    for stale in ("evaluation.json", "report.html", "report.md", "gate.json"):
-        assert not (out / "evaluation" / stale).exists(), stale
-    # `bakeoff report` never serves what is not there: it decides again from the jobs.
-    monkeypatch.undo()
-    proc = bakeoff("report", out)
-    assert proc.returncode == 0 and "it has no verdict" in proc.stderr, proc.stderr[-2000:]
+# Deciding a run directory again (`bakeoff report`) from changed, truncated or travelled outputs, and an
+# Evaluate step that cannot run: tests/engine/test_engine_report.py.
 
 
 def _closed_port() -> int:

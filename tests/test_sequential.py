@@ -3,14 +3,13 @@ independent simulation, error rates that hold at bake-off seed counts, the round
 the SageMaker step cache serving finished seeds when the seed list grows."""
 import json
 import math
-import shutil
 
 import numpy as np
 import pytest
 
 from bakeoff_runtime import sequential as seq
 from bakeoff_runtime import stats
-from conftest import ROOT, write_spec
+from conftest import ROOT
 from pipelines.errors import RunError
 from pipelines.loader import load_spec
 from pipelines.rounds import grow, next_size, with_seeds
@@ -169,52 +168,7 @@ def test_finished_seeds_keep_their_cache_keys_when_seeds_grow():
                reuse_problems(before, changed))  # the check can fail
 
 
-# --- end to end (real jobs) ---------------------------------------------------------------------
-def _spec(tmp_path, plant, legs, margin, seeds):
-    shutil.copytree(ROOT / "tests" / "assets" / "verdict", tmp_path / "verdict")
-    return load_spec(write_spec(tmp_path / "bakeoff.yaml", {
-        "name": "verdict", "entrypoint": {"source_dir": "verdict", "script": "train.py"},
-        "hyperparameters": {"plant": plant},
-        "training": {"global_batch_size": 16, "max_steps": 40, "log_interval": 10},
-        "legs": legs, "seeds": seeds, "parity": {"metric": "val_mse", "margin": margin, "baseline": "g5"}}))
-
-
-G5 = {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}
-
-
-@pytest.mark.slow
-def test_a_regression_clear_after_the_first_round_stops_there_with_fail(tmp_path):
-    from pipelines.local.sequential import run_until_decided
-
-    trn = {"name": "trn1", "instance_type": "ml.trn1.2xlarge", "backend": "neuron", "precision": "fp32"}
-    spec = _spec(tmp_path, "lr_on_neuron", [trn, G5], 0.02, 3)
-    result = run_until_decided(spec, tmp_path / "out", max_seeds=9, mlflow=False)
-    assert result.verdict == "fail" and result.exit_code == 1
-    record = json.loads((tmp_path / "out" / "sequential.json").read_text())
-    assert record["looks"] == [3] and len(record["rounds"]) == 1 and record["jobs_run"] == 6
-    assert result.evaluation["sequential"]["looks"] == [3]
-
-
-@pytest.mark.slow
-def test_an_undecidable_comparison_stops_at_the_cap_inconclusive_with_a_recommendation(tmp_path):
-    from pipelines.local.sequential import run_until_decided
-
-    m5 = {"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32"}
-    spec = _spec(tmp_path, "reshuffle_leg=m5", [m5, G5], 0.01, 2)
-    result = run_until_decided(spec, tmp_path / "out", max_seeds=4, mlflow=False)
-    assert result.verdict == "inconclusive" and result.exit_code == 3
-    assert result.evaluation["recommendation"]["why"]
-    record = json.loads((tmp_path / "out" / "sequential.json").read_text())
-    assert record["looks"] == [2, 4] and record["stopped"].startswith("inconclusive at the cap")
-    # the second round ran only the new seeds: the job cache served the first round's
-    assert sorted(record["rounds"][1]["reused"]) == ["g5-s0", "g5-s1", "m5-s0", "m5-s1"]
-    assert sorted(record["rounds"][1]["ran"]) == ["g5-s2", "g5-s3", "m5-s2", "m5-s3"]
-    assert result.evaluation["sequential"]["final"]
-    # Both rounds are looks of the one design, counted as such.
-    looks = json.loads((tmp_path / "out" / "looks.json").read_text())["looks"]
-    assert [(x["look"], x["seeds"], x["design"]["kind"]) for x in looks] == [(1, [0, 1], "sequential"),
-                                                                             (2, [0, 1, 2, 3], "sequential")]
-    assert result.evaluation["looks"]["this_look"] == 2
+# The rounds of a local run (`--until-decided`) end to end: tests/engine/test_engine_runs.py.
 
 
 def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():
