@@ -29,10 +29,10 @@ from bakeoff_runtime import contract, mlflow_net
 
 from ..errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from ..hashing import digest
-from ..names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP
+from ..names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP, parse_step_name, precompile_step
 from ..plan import Plan, build_plan
 from ..spec import BakeoffSpec
-from . import looks
+from . import looks, step_graph
 from .definition import Context, parameter_values, resolve, walk_condition
 from .files import write_json_atomically
 from .jobs import JobContainer, JobProcess, Outcome, publish_outputs, run_processing, run_training
@@ -253,8 +253,9 @@ class LocalExecutor:
             self._look_jobs = ran
             self.sequential = self.sequential or looks.sequential_of(self.out, ran)
             self._look = looks.check(self.out, ran, self.spec.seed_list, self.sequential)
-            evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule.get("original"),
-                                                    installed_code=True)
+            evaluation, path = self._evaluate(steps, ctx, subs, store, rule.get("original"), installed_code=True)
+            gate = self._gate(steps, GATE_STEP, ctx)
+            self._record_look(evaluation)
         return RunResult(self.out, evaluation, path, [], [j.name for j in jobs.values()], gate)
 
     def _stored_definition(self) -> dict[str, Any]:
@@ -306,32 +307,51 @@ class LocalExecutor:
                                "shared the machine (--jobs 1 gives each job the whole machine)")
         for line in plan.bundle.notes():
             self.progress.note(line)
-        for leg in self.spec.legs:
-            if leg.precompile:
-                self.progress.note(f"leg {leg.name}: the Precompile step is skipped locally (neuron_parallel_compile "
-                                   "exists only in Neuron images, and PyTorch/XLA on CPU cannot load cached "
-                                   "executables)")
-        if PREFLIGHT_STEP in steps:
-            self._run_preflight_step(steps[PREFLIGHT_STEP], subs, store, params)
         from .collective import run_checks  # legs[].collective_check: a failure stops its leg
-
-        stopped = run_checks(self, steps, subs, store, params, plan, {jobs[n].leg for n in order if n not in reuse})
-
         from .doomed import DoomWatch  # a leg already shown broken does not pay for its remaining seeds
         from .parallel import ParallelJobs
 
-        watch = DoomWatch(self.spec, int(self.sequential["max_seeds"]) if self.sequential else None)
+        # The definition's own order (step_graph.py), each step run by its kind; the training jobs as
+        # one batch, ordered among themselves by what the definition says of them.
+        pending = {jobs[n].leg for n in order if n not in reuse}
+        stopped: dict[str, str] = {}
         ctx = self._context(compiled.name, params, keys, steps)
-        runner = ParallelJobs(self, order, jobs, keys, reuse, stopped, watch, ctx, store, self.jobs, self.use_gpu)
-        self._parallel = runner
-        self.progress.start(len(order), self.jobs)
-        try:
-            executed, skipped = runner.run()
-        finally:
-            self._parallel = None
-            self.progress.stop()
-
-        evaluation, path, gate = self._evaluate(steps, ctx, subs, store, rule_original)
+        executed: list[str] = []
+        skipped: list[str] = []
+        evaluation: dict[str, Any] | None = None
+        path = self.out / "evaluation" / "evaluation.json"
+        gate: list[dict[str, str]] = []
+        for node in step_graph.run_order(definition, _is_training_job):
+            kind = BATCH_KIND if node == step_graph.BATCH else step_kind(steps[node])
+            if kind == "preflight":
+                self._run_preflight_step(steps[node], subs, store, params)
+            elif kind == "collective":
+                stopped.update(run_checks(self, {node: steps[node]}, subs, store, params, plan, pending))
+            elif kind == "precompile":
+                self.progress.note(f"leg {node[len(precompile_step('')):]}: the Precompile step is skipped locally "
+                                   "(neuron_parallel_compile exists only in Neuron images, and PyTorch/XLA on CPU "
+                                   "cannot load cached executables)")
+            elif kind == BATCH_KIND:
+                watch = DoomWatch(self.spec, int(self.sequential["max_seeds"]) if self.sequential else None)
+                runner = ParallelJobs(self, order, jobs, keys, reuse, stopped, watch, ctx, store, self.jobs,
+                                      self.use_gpu, after=step_graph.batch_constraints(definition, _is_training_job))
+                self._parallel = runner
+                self.progress.start(len(order), self.jobs)
+                try:
+                    executed, skipped = runner.run()
+                finally:
+                    self._parallel = None
+                    self.progress.stop()
+            elif kind == "evaluate":
+                evaluation, path = self._evaluate(steps, ctx, subs, store, rule_original)
+            elif kind == "gate":
+                gate = self._gate(steps, node, ctx)
+            else:
+                raise RunError(f"step {node} ({steps[node].get('Type')}): the local engine has no way to run a step "
+                               "of this kind; deploy the definition to SageMaker to run it")
+        if evaluation is None:
+            raise RunError("the definition has no Evaluate step: nothing decided the bake-off")
+        self._record_look(evaluation)
         return RunResult(self.out, evaluation, path, executed, skipped, gate)
 
     def _stop_if_nobody_reports_the_metric(self, job_dirs: list[Path]) -> None:
@@ -500,8 +520,7 @@ class LocalExecutor:
 
     # --- the Evaluate step and the gate ---------------------------------------------------
     def _evaluate(self, steps: dict[str, Any], ctx: Context, subs: Substitutions, store: LocalS3,
-                  rule_original: dict | None, *,
-                  installed_code: bool = False) -> tuple[dict, Path, list[dict[str, str]]]:
+                  rule_original: dict | None, *, installed_code: bool = False) -> tuple[dict, Path]:
         """`installed_code`: run this bakeoff's evaluate.py, not the one in the run's code bundle
         (deciding a run directory again: its bundle is data, never run)."""
         from estimators.prices import price_for
@@ -564,17 +583,22 @@ class LocalExecutor:
         for pf in step.get("PropertyFiles", []):
             local = job.outputs[pf["OutputName"]][0]
             ctx.property_files[(EVALUATE_STEP, pf["PropertyFileName"])] = local / pf["FilePath"]
-        gate = [{"step": name, "type": s["Type"], **({"message": str(resolve(s["Arguments"]["ErrorMessage"], ctx))}
-                                                     if s["Type"] == "Fail" else {})}
-                for name, s in walk_condition(steps[GATE_STEP], ctx)]
-        write_json_atomically(eval_dir / "gate.json", gate)
-        for taken in gate:
-            if taken["type"] == "Fail":
-                self.progress.note(f"gate: {taken['step']}: {taken['message']}")
         path = eval_dir / "evaluation.json"
-        evaluation = json.loads(path.read_text())
+        return json.loads(path.read_text()), path
+
+    def _gate(self, steps: dict[str, Any], name: str, ctx: Context) -> list[dict[str, str]]:
+        """The Condition step: the path it takes through its If/Else steps (gate.json)."""
+        gate = [{"step": taken, "type": s["Type"], **({"message": str(resolve(s["Arguments"]["ErrorMessage"], ctx))}
+                                                      if s["Type"] == "Fail" else {})}
+                for taken, s in walk_condition(steps[name], ctx)]
+        write_json_atomically(self.out / "evaluation" / "gate.json", gate)
+        for taken_step in gate:
+            if taken_step["type"] == "Fail":
+                self.progress.note(f"gate: {taken_step['step']}: {taken_step['message']}")
+        return gate
+
+    def _record_look(self, evaluation: dict[str, Any]) -> None:
         looks.record(self.out, self._look, self._look_jobs, self.spec.seed_list, self.sequential, evaluation)
-        return evaluation, path, gate
 
     # --- preflight: the same executor, the Preflight step's request ------------------------
     def preflight(self, leg: str, steps: int) -> dict[str, Any]:
@@ -636,6 +660,33 @@ def _finished(job_dir: Path, key: str) -> bool:
         return False
     return meta.get("job_key") == key and meta.get("status") in ("completed", "diverged") \
         and (job_dir / "opt" / "ml" / "model" / "summary.json").exists()
+
+
+BATCH_KIND = "training"
+
+
+def _is_training_job(step: dict[str, Any]) -> bool:
+    return step.get("Type") == "Training" and parse_step_name(str(step.get("Name"))) is not None
+
+
+def step_kind(step: dict[str, Any]) -> str | None:
+    """What a top-level step of a bakeoff definition is, as the local engine runs it."""
+    name, kind = str(step.get("Name")), step.get("Type")
+    if kind == "Training":
+        from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
+
+        if name == PREFLIGHT_STEP:
+            return "preflight"
+        if name.startswith(COLLECTIVE_STEP_PREFIX):
+            return "collective"
+        if name.startswith(precompile_step("")):
+            return "precompile"
+        return BATCH_KIND if parse_step_name(name) else None
+    if kind == "Processing" and name == EVALUATE_STEP:
+        return "evaluate"
+    if kind == "Condition" and name == GATE_STEP:
+        return "gate"
+    return None
 
 
 def _now() -> float:

@@ -1,9 +1,11 @@
 """The training jobs of a local run, up to `--jobs` of them at once, decided as if one at a time.
 
-Jobs start in the plan's order (seed-major) whenever a slot is free, with one exception: a
-job whose compile cache can warm on this machine (a `torch.compile` leg's inductor cache; the
-XLA leg's cannot, pytorch/xla 9094) waits for the first job of its leg to end, so that it
-starts warm as it would one at a time (the jobs behind it start meanwhile). Whatever the order in
+Jobs start in the plan's order (seed-major) whenever a slot is free, except a job that waits
+for others to end: those the definition orders it after (`after`: DependsOn among training
+steps, as a spot leg's later seeds after its first), and, where its compile cache can warm on
+this machine (a `torch.compile` leg's inductor cache; the XLA leg's cannot, pytorch/xla 9094),
+the first job of its leg, so that it starts warm as it would one at a time. The jobs behind a
+waiting job start meanwhile. Whatever the order in
 which they end, their results are read in the plan's order: the doomed-leg rule
 (doomed.py), the first seed's metric check and every file and record see the same sequence
 as with `--jobs 1`, so the same jobs are run, stopped and decided. Starting a job before
@@ -24,6 +26,7 @@ from typing import Any
 from bakeoff_runtime import contract
 from bakeoff_runtime.backend_table import BACKENDS
 
+from ..errors import RunError
 from .jobs import JobProcess
 from .slots import rendezvous_environment, thread_environment, threads_per_process, warms_locally
 
@@ -45,14 +48,15 @@ class _Slot:
     error: BaseException | None = None
     cancelled: bool = False  # stopped because its leg was doomed by a job ahead of it
     feed: bool = True  # read by the doomed-leg rule (jobs that ran or were reused)
-    warm_after: str | None = None  # the step whose end fills the compile cache this job starts from
+    after: set[str] = field(default_factory=set)  # the steps that must end before it starts
 
 
 class ParallelJobs:
     """Runs the training jobs of `executor`'s run; `run()` returns (executed, skipped) job names."""
 
     def __init__(self, executor, order: list[str], jobs: dict[str, Any], keys: dict[str, str], reuse: set[str],
-                 stopped: dict[str, str], watch, ctx, store, at_once: int, gpu: bool):
+                 stopped: dict[str, str], watch, ctx, store, at_once: int, gpu: bool,
+                 after: dict[str, set[str]] | None = None):
         self.x = executor
         self.order, self.jobs, self.keys, self.reuse = order, jobs, keys, reuse
         self.stopped, self.watch, self.ctx, self.store = stopped, watch, ctx, store
@@ -73,8 +77,9 @@ class ParallelJobs:
         for name in order:
             job = jobs[name]
             first = firsts.setdefault(job.leg, name)
+            self.slots[name].after = {d for d in (after or {}).get(name, set()) if d in self.slots}
             if first != name and warms_locally(job.environment):
-                self.slots[name].warm_after = first
+                self.slots[name].after.add(first)  # the step whose end fills the cache it starts from
 
     # --- what the signal handler and the executor call ---------------------------------------
     def interrupt(self) -> None:
@@ -102,6 +107,10 @@ class ParallelJobs:
                     break
                 if self._dispatch_one():
                     continue
+                if not any(s.state == "running" for s in self.slots.values()):
+                    waiting = [s.name for s in self.slots.values() if s.state == "waiting"]
+                    raise RunError(f"training steps {', '.join(waiting)} wait for each other in a circle "
+                                   "(their DependsOn): none can start")
                 self._wait()
         except BaseException:
             self._abandon()
@@ -116,7 +125,7 @@ class ParallelJobs:
     def _dispatch_one(self) -> bool:
         """Start (or settle without running) the next job in order that may start now."""
         slot = next((s for s in (self.slots[n] for n in self.order) if s.state == "waiting" and
-                     not self._cache_filling(s)), None)
+                     not self._waiting_for_others(s)), None)
         if slot is None:
             return False
         name, job = slot.name, slot.job
@@ -136,12 +145,12 @@ class ParallelJobs:
         self._start(slot)
         return True
 
-    def _cache_filling(self, slot: _Slot) -> bool:
-        """Whether the job that fills this job's compile cache has still to end (a reused or
-        settled first job has ended; a doomed or stopped leg's jobs never run, so never wait)."""
-        if slot.warm_after is None or slot.job.leg in self.stopped or slot.job.leg in self.watch.doomed:
+    def _waiting_for_others(self, slot: _Slot) -> bool:
+        """Whether a job it must start after has still to end (a reused or settled job has ended;
+        a doomed or stopped leg's jobs never run, so never wait)."""
+        if not slot.after or slot.job.leg in self.stopped or slot.job.leg in self.watch.doomed:
             return False
-        return self.slots[slot.warm_after].state in ("waiting", "running")
+        return any(self.slots[name].state in ("waiting", "running") for name in slot.after)
 
     def _record_doomed(self, slot: _Slot) -> None:
         import shutil
