@@ -26,8 +26,10 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		echo "chromium could not be installed: the MLflow UI browser test will be skipped"
 
+# Two workers (the 2-core machines CI and developers have): most of a slow test is a job's start-up
+# (imports, XLA compilation), which two tests share the cores through well.
 test: setup browser
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n 2 --dist worksteal
 
 # Everything but the tests that run real training jobs, PyTorch/XLA, MLflow servers or the CDK CLI.
 test-fast: setup
