@@ -5,7 +5,7 @@ An editable install maps `pipelines`, `estimators` and `bakeoff_runtime` to this
 site-packages as `pipelines/_bundle/entrypoints`: a `pipelines` folder there is found on sys.path
 before the import hook is asked, and shadows the checkout's package (`No module named
 'pipelines.cli'`). The checkout's entrypoints/ is the bundle in an editable install
-(pipelines.bundle.entrypoints_dir), so only the CDK library is copied.
+(pipelines.plan.bundle.entrypoints_dir), so only the CDK library is copied.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ e. three legs against one baseline: `evaluate()` on a four-leg config;
 f. `--until-decided` with the shipped defaults: the per-look rule vectorised (the paired t interval
    at the look's level from `sequential.from_config`, read by `stats.decide`), checked replicate by
    replicate against the shipped loop (`evaluate()` with the `sequential` block, look by look, the
-   looks from `pipelines.rounds.next_size`);
+   looks from `pipelines.advice.rounds.next_size`);
 g. the doomed-leg rule: vectorised, checked replicate by replicate against `DoomWatch`
    (pipelines/local/doomed.py) fed the same curves as job directories in seed-major order.
 
@@ -420,8 +420,8 @@ def cell_e(runner: Runner, reps: int, table: Table) -> None:
 # --- f. the sequential loop as shipped (--until-decided) -------------------------------------------
 def shipped_design() -> dict[str, Any]:
     """The design `bakeoff run --until-decided` runs with the spec's default seeds and no flags."""
-    from pipelines import rounds as loop
-    from pipelines.spec import BakeoffSpec
+    from pipelines.advice import rounds as loop
+    from pipelines.spec.model import BakeoffSpec
 
     first = int(BakeoffSpec.model_fields["seeds"].default)
     cap = loop.default_cap(first)

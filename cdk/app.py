@@ -20,7 +20,7 @@ import aws_cdk as cdk
 
 from bakeoff_cdk import BakeoffPipeline, add_security_checks
 from pipelines.errors import BakeoffError, SpecError
-from pipelines.loader import load_spec
+from pipelines.spec.loader import load_spec
 
 HERE = Path(__file__).resolve().parent
 

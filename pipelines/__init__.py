@@ -18,7 +18,7 @@ or drive it on SageMaker from orchestration code:
 
 Each verb returns a frozen pydantic model (`pipelines.api.results`) that serialises to the JSON
 `bakeoff COMMAND --json` prints; nothing prints; errors are `pipelines.errors` classes with the CLI's
-exit codes. `pipelines.prices` is the Price List module; the `prices` verb is `pipelines.api.prices`.
+exit codes. `pipelines.advice.price_list` is the Price List module; the `prices` verb is `pipelines.api.prices`.
 """
 from __future__ import annotations
 
@@ -47,22 +47,23 @@ _ERRORS = ("BakeoffError", "SpecError", "AwsError", "RunError", "TimedOut", "Can
            "ParityFailed", "ParityInconclusive")
 
 _EXPORTS = {
-    "BakeoffSpec": "pipelines.spec", "Leg": "pipelines.spec", "Entrypoint": "pipelines.spec",
-    "ModelConfig": "pipelines.spec", "Training": "pipelines.spec", "Optimizer": "pipelines.spec",
-    "Parity": "pipelines.spec", "Mlflow": "pipelines.spec", "Storage": "pipelines.spec", "Data": "pipelines.spec",
-    "spec_from_dict": "pipelines.loader",
+    "BakeoffSpec": "pipelines.spec.model", "Leg": "pipelines.spec.model", "Entrypoint": "pipelines.spec.model",
+    "ModelConfig": "pipelines.spec.model", "Training": "pipelines.spec.model", "Optimizer": "pipelines.spec.model",
+    "Parity": "pipelines.spec.model", "Mlflow": "pipelines.spec.model", "Storage": "pipelines.spec.model",
+    "Data": "pipelines.spec.model",
+    "spec_from_dict": "pipelines.spec.loader",
     "LocalExecutor": "pipelines.local", "RunResult": "pipelines.local",
-    "build_plan": "pipelines.plan", "prepare_corpus": "pipelines.data",
+    "build_plan": "pipelines.plan.model", "prepare_corpus": "pipelines.plan.corpus",
     **dict.fromkeys(_API_VERBS + _API_TYPES, "pipelines.api"),
     **dict.fromkeys(_ERRORS, "pipelines.errors"),
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
-# Three verbs share their names with submodules (pipelines/plan.py, report.py, preflight.py). Importing a
-# submodule binds it on its package, which would replace the verb; this package keeps the verbs
-# instead. The submodules stay importable by their full names (`from pipelines.report import ...`).
-_VERBS_OVER_SUBMODULES = frozenset({"plan", "report", "preflight"})
+# The `plan` verb shares its name with a subpackage (pipelines/plan/). Importing a subpackage binds it on its
+# package, which would replace the verb; this package keeps the verb instead. The subpackage's modules stay
+# importable by their full names (`from pipelines.plan.model import ...`, `from pipelines.plan import bundle`).
+_VERBS_OVER_SUBMODULES = frozenset({"plan"})
 
 
 class _Package(types.ModuleType):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from .errors import AwsError, SpecError
+from pipelines.errors import AwsError, SpecError
 
 
 def _hint(code: str, message: str, action: str) -> str:

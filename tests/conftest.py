@@ -48,7 +48,7 @@ def bakeoff(*args, cwd=None, env=None, timeout=600):
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
-    from pipelines.data import prepare_corpus
+    from pipelines.plan.corpus import prepare_corpus
 
     out = tmp_path_factory.mktemp("corpus")
     prepare_corpus(out)

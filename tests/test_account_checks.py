@@ -134,7 +134,7 @@ def test_enough_quota_is_no_problem(aws, tmp_path):
 
 
 def test_a_short_trn1_quota_exits_2_with_one_line_naming_the_quota_and_the_need(cli, tmp_path, capsys):
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     _, sq = cli
     _listing(sq, [_quota(name, 1 if name == TRN1 else value) for name, value in ENOUGH.items()])
@@ -153,7 +153,7 @@ def test_a_short_trn1_quota_exits_2_with_one_line_naming_the_quota_and_the_need(
 
 def test_a_short_quota_stops_deploy_before_anything_is_created(cli, tmp_path, capsys):
     from pipelines import SpecError, api
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     ops, sq = cli
     ops.s3.create_bucket(Bucket=BUCKET)
@@ -175,7 +175,7 @@ def test_a_short_quota_stops_deploy_before_anything_is_created(cli, tmp_path, ca
 
 
 def test_enough_quota_deploys_and_skip_quota_check_reads_none(cli, tmp_path, capsys):
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     ops, sq = cli
     ops.s3.create_bucket(Bucket=BUCKET)
@@ -226,7 +226,7 @@ def test_a_quota_without_an_applied_value_is_read_from_the_defaults_and_an_unlis
 
 
 def test_access_denied_is_one_warning_and_the_deploy_goes_on(cli, tmp_path, capsys):
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     ops, sq = cli
     ops.s3.create_bucket(Bucket=BUCKET)

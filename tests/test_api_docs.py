@@ -58,7 +58,7 @@ def test_the_cli_verbs_all_exist_in_the_api():
 
     import pipelines
     import pipelines.api as api
-    from pipelines.cli import build_parser
+    from pipelines.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     # Commands whose verb has another name in Python, and those served by other modules.

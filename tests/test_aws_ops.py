@@ -18,11 +18,11 @@ from jobtree import seal
 
 from bakeoff_runtime.output_digest import DIGEST_FILE
 from conftest import ENTRYPOINTS, ROOT, bakeoff
+from pipelines.api.aws import apply_billable_time
 from pipelines.errors import AwsError
-from pipelines.loader import load_spec
-from pipelines.report import apply_billable_time
 from pipelines.sagemaker import compile_pipeline
 from pipelines.sagemaker.ops import SageMakerOps
+from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 ROLE = "arn:aws:iam::123456789012:role/bakeoff-test"

@@ -16,9 +16,9 @@ from bakeoff_runtime.contract import TrainingEnv
 from conftest import ROOT, tiny_spec
 from estimators.images import NoDefaultImage, default_image
 from estimators.registry import kinds
-from pipelines.loader import spec_from_dict
-from pipelines.spec_fields import Backend
-from pipelines.spec_legs import Leg
+from pipelines.spec.fields import Backend
+from pipelines.spec.legs import Leg
+from pipelines.spec.loader import spec_from_dict
 
 NAMES = list(BACKENDS)
 AN_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/training:1"
@@ -130,8 +130,8 @@ def test_the_spec_allows_precompile_and_torch_compile_where_the_row_does(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_baseline_preflight_and_cache_advice_follow_the_row(name):
-    from pipelines.preflight import legs_to_check
-    from pipelines.validation_advice import design_warnings
+    from pipelines.advice.seeds import design_warnings
+    from pipelines.api.preflight_view import legs_to_check
 
     r = row(name)
     cpu = {"instance_type": "ml.m5.xlarge", "backend": "cpu"}

@@ -6,9 +6,9 @@ import pytest
 from pydantic import ValidationError
 
 from conftest import ROOT
-from pipelines.budget import BudgetPlan, plan_budget
-from pipelines.cli_plan import register
-from pipelines.loader import load_spec
+from pipelines.advice.budget import BudgetPlan, plan_budget
+from pipelines.cli.plan import register
+from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 

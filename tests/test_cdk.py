@@ -29,8 +29,8 @@ from bakeoff_cdk.pipeline import MLFLOW_CLIENT_FOR_SERVER, MLFLOW_SERVER_VERSION
 from bakeoff_cdk.policies import MLFLOW_ACTIONS, MLFLOW_CLIENT_ACTIONS  # noqa: E402
 from estimators.images import registry_account  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
-from pipelines.loader import load_spec  # noqa: E402
 from pipelines.sagemaker import compile_pipeline  # noqa: E402
+from pipelines.spec.loader import load_spec  # noqa: E402
 
 pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 

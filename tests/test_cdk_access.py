@@ -23,7 +23,7 @@ from test_cdk import (
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
 from bakeoff_cdk.policies import START_ACTIONS, VPC_ACTIONS, execution_grants  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
-from pipelines.loader import load_spec  # noqa: E402
+from pipelines.spec.loader import load_spec  # noqa: E402
 
 pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 

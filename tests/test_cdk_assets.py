@@ -25,8 +25,8 @@ from test_cdk import (
 
 from bakeoff_cdk.definition import MARKER, tokenized_definition  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
-from pipelines.loader import load_spec  # noqa: E402
 from pipelines.sagemaker import compile_pipeline  # noqa: E402
+from pipelines.spec.loader import load_spec  # noqa: E402
 
 pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 

@@ -11,7 +11,7 @@ from test_cdk import QUICKSTART, assert_acknowledgments_exact, make_stack, nag_r
 
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
-from pipelines.loader import load_spec  # noqa: E402
+from pipelines.spec.loader import load_spec  # noqa: E402
 
 pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 

@@ -14,8 +14,8 @@ from bakeoff_cdk.definition import image_uris  # noqa: E402
 from conftest import write_spec  # noqa: E402
 from estimators.images import dns_suffix, registry_account  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
-from pipelines.loader import load_spec  # noqa: E402
 from pipelines.sagemaker import compile_pipeline  # noqa: E402
+from pipelines.spec.loader import load_spec  # noqa: E402
 
 pytestmark = pytest.mark.slow  # CDK synthesis (jsii, Node)
 

@@ -103,7 +103,7 @@ def test_status_and_stop_json_in_process(aws, monkeypatch, capsys):  # noqa: F81
     recorded answers given through the session the API uses."""
     import pipelines.api.aws as aws_api
     from pipelines import api
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
     session = session_with({"ListPipelineExecutionSteps": recorded_execution("pass"),
@@ -136,7 +136,7 @@ def test_run_json_is_the_final_summary(tiny_run):
 def test_every_option_has_help_text():
     import argparse
 
-    from pipelines.cli import build_parser
+    from pipelines.cli.main import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

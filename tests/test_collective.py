@@ -78,8 +78,8 @@ def test_comparison_with_the_network_figure_only_across_instances():
 # --- the pipeline step ------------------------------------------------------------------
 def _compiled(overrides):
     from conftest import ROOT
-    from pipelines.loader import load_spec
     from pipelines.sagemaker import compile_pipeline
+    from pipelines.spec.loader import load_spec
 
     spec = load_spec(ROOT / "examples" / "quickstart.yaml", overrides)
     return compile_pipeline(spec, role_arn="arn:aws:iam::123456789012:role/bakeoff-test", bucket="b").definition
@@ -120,8 +120,8 @@ def test_no_collective_step_unless_asked():
 @pytest.mark.slow
 def test_local_run_stops_only_the_leg_whose_check_fails(tmp_path):
     from conftest import tiny_spec, write_spec
-    from pipelines.loader import load_spec
     from pipelines.local.executor import LocalExecutor
+    from pipelines.spec.loader import load_spec
 
     data = tiny_spec(mlflow={"enabled": False}, seeds=2)
     data["training"]["max_steps"] = 4
@@ -155,9 +155,9 @@ def test_every_size_of_a_sweep_gets_its_own_check():
     import yaml
 
     from conftest import ROOT
-    from pipelines.loader import spec_from_dict
     from pipelines.sagemaker import compile_pipeline
     from pipelines.sagemaker.validate import definition_problems
+    from pipelines.spec.loader import spec_from_dict
 
     data = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
     data["legs"][0].update(collective_check=True, scaling=[{"instance_type": "ml.trn1.32xlarge", "instance_count": 2}])

@@ -6,8 +6,8 @@ import pytest
 
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
 from estimators.compile_cache import cache_key, cache_key_inputs
-from pipelines.loader import load_spec
 from pipelines.sagemaker import compile_pipeline
+from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 BASE = {"backend": "neuron", "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/neuronx:2.9.0-sdk2.27.0",

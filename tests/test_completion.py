@@ -5,8 +5,8 @@ import subprocess
 import pytest
 
 from conftest import bakeoff
-from pipelines.cli import build_parser
-from pipelines.completion import SHELLS, commands, script
+from pipelines.cli.completion import SHELLS, commands, script
+from pipelines.cli.main import build_parser
 
 
 def _subcommands() -> list[str]:

@@ -9,7 +9,8 @@ import yaml
 from conftest import ROOT, bakeoff
 
 SCHEMA = ROOT / "bakeoff.schema.json"
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "pipelines" / "templates").glob("*/*.yaml"))
+EXAMPLES = (sorted((ROOT / "examples").glob("*.yaml"))
+            + sorted((ROOT / "pipelines" / "cli" / "templates").glob("*/*.yaml")))
 
 
 def test_committed_schema_is_what_bakeoff_schema_writes():
@@ -35,7 +36,7 @@ def test_every_example_points_at_the_schema_and_passes_it(path):
 
 
 def test_max_steps_default_is_the_one_the_schema_shows():
-    from pipelines.spec import Training
+    from pipelines.spec.model import Training
 
     schema = json.loads(SCHEMA.read_text())["$defs"]["Training"]["properties"]["max_steps"]
     assert schema["default"] == 200 == Training().max_steps == Training().steps
@@ -48,7 +49,7 @@ def test_max_steps_default_is_the_one_the_schema_shows():
 def test_readme_python_snippet_is_the_quickstart_field_for_field():
     """The README says so; a spec that grew in one place and not the other would be a different job."""
     import pipelines
-    from pipelines.loader import load_spec
+    from pipelines.spec.loader import load_spec
 
     text = (ROOT / "README.md").read_text()
     block = re.search(r"```python\n(from pipelines import .*?)```", text, re.S)

@@ -17,8 +17,8 @@ def _hf_module():
 
 
 def test_spec_selects_the_hf_trainer(tmp_path):
-    from pipelines.loader import load_spec
-    from pipelines.plan import build_plan
+    from pipelines.plan.model import build_plan
+    from pipelines.spec.loader import load_spec
 
     spec = load_spec(str(write_spec(tmp_path / "hf.yaml", tiny_spec(**HF_TINY))))
     plan = build_plan(spec)
@@ -31,8 +31,8 @@ def test_spec_selects_the_hf_trainer(tmp_path):
 
 
 def test_without_transformers_a_run_is_one_line_of_bad_input(tmp_path, monkeypatch, capsys):
-    from pipelines import builtins
-    from pipelines.cli import main
+    from pipelines.cli.main import main
+    from pipelines.plan import builtins
 
     real = builtins.importlib.util.find_spec
     monkeypatch.setattr(builtins.importlib.util, "find_spec",
@@ -111,8 +111,8 @@ def _p4d_spec(**extra):
 
 def test_every_job_of_a_script_that_imports_transformers_installs_it_where_the_image_lacks_it(tmp_path):
     """AWS's PyTorch 2.9 GPU image has no transformers (the Neuron one does): without this every p4d job crashed."""
-    from pipelines.loader import load_spec
     from pipelines.sagemaker.compiler import compile_pipeline
+    from pipelines.spec.loader import load_spec
 
     steps = compile_pipeline(load_spec(str(write_spec(tmp_path / "hf.yaml", _p4d_spec())))).definition["Steps"]
     envs = {s["Name"]: s["Arguments"]["Environment"] for s in steps if s["Type"] == "Training"}
@@ -122,7 +122,7 @@ def test_every_job_of_a_script_that_imports_transformers_installs_it_where_the_i
 
 
 def test_under_network_isolation_a_leg_that_cannot_install_transformers_is_refused_in_one_line(tmp_path, capsys):
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     path = write_spec(tmp_path / "hf.yaml", _p4d_spec(security={"network_isolation": True}))
     assert main(["validate", str(path)]) == 2

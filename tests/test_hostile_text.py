@@ -118,7 +118,7 @@ def test_json_output_and_mlflow_tags_carry_job_text_escaped(capsys):
 
 def test_an_error_quoting_outside_text_reaches_the_terminal_inert(tmp_path, capsys):
     """Errors quote paths and job output; a run directory's name is as hostile as a reason."""
-    from pipelines import cli
+    import pipelines.cli.main as cli
 
     run_dir = tmp_path / "run\x1b]0;pwned\x07\u202e"
     run_dir.mkdir()

@@ -7,8 +7,8 @@ import pytest
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
 from estimators import images
 from pipelines.errors import SpecError
-from pipelines.loader import load_spec
 from pipelines.sagemaker.compiler import compile_pipeline
+from pipelines.spec.loader import load_spec
 
 SNAPSHOT = json.loads((ROOT / "tests" / "assets" / "dlc_published_tags.json").read_text())
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"

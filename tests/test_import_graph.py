@@ -24,21 +24,19 @@ PACKAGES = ("pipelines", "estimators")
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Leaves everything may use: errors, hashing, names, text hygiene, boto3 failures as one line.
     ("base", ("pipelines.errors", "pipelines.hashing", "pipelines.names", "pipelines.terminal_text",
-              "pipelines.script_spec", "pipelines.builtins", "pipelines.aws_session", "estimators")),
+              "pipelines.aws_session", "estimators")),
     # The spec: its models, where it comes from, what it derives.
-    ("spec", ("pipelines.spec_fields", "pipelines.spec_legs", "pipelines.spec", "pipelines.loader",
-              "pipelines.overrides", "pipelines.scaling")),
-    # What the spec becomes before anything runs: the plan and its inputs, and advice before spending.
-    ("plan", ("pipelines.plan", "pipelines.bundle", "pipelines.data", "pipelines.packages", "pipelines.emulation",
-              "pipelines.budget", "pipelines.rounds", "pipelines.validation_advice", "pipelines.price_class",
-              "pipelines.regions", "pipelines.prices")),
+    ("spec", ("pipelines.spec",)),
+    # What the spec becomes before anything runs: the plan and its inputs.
+    ("plan", ("pipelines.plan",)),
+    # Advice before spending: seeds, rounds, cost, prices, regions (reads the spec; the plan does not need it).
+    ("advice", ("pipelines.advice",)),
     # The two engines (the compiler lives in pipelines.sagemaker; the local engine runs its definition).
     ("engine", ("pipelines.local", "pipelines.sagemaker")),
     # The Python API, and the views it shares with the CLI.
-    ("api", ("pipelines.api", "pipelines.report", "pipelines.preflight")),
+    ("api", ("pipelines.api",)),
     # The command line (and the package root, whose exports are the API's).
-    ("cli", ("pipelines.cli", "pipelines.cli_aws", "pipelines.cli_plan", "pipelines.cli_output",
-             "pipelines.completion", "pipelines.init", "pipelines.ui", "pipelines")),
+    ("cli", ("pipelines.cli", "pipelines")),
 )
 # Between the two engines, only these: the local engine interprets the definition the compiler writes, and a
 # look's record of its jobs is shared by both (pipelines/local/looks.py: backend-neutral, kept where it is).
@@ -167,11 +165,11 @@ GRAPH = import_graph()
 def test_the_graph_is_read_whole():
     # The graph sees the imports that closed the circles this test was written against, function-level ones
     # included: a graph that missed them would pass for the wrong reason.
-    assert GRAPH["pipelines.spec"].get("pipelines.scaling"), "spec's validator calls scaling.check_derived"
+    assert GRAPH["pipelines.spec.model"].get("pipelines.spec.derived"), "the validator calls derived.check_derived"
     assert GRAPH["pipelines.api.local"].get("pipelines.local.sequential"), "a function-level import"
     assert GRAPH["pipelines.local.executor"].get("pipelines.local.looks"), "`from . import looks`"
     assert "pipelines.local.executor" in GRAPH["pipelines.local"], "a package __init__'s own imports"
-    assert "pipelines.spec" not in GRAPH["pipelines.scaling"], "under TYPE_CHECKING only"
+    assert "pipelines.spec.model" not in GRAPH["pipelines.spec.derived"], "under TYPE_CHECKING only"
 
 
 def test_no_import_circles():

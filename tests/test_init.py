@@ -4,8 +4,8 @@ import json
 import pytest
 
 from conftest import bakeoff
-from pipelines.init import TEMPLATES, init_project
-from pipelines.spec import BakeoffSpec
+from pipelines.cli.init import TEMPLATES, init_project
+from pipelines.spec.model import BakeoffSpec
 
 
 def _script_for(target, template):
@@ -35,7 +35,7 @@ def test_init_then_validate(tmp_path, template):
 
 
 def test_the_templates_are_trn1_against_a_gpu(tmp_path):
-    from pipelines.loader import load_spec
+    from pipelines.spec.loader import load_spec
 
     for template in TEMPLATES:
         script = _script_for(tmp_path / template, template)
@@ -47,7 +47,7 @@ def test_the_templates_are_trn1_against_a_gpu(tmp_path):
 
 
 def test_hf_template_is_the_builtin_trainer_with_data(tmp_path):
-    from pipelines.bundle import entrypoints_dir
+    from pipelines.plan.bundle import entrypoints_dir
 
     init_project(tmp_path, "hf")
     assert (tmp_path / "src" / "train.py").read_bytes() == (entrypoints_dir() / "hf_causal_lm.py").read_bytes()

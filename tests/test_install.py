@@ -19,13 +19,13 @@ def test_wheel_install_runs_the_quickstart(tmp_path):
     assert not (target / "entrypoints").exists()
     assert (target / "pipelines" / "_bundle" / "entrypoints" / "train.py").exists()
     env = {**os.environ, "PYTHONPATH": str(target)}  # ahead of the editable checkout
-    where = subprocess.run([sys.executable, "-c", "import pipelines.bundle as b; print(b.entrypoints_dir())"],
+    where = subprocess.run([sys.executable, "-c", "from pipelines.plan import bundle as b; print(b.entrypoints_dir())"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True).stdout.strip()
     assert where.startswith(str(target))
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "run", str(ROOT / "examples" / "quickstart.yaml"),
-                           "--out", str(out), "--set", "seeds=2", "--set", "training.max_steps=20",
-                           "--set", "training.eval_interval=0", "--no-mlflow"],
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli.main", "run",
+                           str(ROOT / "examples" / "quickstart.yaml"), "--out", str(out), "--set", "seeds=2",
+                           "--set", "training.max_steps=20", "--set", "training.eval_interval=0", "--no-mlflow"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     ev = json.loads((out / "evaluation" / "evaluation.json").read_text())

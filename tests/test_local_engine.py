@@ -6,9 +6,9 @@ import json
 import pytest
 
 from conftest import bakeoff
-from pipelines.loader import load_spec
 from pipelines.local.executor import LOCAL_BUCKET
 from pipelines.sagemaker import compile_pipeline
+from pipelines.spec.loader import load_spec
 
 pytestmark = pytest.mark.slow  # real bake-offs through the local executor
 

@@ -20,7 +20,7 @@ import pytest
 from bakeoff_runtime.mlflow_parent import LEGS_VIEW_TAG, leg_colours, summary_metrics
 from bakeoff_runtime.mlflow_sink import CHILD_PARAMS, SHARED_TAG, split_params
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
-from pipelines.ui import LEGS_VIEW_ID, compare_url, find_views, urls
+from pipelines.cli.ui import LEGS_VIEW_ID, compare_url, find_views, urls
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -186,7 +186,7 @@ def test_children_have_loss_curves_to_compare(logged):
 # --- `bakeoff ui` on the suite's local run -------------------------------------------------------
 @pytest.fixture(scope="module")
 def ui(tiny_run):
-    from pipelines.ui import launch, stop
+    from pipelines.cli.ui import launch, stop
 
     assert tiny_run["proc"].returncode in (0, 1, 3), tiny_run["proc"].stderr[-2000:]
     proc, links = launch(tiny_run["out"], _port())
@@ -317,8 +317,8 @@ def test_bakeoff_ui_compare_views_show_identities_and_legs_side_by_side(ui):
 
 
 def test_the_ui_serves_this_machine_only_unless_asked_and_then_says_what_that_exposes():
-    from pipelines.cli import build_parser
-    from pipelines.ui import exposure_note
+    from pipelines.cli.main import build_parser
+    from pipelines.cli.ui import exposure_note
 
     args = build_parser().parse_args(["ui", "run"])
     assert args.host == "127.0.0.1"

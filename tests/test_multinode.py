@@ -12,9 +12,9 @@ import pytest
 from bakeoff_runtime.contract import TrainingEnv
 from conftest import ENTRYPOINTS, ROOT, tiny_spec, write_spec
 from pipelines.errors import SpecError
-from pipelines.loader import load_spec
 from pipelines.sagemaker.compiler import compile_pipeline
 from pipelines.sagemaker.validate import check_definition
+from pipelines.spec.loader import load_spec
 
 
 def _resourceconfig(tmp_path, current, hosts):

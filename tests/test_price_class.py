@@ -5,10 +5,10 @@ import json
 import pytest
 
 from conftest import bakeoff, tiny_spec, write_spec
-from pipelines.loader import load_spec
-from pipelines.price_class import PRICE_CLASS_RATIO, nearest_gpu, price_class_warnings
-from pipelines.prices import parse_regions
-from pipelines.regions import SNAPSHOT, offered, region_warnings
+from pipelines.advice.price_class import PRICE_CLASS_RATIO, nearest_gpu, price_class_warnings
+from pipelines.advice.price_list import parse_regions
+from pipelines.advice.regions import SNAPSHOT, offered, region_warnings
+from pipelines.spec.loader import load_spec
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +128,7 @@ def test_validate_prints_both_warnings(tmp_path, empty_cache):
 
 
 def test_refresh_availability_asks_for_training_rows_per_instance_and_caches_them(empty_cache):
-    from pipelines.prices import cached_availability, refresh_availability
+    from pipelines.advice.price_list import cached_availability, refresh_availability
 
     calls = []
 

@@ -209,7 +209,7 @@ def test_every_bundled_price_names_its_source_and_date():
 
 
 def test_price_list_parsing_from_a_recorded_response():
-    from pipelines.prices import parse_products
+    from pipelines.advice.price_list import parse_products
 
     pages = json.loads((ROOT / "tests" / "assets" / "prices" / "get_products.json").read_text())
     prices = parse_products(pages["Training"]["PriceList"] + pages["Training-2"]["PriceList"]
@@ -222,7 +222,7 @@ def test_prices_refresh_caches_and_costs_local_runs(tmp_path, monkeypatch):
     import boto3
     from botocore.stub import Stubber
 
-    from pipelines import prices
+    from pipelines.advice import price_list as prices
 
     monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path))
     pages = json.loads((ROOT / "tests" / "assets" / "prices" / "get_products.json").read_text())

@@ -9,10 +9,10 @@ import pytest
 from sagemaker_shaped import model_uri, put_assets, run_processing, run_training
 
 from conftest import ROOT, tiny_spec, write_spec
-from pipelines.loader import load_spec
 from pipelines.local.definition import Context, parameter_values, resolve
 from pipelines.local.store import LocalS3
 from pipelines.sagemaker.compiler import compile_pipeline
+from pipelines.spec.loader import load_spec
 
 pytestmark = pytest.mark.slow  # PyTorch/XLA jobs
 

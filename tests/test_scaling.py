@@ -11,12 +11,12 @@ from bakeoff_runtime.evaluation import evaluate, recost
 from bakeoff_runtime.job_outputs import load_jobs
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
 from pipelines.errors import SpecError
-from pipelines.loader import load_spec
-from pipelines.plan import build_plan, spec_hash
+from pipelines.plan.model import build_plan, spec_hash
 from pipelines.sagemaker.compiler import compile_pipeline
 from pipelines.sagemaker.published_schema import schema_errors, unexplained
 from pipelines.sagemaker.validate import definition_problems
-from pipelines.scaling import expand, local_processes
+from pipelines.spec.derived import expand, local_processes
+from pipelines.spec.loader import load_spec
 
 SCHEMA = ROOT / "tests" / "assets" / "sagemaker-pipeline-definition.schema.json"
 

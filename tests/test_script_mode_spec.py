@@ -60,10 +60,10 @@ def test_per_leg_arguments_need_script_mode(tmp_path):
 
 
 def test_the_compiled_definition_runs_the_script_as_sagemaker_would(tmp_path):
-    from pipelines.loader import load_spec
-    from pipelines.plan import build_plan
+    from pipelines.plan.model import build_plan
     from pipelines.sagemaker.compiler import compile_plan
     from pipelines.sagemaker.validate import definition_problems
+    from pipelines.spec.loader import load_spec
 
     compiled = compile_plan(build_plan(load_spec(_spec(tmp_path))))
     assert definition_problems(compiled.definition) == []

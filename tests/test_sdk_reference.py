@@ -6,9 +6,9 @@ import sys
 import pytest
 
 from conftest import ROOT
-from pipelines.loader import load_spec
 from pipelines.sagemaker import compile_pipeline
 from pipelines.sagemaker.validate import resolve
+from pipelines.spec.loader import load_spec
 
 pytestmark = pytest.mark.slow  # imports the SageMaker SDK
 

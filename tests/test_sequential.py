@@ -10,11 +10,11 @@ import pytest
 from bakeoff_runtime import sequential as seq
 from bakeoff_runtime import stats
 from conftest import ROOT
+from pipelines.advice.rounds import grow, next_size, with_seeds
 from pipelines.errors import RunError
-from pipelines.loader import load_spec
-from pipelines.rounds import grow, next_size, with_seeds
 from pipelines.sagemaker.compiler import compile_pipeline
 from pipelines.sagemaker.sequential import reuse_problems, round_pipeline
+from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
@@ -120,7 +120,7 @@ def test_futility_lowers_seeds_at_the_margin_and_never_raises_error_rates():
 
 
 def test_run_stops_on_futility_only_when_every_undecided_check_is_futile():
-    from pipelines.rounds import futile_checks
+    from pipelines.advice.rounds import futile_checks
 
     check = {"name": "parity:a~b", "status": "inconclusive", "test": "paired", "diff": 0.1, "sd": 0.05,
              "n_pairs": 6, "margin": 0.1, "test_kind": "equivalence", "direction": "minimize"}

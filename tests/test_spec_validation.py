@@ -6,7 +6,7 @@ import yaml
 
 from conftest import bakeoff, tiny_spec, write_spec
 from pipelines.errors import SpecError
-from pipelines.loader import load_spec
+from pipelines.spec.loader import load_spec
 
 
 def _error(tmp_path, data=None, text=None) -> SpecError:
@@ -159,7 +159,7 @@ def test_python_api_builds_the_same_spec(tmp_path):
 
 
 def test_schema_has_a_description_on_every_field():
-    from pipelines.spec import BakeoffSpec
+    from pipelines.spec.model import BakeoffSpec
 
     schema = BakeoffSpec.model_json_schema()
     missing = []
@@ -178,7 +178,7 @@ def test_cli_schema_is_json(tmp_path):
 
 
 def test_fairness_derivation_per_leg(tmp_path):
-    from pipelines.plan import build_plan, derive_batching
+    from pipelines.plan.model import build_plan, derive_batching
 
     spec = load_spec(write_spec(tmp_path / "s.yaml", tiny_spec(training={**tiny_spec()["training"],
                                                                         "max_per_device_batch_size": 1})))

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bakeoff
-from pipelines.loader import load_spec
 from pipelines.sagemaker import compile_pipeline
 from pipelines.sagemaker.compiler import metric_definitions
 from pipelines.sagemaker.published_schema import KNOWN_GAPS, known_gap, schema_errors, unexplained
 from pipelines.sagemaker.validate import definition_problems
+from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 # AWS's published definition schema (aws-sagemaker-mlops/sagemaker-model-building-pipeline-definition-
@@ -97,7 +97,7 @@ def test_training_steps_are_complete_create_training_job_requests(quickstart):
     tags = {t["Key"]: t["Value"] for t in args["Tags"]}
     assert tags["bakeoff:compile-cache"] == env["NEURON_COMPILE_CACHE_URL"]
     assert tags["bakeoff:leg"] == "trn1" and tags["bakeoff:seed"] == "0" and tags["bakeoff:name"] == "quickstart"
-    from pipelines.plan import spec_hash
+    from pipelines.plan.model import spec_hash
 
     assert tags["bakeoff:spec-hash"] == spec_hash(load_spec(QUICKSTART))
     assert "BAKEOFF_SPEC_HASH" not in env  # it changes with every other leg: a tag, not a cache key
@@ -299,8 +299,8 @@ def test_metric_definitions_capture_finite_numbers_only():
 
 
 def test_a_spot_leg_checkpoints_a_tenth_of_the_run_when_the_spec_sets_no_interval(tmp_path):
-    from pipelines.loader import load_spec
-    from pipelines.plan import build_plan
+    from pipelines.plan.model import build_plan
+    from pipelines.spec.loader import load_spec
 
     spec = load_spec(QUICKSTART)
     assert build_plan(spec).jobs[0].hyperparameters["checkpoint_interval"] == spec.training.checkpoint_interval == 0
@@ -322,7 +322,7 @@ def test_network_isolation_refuses_precompile_and_says_trn_jobs_compile_cold(tmp
 
 
 def test_the_preflight_step_splits_the_batch_for_its_one_process_and_fails_on_a_crash(tmp_path):
-    from pipelines.plan import build_plan
+    from pipelines.plan.model import build_plan
     from pipelines.sagemaker.compiler import compile_plan
 
     spec = load_spec(QUICKSTART)

@@ -89,7 +89,7 @@ def test_the_cap_ends_inconclusive(fake_ops):
 
 
 def test_the_cli_needs_a_role_and_prints_the_result_as_json(fake_ops, capsys):
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     assert main(["start", str(QUICKSTART), "--until-decided"]) == 2
     assert "--role" in capsys.readouterr().err
@@ -101,7 +101,7 @@ def test_the_cli_needs_a_role_and_prints_the_result_as_json(fake_ops, capsys):
 
 
 def test_start_needs_a_pipeline_or_a_stack_and_until_decided_needs_the_spec(capsys):
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     assert main(["start"]) == 2 and "one of the two" in capsys.readouterr().err
     assert main(["start", "--stack", "team-bakeoff", "--until-decided", "--role", ROLE]) == 2

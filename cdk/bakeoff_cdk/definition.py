@@ -27,7 +27,7 @@ from estimators.images import image_region, partition
 from pipelines.errors import SpecError
 from pipelines.sagemaker.compiler import CompiledPipeline, compile_pipeline
 from pipelines.sagemaker.validate import check_definition
-from pipelines.spec import BakeoffSpec, sagemaker_regions
+from pipelines.spec.model import BakeoffSpec, sagemaker_regions
 
 try:  # the compiler's own bound, where it has one
     from pipelines.sagemaker.validate import MAX_DEFINITION_CHARS

@@ -22,8 +22,8 @@ from constructs import Construct
 
 from estimators.images import partition
 from pipelines.errors import SpecError
-from pipelines.loader import load_spec
-from pipelines.spec import BakeoffSpec
+from pipelines.spec.loader import load_spec
+from pipelines.spec.model import BakeoffSpec
 
 from .definition import (
     MAX_DEFINITION_CHARS,

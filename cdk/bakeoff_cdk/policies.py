@@ -191,7 +191,7 @@ def s3_read(name: str, uris: list[str], reason: str = "data-prefixes") -> Grant 
 
 
 def check_data_uri(uri: str, where: str) -> str:
-    from pipelines.spec import S3_URI_RE
+    from pipelines.spec.model import S3_URI_RE
 
     if not isinstance(uri, str) or not S3_URI_RE.match(uri):
         raise SpecError(f"{uri!r} is not an s3://bucket/prefix URI", field=where)

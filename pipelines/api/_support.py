@@ -9,12 +9,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from ..errors import AwsError, BakeoffError, RunError, SpecError
-from ..spec import BakeoffSpec
+from pipelines.errors import AwsError, BakeoffError, RunError, SpecError
+from pipelines.spec.model import BakeoffSpec
+
 from .results import ProgressEvent
 
 if TYPE_CHECKING:
-    from ..sagemaker.ops import SageMakerOps
+    from pipelines.sagemaker.ops import SageMakerOps
 
 F = TypeVar("F", bound=Callable[..., Any])
 Progress = Callable[[ProgressEvent], None]
@@ -46,12 +47,12 @@ def _first_line(exc: BaseException) -> str:
 
 def as_spec(spec: SpecLike, overrides: Sequence[str] | None = ()) -> BakeoffSpec:
     """A validated spec from a BakeoffSpec, a YAML file's path, or a mapping shaped like the YAML."""
-    from ..loader import load_spec, spec_from_dict
+    from pipelines.spec.loader import load_spec, spec_from_dict
 
     overrides = overrides or ()
     if isinstance(spec, BakeoffSpec):
         if overrides:
-            from ..overrides import apply_overrides
+            from pipelines.spec.overrides import apply_overrides
 
             data, _ = apply_overrides(spec.model_dump(mode="json", exclude_unset=True), list(overrides))
             moved = spec_from_dict(data, "--set")
@@ -61,7 +62,7 @@ def as_spec(spec: SpecLike, overrides: Sequence[str] | None = ()) -> BakeoffSpec
     if isinstance(spec, Mapping):
         data = dict(spec)
         if overrides:
-            from ..overrides import apply_overrides
+            from pipelines.spec.overrides import apply_overrides
 
             data, _ = apply_overrides(data, list(overrides))
         return spec_from_dict(data)
@@ -82,7 +83,7 @@ def ops_for(session: Any = None, region: str | None = None, profile: str | None 
             arn: str | None = None) -> SageMakerOps:
     """The SageMaker/S3 operations for a session (or a new session of `profile`) in `region`
     (else the ARN's region, else the session's)."""
-    from ..sagemaker.ops import SageMakerOps, region_of
+    from pipelines.sagemaker.ops import SageMakerOps, region_of
 
     if session is None:
         return SageMakerOps(region=region, arn=arn, profile=profile)

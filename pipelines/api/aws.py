@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunError, SpecError
+from pipelines.errors import RunError, SpecError
+
 from ._support import Progress, SpecLike, as_spec, note, ops_for, public
 from .results import (
     AccountChecks,
@@ -46,8 +47,8 @@ class QuotaShortfall(SpecError):
 
 def _account_checks(spec: Any, compiled: Any, ops: Any, *, quotas: bool = True) -> AccountChecks:
     """The quota and MLflow checks of a compiled pipeline in `ops`'s region and account."""
-    from ..sagemaker import mlflow_server
-    from ..sagemaker import quotas as quota_checks
+    from pipelines.sagemaker import mlflow_server
+    from pipelines.sagemaker import quotas as quota_checks
 
     checked: tuple[QuotaCheck, ...] = ()
     problems: tuple[str, ...] = ()
@@ -105,7 +106,8 @@ def deploy(spec: SpecLike | Synth, *, role_arn: str, bucket: str | None = None, 
     `skip_quota_check=True` leaves the quotas out (a caller without servicequotas:ListServiceQuotas, or one
     who knows better). Their warnings come back in `warnings`. Returns the pipeline's ARN and what was
     uploaded; raises AwsError (with the service's error code) when AWS refuses."""
-    from ..plan import spec_hash
+    from pipelines.plan.model import spec_hash
+
     from .local import synth
 
     if not role_arn:
@@ -136,8 +138,8 @@ def _check_looks(ops: Any, compiled: Any, progress: Progress | None) -> None:
     execution of this pipeline decided on, without being the same set, would be a look at data
     already looked at that no design counts (pipelines/local/looks.py). `--until-decided` updates
     the pipeline round by round itself, under its own design, and does not come here."""
-    from ..errors import AwsError
-    from ..local.looks import judge, training_steps
+    from pipelines.errors import AwsError
+    from pipelines.local.looks import judge, training_steps
 
     pipeline = compiled.name
     try:
@@ -152,7 +154,7 @@ def _check_looks(ops: Any, compiled: Any, progress: Progress | None) -> None:
 
 def _pipeline_name(pipeline: SpecLike | Deployment) -> tuple[str, str | None]:
     """The pipeline's name and region: from a deployment, a spec (file, mapping or object), or a name."""
-    from ..sagemaker.compiler import pipeline_name
+    from pipelines.sagemaker.compiler import pipeline_name
 
     if isinstance(pipeline, Deployment):
         return pipeline.pipeline_name, pipeline.region
@@ -199,7 +201,7 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
     SageMaker's step cache serves them and only the new seeds train (checked before each update).
     Stops at pass or fail, or at `max_seeds` (default 4x the first round) with inconclusive and its
     recommendation. The group-sequential design (alpha spent per look) is in each round's evaluation."""
-    from ..sagemaker import sequential
+    from pipelines.sagemaker import sequential
 
     loaded = as_spec(spec)
     if not role_arn:
@@ -214,8 +216,6 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
         note(progress, f"round {len(executions)} started: {arn}", kind="state")
         ops.wait(arn, poll_s=poll_s, timeout_s=timeout_s)
         evaluation, billable = ops.fetch_evaluation(arn)
-        from ..report import apply_billable_time
-
         return apply_billable_time(evaluation, billable)
 
     evaluation, rounds = sequential.run_until_decided(loaded, run_round=run_round, max_seeds=max_seeds,
@@ -311,8 +311,6 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
     re-costed by its BillableTimeInSeconds, written to `out_dir` (default `./bakeoff-report-ID`).
     `render` writes report.html beside it. The verdict is `.verdict`; `.raise_for_verdict()` turns a
     fail or inconclusive verdict into ParityFailed / ParityInconclusive."""
-    from ..report import apply_billable_time
-
     if isinstance(target, Execution) or (isinstance(target, str) and target.startswith("arn:")):
         arn, ops = _ops_of(target, region, session, profile)
         evaluation, billable = ops.fetch_evaluation(arn)
@@ -367,7 +365,7 @@ def render_report(evaluation_path: Path, out_dir: Path) -> Path:
     evaluation step runs; returns report.html's path."""
     import subprocess
 
-    from ..bundle import REPORT_SCRIPT, entrypoints_dir
+    from pipelines.plan.bundle import REPORT_SCRIPT, entrypoints_dir
 
     proc = subprocess.run([sys.executable, str(entrypoints_dir() / REPORT_SCRIPT), "--evaluation",
                            str(evaluation_path), "--out", str(out_dir)], capture_output=True, text=True)
@@ -379,7 +377,7 @@ def render_report(evaluation_path: Path, out_dir: Path) -> Path:
 def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) -> dict[str, Any]:
     """The verdict of a local run directory, decided again from its jobs when they changed
     after it was written (or it was never written): a stale verdict is never shown."""
-    from ..local.executor import stale_evaluation
+    from pipelines.local.executor import stale_evaluation
 
     why = stale_evaluation(run_dir)
     if why is None:
@@ -389,8 +387,9 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) ->
             raise RunError(f"{run_dir}: {why}, and it holds no spec to decide again from; run `bakeoff run SPEC "
                            f"--out {run_dir}`")
         raise SpecError(f"no evaluation at {path}; run `bakeoff run SPEC --out {run_dir}` first")
-    from ..local.executor import LocalExecutor
-    from ..spec import BakeoffSpec
+    from pipelines.local.executor import LocalExecutor
+    from pipelines.spec.model import BakeoffSpec
+
     from ._support import EventProgress
 
     if not _writable(run_dir):
@@ -399,3 +398,13 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) ->
     note(progress, f"{run_dir}: {why}; deciding again from its jobs")
     spec = BakeoffSpec.model_validate(json.loads((run_dir / "spec.json").read_text()))
     return dict(LocalExecutor(spec, run_dir, progress=EventProgress(progress)).reevaluate().evaluation)
+
+
+def apply_billable_time(evaluation: dict[str, Any], billable: dict[tuple[str, int], float]) -> dict[str, Any]:
+    """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job: every cost field,
+    through the evaluation step's own cost function. (Here, not beside the terminal summary in
+    pipelines/cli/summary.py: the API uses it, and the API sits below the CLI.)"""
+    from bakeoff_runtime.evaluation import recost
+
+    return recost(
+        evaluation, billable, "SageMaker BillableTimeInSeconds x instance count x on-demand price per hour")

@@ -46,8 +46,7 @@ def prices(region: str = "us-east-1", *, refresh: bool = False, session: Any = N
     `refresh` calls pricing:GetProducts with `session` (or `profile`) first and caches the answer."""
     from estimators import all_instance_types
     from estimators.prices import BUNDLED
-
-    from .. import prices as price_list
+    from pipelines.advice import price_list
 
     fetched = None
     if refresh:

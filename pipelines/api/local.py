@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
-from ..spec import BakeoffSpec
+from pipelines.errors import SpecError
+from pipelines.spec.model import BakeoffSpec
+
 from ._support import EventProgress, Progress, SpecLike, as_spec, public
 from .results import AssetInfo, LegPlan, Preflight, RunSummary, Synth, Validation, exit_code_of, path_or_none
 
@@ -32,8 +33,8 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
     offline and checked against botocore's SageMaker model, and a problem is blamed on the spec field
     it comes from (SpecError). `previous_run` is a run directory of this bake-off: its spread adds a
     warning when the declared seeds are unlikely to decide the verdict."""
-    from ..plan import build_plan
-    from ..validation_advice import design_warnings, seed_warnings
+    from pipelines.advice.seeds import design_warnings, seed_warnings
+    from pipelines.plan.model import build_plan
 
     loaded = as_spec(spec, overrides)
     plan = build_plan(loaded)
@@ -54,10 +55,10 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
 
 def _check_compiles(spec: BakeoffSpec, plan: Any) -> None:
     """What `synth` would refuse, found by `validate`."""
-    from ..loader import locate
-    from ..names import parse_step_name
-    from ..sagemaker.compiler import compile_plan
-    from ..sagemaker.validate import definition_problems
+    from pipelines.names import parse_step_name
+    from pipelines.sagemaker.compiler import compile_plan
+    from pipelines.sagemaker.validate import definition_problems
+    from pipelines.spec.loader import locate
 
     problems = definition_problems(compile_plan(plan).definition)
     if not problems:
@@ -79,15 +80,15 @@ def _check_compiles(spec: BakeoffSpec, plan: Any) -> None:
 @public
 def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.PathLike[str] | None = None,
          max_seeds: int | None = None) -> Any:
-    """Seeds, jobs and cost of a verdict before spending (`bakeoff plan`): `pipelines.budget.plan_budget`.
+    """Seeds, jobs and cost of a verdict before spending (`bakeoff plan`): `pipelines.advice.budget.plan_budget`.
 
     `from_run` is a previous run directory whose paired spread and job hours size the plan (without it,
     the plan is the pilot to run); `max_seeds` caps the sequential (`until_decided`) design. Returns a
     frozen BudgetPlan (`.model_dump(mode="json")` is `bakeoff plan --json`)."""
     try:
-        from ..budget import plan_budget
+        from pipelines.advice.budget import plan_budget
     except ImportError:
-        raise SpecError("planning the seeds and cost needs pipelines.budget, which this install lacks") from None
+        raise SpecError("planning the seeds and cost needs pipelines.advice.budget, which this install lacks") from None
     if from_run is not None and not Path(from_run).exists():
         raise SpecError(f"--from {from_run}: no such run directory")
     return plan_budget(as_spec(spec, overrides), Path(from_run) if from_run else None, max_seeds=max_seeds)
@@ -124,12 +125,12 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
     out = Path(out_dir)
     if until_decided:
         try:
-            from ..local.sequential import run_until_decided
+            from pipelines.local.sequential import run_until_decided
         except ImportError:
             raise SpecError("until_decided needs pipelines.local.sequential, which this install lacks") from None
         result = run_until_decided(loaded, out, max_seeds=max_seeds, **options)
     else:
-        from ..local import LocalExecutor
+        from pipelines.local import LocalExecutor
 
         result = LocalExecutor(loaded, out, **options).run()
     return _summary(result, loaded.mlflow.tracking_uri)
@@ -154,12 +155,12 @@ def synth(spec: SpecLike, *, overrides: Sequence[str] = (), bucket: str | None =
     Offline and deterministic: the same spec gives the same definition and asset bytes. `bucket`
     defaults to storage.bucket, `region` to storage.region, `role_arn` to a placeholder (deploy needs a
     real one). The definition is checked against botocore's SageMaker model (SpecError if refused)."""
-    from ..sagemaker.compiler import compile_pipeline
-    from ..sagemaker.validate import check_definition
+    from pipelines.sagemaker.compiler import compile_pipeline
+    from pipelines.sagemaker.validate import check_definition
 
     loaded = as_spec(spec, overrides)
     if bucket:
-        from ..spec import BUCKET_RE
+        from pipelines.spec.model import BUCKET_RE
 
         if not BUCKET_RE.match(bucket):
             raise SpecError(f"{bucket!r} is not an S3 bucket name", field="--bucket")
@@ -181,8 +182,8 @@ def preflight(spec: SpecLike, *, overrides: Sequence[str] = (), legs: Sequence[s
 
     `legs` defaults to every trn leg; `out_dir` keeps the job's files (default: a temporary
     directory). `.blockers` is True when a leg would not run well on Trainium."""
-    from ..local import LocalExecutor
-    from ..preflight import legs_to_check
+    from pipelines.api.preflight_view import legs_to_check
+    from pipelines.local import LocalExecutor
 
     loaded = as_spec(spec, overrides)
     out = Path(out_dir) if out_dir else None

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, RootModel, model_serializer, model_validator
 
-from ..errors import VERDICT_EXIT, verdict_error
+from pipelines.errors import VERDICT_EXIT, verdict_error
 
 
 class Result(BaseModel):

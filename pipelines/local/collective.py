@@ -30,8 +30,8 @@ def artifact_uris(steps: dict[str, Any]) -> dict[str, str]:
     local store: what Steps.<step>.ModelArtifacts.S3ModelArtifacts resolves to here (the
     training jobs' `collective` channel, the Evaluate step's `preflight` and `collective-<leg>`
     inputs)."""
-    from ..names import PREFLIGHT_STEP
-    from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
+    from pipelines.names import PREFLIGHT_STEP
+    from pipelines.sagemaker.compiler import COLLECTIVE_STEP_PREFIX
 
     return {name: step["Arguments"]["OutputDataConfig"]["S3OutputPath"].rstrip("/") + "/local/output/model.tar.gz"
             for name, step in steps.items() if name.startswith(COLLECTIVE_STEP_PREFIX) or name == PREFLIGHT_STEP}
@@ -51,14 +51,15 @@ def publish(job_dir: Path, uri: str, store) -> None:
 
 
 def local_processes(world_size: int) -> int:
-    from ..scaling import machine_processes
+    from pipelines.spec.derived import machine_processes
 
     return max(2, min(world_size, machine_processes(), MAX_LOCAL_PROCESSES))
 
 
 def run_checks(executor, steps: dict[str, Any], subs, store, params, plan, pending_legs: set[str]) -> dict[str, str]:
     """Run each leg's check (legs with jobs left to run only); leg -> reason where it failed."""
-    from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
+    from pipelines.sagemaker.compiler import COLLECTIVE_STEP_PREFIX
+
     from .definition import Context, resolve
 
     ENV = contract.ENV

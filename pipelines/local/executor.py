@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime import contract, mlflow_net
+from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
+from pipelines.hashing import digest
+from pipelines.names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP, parse_step_name, precompile_step
+from pipelines.plan.model import Plan, build_plan
+from pipelines.spec.model import BakeoffSpec
 
-from ..errors import VERDICT_EXIT, Interrupted, RunError, SpecError
-from ..hashing import digest
-from ..names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP, parse_step_name, precompile_step
-from ..plan import Plan, build_plan
-from ..spec import BakeoffSpec
 from . import looks, step_graph
 from .definition import Context, parameter_values, resolve, walk_condition
 from .files import write_json_atomically
@@ -125,7 +125,7 @@ class LocalExecutor:
         and whose code directory would become the Default experiment's artifact root)."""
         import subprocess
 
-        from ..bundle import entrypoints_dir
+        from pipelines.plan.bundle import entrypoints_dir
 
         ENV = contract.ENV
         proc = subprocess.run([self.python, "-m", "bakeoff_runtime.mlflow_store", env["MLFLOW_TRACKING_URI"],
@@ -137,7 +137,7 @@ class LocalExecutor:
             self.progress.note(f"MLflow: could not create the local store ({why}); the jobs will try themselves")
 
     def _prepare(self, preflight: tuple[str, int] | None = None):
-        from ..sagemaker.compiler import compile_plan
+        from pipelines.sagemaker.compiler import compile_plan
 
         for leg in self.spec.legs:
             try:
@@ -164,7 +164,7 @@ class LocalExecutor:
 
     # --- the run --------------------------------------------------------------------------
     def run(self) -> RunResult:
-        from ..builtins import missing_requirement
+        from pipelines.plan.builtins import missing_requirement
 
         missing = missing_requirement(self.spec)  # the jobs run in this Python: say so before any starts
         if missing:
@@ -217,7 +217,7 @@ class LocalExecutor:
         colleague's tarball, a CI artifact): they are read, never run. The Evaluate request is
         compiled again from the run's spec.json by this bakeoff, and this bakeoff's evaluate.py
         decides from the job records, summaries and metrics."""
-        from ..sagemaker.compiler import compile_plan, pipeline_name
+        from pipelines.sagemaker.compiler import compile_plan, pipeline_name
 
         with RunLock(self.out), _forward_signals(self):
             stored = self._stored_definition()
@@ -272,7 +272,7 @@ class LocalExecutor:
     def _uploaded_bundle(self, definition: dict[str, Any], store: LocalS3):
         """The code bundle the jobs ran, read as data: it tells the plan what the jobs were (their
         script, their cache keys); nothing in it is unpacked to disk or run."""
-        from ..bundle import Bundle
+        from pipelines.plan.bundle import Bundle
 
         try:
             training = next(s for s in definition["Steps"] if s["Type"] == "Training")
@@ -361,7 +361,7 @@ class LocalExecutor:
         seen = unreported(metric, job_dirs)
         if seen is None:
             return
-        from ..loader import locate
+        from pipelines.spec.loader import locate
 
         file, line = locate(self.spec, ("parity", "metric"))
         raise SpecError(f"no job of the first seed reported {metric!r} (they reported: {', '.join(seen) or 'none'}); "
@@ -524,8 +524,7 @@ class LocalExecutor:
         """`installed_code`: run this bakeoff's evaluate.py, not the one in the run's code bundle
         (deciding a run directory again: its bundle is data, never run)."""
         from estimators.prices import price_for
-
-        from ..prices import cached
+        from pipelines.advice.price_list import cached
 
         eval_dir = self.out / "evaluation"
         eval_dir.mkdir(parents=True, exist_ok=True)
@@ -673,7 +672,7 @@ def step_kind(step: dict[str, Any]) -> str | None:
     """What a top-level step of a bakeoff definition is, as the local engine runs it."""
     name, kind = str(step.get("Name")), step.get("Type")
     if kind == "Training":
-        from ..sagemaker.compiler import COLLECTIVE_STEP_PREFIX
+        from pipelines.sagemaker.compiler import COLLECTIVE_STEP_PREFIX
 
         if name == PREFLIGHT_STEP:
             return "preflight"
@@ -728,7 +727,7 @@ def _stored_channels(definition: dict[str, Any]) -> dict[str, str]:
     """The data channels as the run uploaded them (channel -> S3 URI), from its definition's
     parameters: deciding again must not need the data's folder, which may have moved."""
     defaults = {p.get("Name"): p.get("DefaultValue") for p in definition.get("Parameters", []) if isinstance(p, dict)}
-    from ..sagemaker.compiler import data_parameter_name
+    from pipelines.sagemaker.compiler import data_parameter_name
 
     out: dict[str, str] = {}
     for step in definition.get("Steps", []):

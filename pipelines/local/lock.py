@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from pipelines.errors import SpecError
 
 
 class RunLock:

@@ -23,8 +23,8 @@ from typing import Any
 
 from bakeoff_runtime.contract import parse_training_step_name
 from bakeoff_runtime.report_format import seed_span
+from pipelines.errors import SpecError
 
-from ..errors import SpecError
 from .files import write_json_atomically
 
 LOOKS_FILE = "looks.json"
@@ -97,7 +97,7 @@ def training_steps(definition: dict[str, Any]) -> tuple[dict[str, str], list[int
     """A SageMaker pipeline definition's training jobs as a look's data: step name -> a digest of
     the step's arguments without its tags (what SageMaker's step cache keys on; tags carry the
     spec hash, which moves with the seed list), and the seeds they run."""
-    from ..hashing import digest
+    from pipelines.hashing import digest
 
     jobs, seeds = {}, set()
     for step in definition.get("Steps") or []:

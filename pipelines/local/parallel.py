@@ -25,8 +25,8 @@ from typing import Any
 
 from bakeoff_runtime import contract
 from bakeoff_runtime.backend_table import BACKENDS
+from pipelines.errors import RunError
 
-from ..errors import RunError
 from .jobs import JobProcess
 from .slots import rendezvous_environment, thread_environment, threads_per_process, warms_locally
 

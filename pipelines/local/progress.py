@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..terminal_text import data
+from pipelines.terminal_text import data
 
 
 def _fmt_s(seconds: float) -> str:

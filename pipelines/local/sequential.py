@@ -17,10 +17,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..budget import plan_budget
-from ..errors import SpecError
-from ..rounds import check_design, default_cap, futile_checks, grow, next_size, with_seeds
-from ..spec import BakeoffSpec
+from pipelines.advice.budget import plan_budget
+from pipelines.advice.rounds import check_design, default_cap, futile_checks, grow, next_size, with_seeds
+from pipelines.errors import SpecError
+from pipelines.spec.model import BakeoffSpec
+
 from .executor import LocalExecutor, RunResult
 from .files import write_json_atomically
 

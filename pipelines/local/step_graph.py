@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import RunError
+from pipelines.errors import RunError
 
 BATCH = "<training jobs>"
 

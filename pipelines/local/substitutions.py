@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime import contract, script_contract
+from pipelines.plan.model import Plan
 
-from ..plan import Plan
 from .store import LocalS3
 
 OPT_ML = "/opt/ml"
@@ -192,7 +192,7 @@ class Substitutions:
         """The same Evaluate job run by this installation's evaluate.py instead of the one the
         request unpacks from the code bundle: the bundle of a run directory being decided again
         is data, never run. Its arguments stay the request's, passed as argv (no shell)."""
-        from ..bundle import EVALUATE_SCRIPT, entrypoints_dir
+        from pipelines.plan.bundle import EVALUATE_SCRIPT, entrypoints_dir
 
         entry = len(job.request["AppSpecification"]["ContainerEntrypoint"])
         command = (self.python, str(entrypoints_dir() / EVALUATE_SCRIPT), *job.command[entry:])

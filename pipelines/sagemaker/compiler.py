@@ -22,11 +22,8 @@ from bakeoff_runtime.backend_table import PREFLIGHT_BACKEND, row
 from estimators.compile_cache import cache_key, cache_uri
 from estimators.prices import price_for
 from estimators.registry import instance_of
-
-from ..data import prepare_corpus
-from ..errors import SpecError
-from ..loader import spec_base_dir
-from ..names import (
+from pipelines.errors import SpecError
+from pipelines.names import (
     EVALUATE_STEP,
     FAIL_STEP,
     GATE_STEP,
@@ -36,9 +33,19 @@ from ..names import (
     VERDICT_STEP,
     precompile_step,
 )
-from ..names import pipeline_name as _pipeline_name
-from ..plan import Plan, PlannedJob, build_plan, derive_batching, encode_hyperparameters, evaluation_config
-from ..spec import ROLE_ARN_RE, BakeoffSpec
+from pipelines.names import pipeline_name as _pipeline_name
+from pipelines.plan.corpus import prepare_corpus
+from pipelines.plan.model import (
+    Plan,
+    PlannedJob,
+    build_plan,
+    derive_batching,
+    encode_hyperparameters,
+    evaluation_config,
+)
+from pipelines.spec.loader import spec_base_dir
+from pipelines.spec.model import ROLE_ARN_RE, BakeoffSpec
+
 from .expressions import as_string, get, join, json_get, param
 
 DEFINITION_VERSION = "2020-12-01"
@@ -148,8 +155,8 @@ def _data_channels(spec: BakeoffSpec, base_dir: Path, bucket: str, prefix: str) 
         if uri.startswith("s3://"):
             channels[name] = uri.rstrip("/") + "/"
             continue
-        from ..bundle import inside, is_secret
-        from ..loader import locate
+        from pipelines.plan.bundle import inside, is_secret
+        from pipelines.spec.loader import locate
 
         file, line = locate(spec, ("data", "channels", name))
         try:
@@ -200,12 +207,12 @@ def _training_step(plan: Plan, job: PlannedJob, *, bucket: str, prefix: str, rol
     key = cache_key(backend=planned.backend, image=planned.image, precision=leg.precision, environment=env,
                     hyperparameters=job.hyperparameters, world_size=planned.batching.world_size)
     cache = cache_uri(bucket, prefix, planned.backend, key)
-    from ..packages import needed
+    from pipelines.plan.packages import needed
 
     wanted = needed(spec, plan.bundle)
     if wanted:
         # Each job installs bakeoff's pin where its image lacks the package (the Neuron image has
-        # transformers, AWS's PyTorch GPU image does not): pipelines/packages.py.
+        # transformers, AWS's PyTorch GPU image does not): pipelines/plan/packages.py.
         env[ENV["install_packages"]] = ",".join(wanted)
     if spec.security.network_isolation:
         # An isolated container has no network (CreateTrainingJob EnableNetworkIsolation), so an s3:// cache
@@ -416,7 +423,7 @@ def _collective_step(plan: Plan, job: PlannedJob, **kw) -> dict[str, Any]:
     artifacts; the leg's training jobs receive those through the `collective` channel and
     launch.py records them as failed with that reason, without training, so only that leg stops
     and the verdict names why. It logs no training metrics, so no comparison sees it."""
-    from ..bundle import COLLECTIVE_SCRIPT
+    from pipelines.plan.bundle import COLLECTIVE_SCRIPT
 
     step, _ = _training_step(plan, job, **kw)
     args = step["Arguments"]
@@ -454,7 +461,7 @@ def collective_channel(check_step: str) -> dict[str, Any]:
 def _add_collective_steps(plan: Plan, train_steps: list[dict[str, Any]], **kw) -> None:
     """One check per leg that asks for it (every size of a sweep is a leg), where the job has
     more than one process: the leg's training and precompile steps depend on it."""
-    from ..names import precompile_step as precompile_name
+    from pipelines.names import precompile_step as precompile_name
 
     for leg in plan.spec.legs:
         if not getattr(leg, "collective_check", False) or plan.leg(leg.name).batching.world_size < 2:
@@ -515,7 +522,7 @@ def _with_region(spec: BakeoffSpec, region: str) -> BakeoffSpec:
     """The spec in another region, validated again (its images must be in that region)."""
     from pydantic import ValidationError
 
-    from ..loader import format_validation_error
+    from pipelines.spec.loader import format_validation_error
 
     data = spec.model_dump(mode="json")
     data["storage"]["region"] = region

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime import mlflow_install
-
-from ..aws_session import aws
+from pipelines.aws_session import aws
 
 _ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:(?P<region>[a-z0-9-]+):\d{12}:(?P<kind>mlflow-tracking-server|mlflow-app)"
                   r"/(?P<name>.+)$")

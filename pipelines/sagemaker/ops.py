@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bakeoff_runtime.contract import parse_training_step_name
+from pipelines.aws_session import aws, region_of
+from pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut
 
-from ..aws_session import aws, region_of
-from ..errors import AwsError, Cancelled, RunError, SpecError, TimedOut
 from .compiler import CompiledPipeline
 
 RETRIES = {"max_attempts": 10, "mode": "adaptive"}
@@ -168,7 +168,7 @@ class SageMakerOps:
         (docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryPipelineExecution.html; the
         token, 32-128 characters there, is the execution's ARN and the attempt, so a repeated
         call is the same request)."""
-        from ..hashing import digest
+        from pipelines.hashing import digest
 
         with aws(f"retry execution {execution_arn}"):
             return self.sm.retry_pipeline_execution(
@@ -232,7 +232,7 @@ class SageMakerOps:
         ClientRequestToken is required by the API and makes the call idempotent
         (docs.aws.amazon.com/sdk-for-ruby/v3/api/Aws/SageMaker/Types/StopPipelineExecutionRequest.html):
         the execution's own ARN as the token makes a repeated stop the same request."""
-        from ..hashing import digest
+        from pipelines.hashing import digest
 
         with aws(f"stop execution {execution_arn}"):
             self.sm.stop_pipeline_execution(PipelineExecutionArn=execution_arn,
@@ -247,7 +247,7 @@ class SageMakerOps:
         looks (pipelines/local/looks.py): the training jobs each decided on (from the definition it
         ran), its design and verdict. An execution that never finished its Evaluate step decided
         nothing and is left out."""
-        from ..local.looks import design_of, training_steps
+        from pipelines.local.looks import design_of, training_steps
 
         if not self._pipeline_exists(pipeline):
             return []

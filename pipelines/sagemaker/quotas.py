@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..aws_session import aws
+from pipelines.aws_session import aws
 
 SERVICE_CODE = "sagemaker"
 ON_DEMAND = "{} for training job usage"

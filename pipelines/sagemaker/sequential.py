@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..errors import RunError
-from ..names import EVALUATE_STEP, parse_step_name
-from ..rounds import check_design, default_cap, grow, next_size, with_seeds
-from ..spec import BakeoffSpec
+from pipelines.advice.rounds import check_design, default_cap, grow, next_size, with_seeds
+from pipelines.errors import RunError
+from pipelines.names import EVALUATE_STEP, parse_step_name
+from pipelines.spec.model import BakeoffSpec
+
 from .compiler import Asset, CompiledPipeline, compile_pipeline
 
 # The CreateTrainingJob attributes SageMaker's step cache keys a training step on (source above).

@@ -15,8 +15,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ..errors import SpecError
-from ..names import STEP_NAME_RE
+from pipelines.errors import SpecError
+from pipelines.names import STEP_NAME_RE
 
 MAX_DEFINITION_CHARS = 1_048_576
 EXECUTION_VARIABLES = {"PipelineExecutionId", "PipelineExecutionArn", "PipelineName", "PipelineArn",

@@ -111,7 +111,7 @@ def bakeoff_cli(monkeypatch, capsys, container: FakeContainer | None, *args) -> 
     from functools import partial
 
     from pipelines import api
-    from pipelines.cli import main
+    from pipelines.cli.main import main
 
     capsys.readouterr()  # what came before is not this command's
     with monkeypatch.context() as m:

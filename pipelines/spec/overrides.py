@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from .errors import SpecError
+from pipelines.errors import SpecError
 
 _PART = re.compile(r"[^.\[\]]+|\[\d+\]")
 

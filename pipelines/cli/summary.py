@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .terminal_text import data
+from pipelines.terminal_text import data
 
 
 def _num(v, fmt="{:.4g}"):
@@ -116,12 +116,3 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
     rec = evaluation.get("recommendation")
     if rec:
         console.print(f"to decide it: {data(rec['why'])}", highlight=False)
-
-
-def apply_billable_time(evaluation: dict[str, Any], billable: dict[tuple[str, int], float]) -> dict[str, Any]:
-    """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job: every cost field,
-    through the evaluation step's own cost function."""
-    from bakeoff_runtime.evaluation import recost
-
-    return recost(
-        evaluation, billable, "SageMaker BillableTimeInSeconds x instance count x on-demand price per hour")

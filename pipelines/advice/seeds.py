@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 from bakeoff_runtime.backend_table import row
-
-from .errors import SpecError
-from .spec import BakeoffSpec
+from pipelines.errors import SpecError
+from pipelines.spec.model import BakeoffSpec
 
 
 def _previous_evaluation(path: Path) -> tuple[dict, Path]:
@@ -70,7 +69,7 @@ def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:
 
 def design_warnings(spec: BakeoffSpec) -> list[str]:
     """What is allowed but likely not what was meant."""
-    from .spec import DEFAULT_RUNTIME_QUOTA_S
+    from pipelines.spec.model import DEFAULT_RUNTIME_QUOTA_S
 
     out = []
     for leg in spec.legs:
@@ -93,9 +92,9 @@ def design_warnings(spec: BakeoffSpec) -> list[str]:
 
 def market_warnings(spec: BakeoffSpec) -> list[str]:
     """Price class of the legs against the baseline, and whether the spec's region sells them."""
-    from .price_class import price_class_warnings
-    from .prices import cached
-    from .regions import region_warnings
+    from pipelines.advice.price_class import price_class_warnings
+    from pipelines.advice.price_list import cached
+    from pipelines.advice.regions import region_warnings
 
     try:
         prices = cached(spec.storage.region)

@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from bakeoff_runtime.backend_table import row
+from pipelines.names import STEP_NAME_RE, precompile_step, step_name
+from pipelines.spec.fields import MAX_GLOBAL_BATCH, SpecFieldError
+from pipelines.spec.legs import Leg, ScalingSize
 
-from .names import STEP_NAME_RE, precompile_step, step_name
-from .spec_fields import MAX_GLOBAL_BATCH, SpecFieldError
-from .spec_legs import Leg, ScalingSize
-
-if TYPE_CHECKING:  # the spec's validator calls check_derived: this module sits below pipelines.spec
-    from .spec import BakeoffSpec
+if TYPE_CHECKING:  # the spec's validator calls check_derived: this module sits below pipelines.spec.model
+    from pipelines.spec.model import BakeoffSpec
 
 SCALING: Literal["scaling"] = "scaling"
 ABLATION: Literal["ablation"] = "ablation"

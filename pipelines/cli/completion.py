@@ -1,8 +1,8 @@
 """Shell completion scripts for `bakeoff`, generated from the CLI's own argparse parser so
 that a new command or option is completed the day it is added (nothing to keep in step).
 
-The parser is always handed in (pipelines.cli builds it and calls `register`), so this module never
-imports the CLI: it sits below pipelines.cli, not beside it in an import circle."""
+The parser is always handed in (pipelines.cli.main builds it and calls `register`), so this module never
+imports the CLI: it sits below pipelines.cli.main, not beside it in an import circle."""
 from __future__ import annotations
 
 import argparse

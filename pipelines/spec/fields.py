@@ -1,7 +1,7 @@
 """The field types every model of the spec shares: names and URIs as regexes, the backend and
 precision literals, numbers that refuse true/false, bounds with their sources, the cross-field error
-that knows its field, and the strict base model. A leaf below pipelines.spec_legs and pipelines.spec
-(import these names from here or from pipelines.spec, which re-exports them)."""
+that knows its field, and the strict base model. A leaf below pipelines.spec.legs and pipelines.spec.model
+(import these names from here or from pipelines.spec.model, which re-exports them)."""
 from __future__ import annotations
 
 import re

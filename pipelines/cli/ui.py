@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from .errors import RunError, SpecError
+from pipelines.errors import RunError, SpecError
 
 STORE = Path("mlflow") / "mlflow.db"
 LEGS_VIEW_ID = "bakeoff-legs"  # the saved view the evaluation writes (bakeoff_runtime.mlflow_parent)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import SpecError
+from pipelines.errors import SpecError
 
 _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".pytest_cache", ".mypy_cache",
               ".ruff_cache", ".aws", ".ssh", ".gnupg", ".terraform"}
@@ -41,8 +41,8 @@ COLLECTIVE_SCRIPT = "collective_check.py"  # the collective check step's script 
 def entrypoints_dir() -> Path:
     """Where the container code lives: beside the packages in a checkout, or as
     package data (`pipelines/_bundle/entrypoints`) in an installed wheel."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_bundle" / "entrypoints", here.parent / "entrypoints"):
+    package = Path(__file__).resolve().parent.parent  # pipelines/, this module being pipelines/plan/bundle.py
+    for candidate in (package / "_bundle" / "entrypoints", package.parent / "entrypoints"):
         if (candidate / LAUNCHER).exists():
             return candidate
     raise FileNotFoundError("bakeoff's entrypoints are missing from this installation")
@@ -284,7 +284,7 @@ def with_script_settings(bundle: Bundle, spec) -> Bundle:
 
 def bundle_for(spec, base_dir: Path) -> Bundle:
     if spec.entrypoint.builtin:
-        from .builtins import builtin_script
+        from pipelines.plan.builtins import builtin_script
 
         return build_bundle(script=builtin_script(spec.entrypoint.builtin))
     ep = spec.entrypoint
@@ -296,7 +296,7 @@ def bundle_for(spec, base_dir: Path) -> Bundle:
             bundle = with_script_settings(bundle, spec)
         return bundle
     except SpecError as exc:
-        from .loader import locate
+        from pipelines.spec.loader import locate
 
         where = ("script_mode",) if "script_mode" in (exc.field or "") else \
             ("source_dir",) if "source_dir" in (exc.field or "") else ("script",)

@@ -7,17 +7,17 @@ import json
 import sys
 from pathlib import Path
 
-from . import __version__
-from .cli_output import LocalDisplay, emit, output_args
-from .errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL  # noqa: F401
-from .errors import EXIT_PASS as EXIT_OK
+from pipelines import __version__
+from pipelines.cli.output import LocalDisplay, emit, output_args
+from pipelines.errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL  # noqa: F401
+from pipelines.errors import EXIT_PASS as EXIT_OK
 
 EXIT_CODES_HELP = ("exit codes: 0 parity holds (pass), 1 parity fails (fail), 2 bad input, "
                    "3 inconclusive (the verdict says what would decide it), 4 could not run")
 
 
 def _console():
-    from .cli_output import console
+    from pipelines.cli.output import console
 
     return console()
 
@@ -29,15 +29,15 @@ def _spec_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args):
-    from .loader import load_spec
+    from pipelines.spec.loader import load_spec
 
     return load_spec(args.spec, args.overrides)
 
 
 # --- commands -------------------------------------------------------------------------
 def cmd_run(args) -> int:
-    from . import api
-    from .cli_aws import _params
+    from pipelines import api
+    from pipelines.cli.aws import _params
 
     result = api.run_local(args.spec, args.out, overrides=args.overrides, force=args.force,
                            mlflow=False if args.no_mlflow else None, rule_change=args.rule_change,
@@ -46,7 +46,7 @@ def cmd_run(args) -> int:
                            progress=None if args.quiet else LocalDisplay())
 
     def text(r) -> None:
-        from .report import render_summary
+        from pipelines.cli.summary import render_summary
 
         console = _console()
         render_summary(r.evaluation, console)
@@ -62,10 +62,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from . import api
+    from pipelines import api
 
     if not args.aws and (args.region or args.profile):
-        from .errors import SpecError
+        from pipelines.errors import SpecError
 
         raise SpecError("--region and --profile say where to check the account: they go with --aws", field="--aws")
     result = api.validate(args.spec, overrides=args.overrides, previous_run=args.previous)
@@ -109,7 +109,7 @@ def _print_account(checks) -> None:
 
 
 def cmd_schema(args) -> int:
-    from . import api
+    from pipelines import api
 
     text = json.dumps(api.schema(), indent=2, sort_keys=True) + "\n"
     if args.output:
@@ -120,7 +120,7 @@ def cmd_schema(args) -> int:
 
 
 def cmd_data(args) -> int:
-    from .data import prepare_corpus
+    from pipelines.plan.corpus import prepare_corpus
 
     manifest = prepare_corpus(Path(args.out))
     if args.json:
@@ -135,7 +135,7 @@ def cmd_data(args) -> int:
 
 
 def cmd_instances(args) -> int:
-    from . import api
+    from pipelines import api
 
     def text(r) -> None:
         for kind in r.kinds:
@@ -152,8 +152,7 @@ def cmd_instances(args) -> int:
 
 def cmd_images(args) -> int:
     from estimators.images import LOOKED_UP, SOURCES, registry_account
-
-    from . import api
+    from pipelines import api
 
     def text(result) -> None:
         print(f"Training images in {args.region} (registry account {registry_account(args.region)}), "
@@ -168,8 +167,8 @@ def cmd_images(args) -> int:
 
 
 def cmd_preflight(args) -> int:
-    from . import api
-    from .preflight import render
+    from pipelines import api
+    from pipelines.api.preflight_view import render
 
     spec = _load(args)
     result = api.preflight(spec, legs=args.leg or None, steps=args.steps, out_dir=args.out,
@@ -179,7 +178,7 @@ def cmd_preflight(args) -> int:
 
 
 def cmd_ui(args) -> int:
-    from .ui import serve
+    from pipelines.cli.ui import serve
 
     return serve(args.dir, args.port, args.host)
 
@@ -231,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aws", action="store_true", help="also check the AWS account (read-only): each SageMaker quota "
                    "the pipeline draws on against its peak (exit 2 when one is short), and the MLflow tracking "
                    "server's version against the client the jobs install")
-    from .cli_aws import _aws_args
+    from pipelines.cli.aws import _aws_args
 
     _aws_args(p)
     output_args(p, "print the plan (legs, batching, seeds, jobs, spec hash) and warnings as JSON (with --aws, the "
@@ -263,14 +262,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "another address lets anyone who can reach it read and change the runs, and says so)")
     p.set_defaults(func=cmd_ui)
 
-    from .cli_aws import register as register_aws
+    from pipelines.cli.aws import register as register_aws
 
     register_aws(sub)
-    from .cli_plan import register as register_plan
+    from pipelines.cli.plan import register as register_plan
 
     register_plan(sub)
-    from .completion import register as register_completion
-    from .init import register as register_init
+    from pipelines.cli.completion import register as register_completion
+    from pipelines.cli.init import register as register_init
 
     register_init(sub)
     register_completion(sub)
@@ -283,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    from .errors import BakeoffError
+    from pipelines.errors import BakeoffError
 
     try:
         return args.func(args)
@@ -293,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("BAKEOFF_DEBUG") and exc.__cause__ is not None:
             raise  # the API wrapped something unexpected: show where it came from
         hint = " (BAKEOFF_DEBUG=1 shows the traceback)" if exc.__cause__ is not None else ""
-        from .terminal_text import plain
+        from pipelines.terminal_text import plain
 
         print(f"bakeoff: error: {plain(exc)}{hint}", file=sys.stderr)  # may quote a job's output
         return exc.exit_code
@@ -312,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if os.environ.get("BAKEOFF_DEBUG"):
             raise
-        from .terminal_text import plain
+        from pipelines.terminal_text import plain
 
         first = plain((str(exc).strip().splitlines() or [""])[0][:300])
         print(f"bakeoff: error: could not run: {type(exc).__name__}: {first} (BAKEOFF_DEBUG=1 shows the "

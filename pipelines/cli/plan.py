@@ -6,8 +6,8 @@ import json
 
 
 def cmd_plan(args) -> int:
-    from . import api
-    from .budget import render
+    from pipelines import api
+    from pipelines.advice.budget import render
 
     # The command is a shell over the façade: its --json is the façade's result, nothing else.
     plan = api.plan(args.spec, overrides=args.overrides, from_run=args.previous, max_seeds=args.max_seeds)

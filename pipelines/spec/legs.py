@@ -1,6 +1,6 @@
 """A leg of the spec (one kind of hardware the same code runs on) and the sizes of its scaling sweep.
-Below pipelines.spec and pipelines.scaling: the spec's validator checks the legs a sweep derives with
-scaling.check_derived, which validates them as Legs from here (pipelines.spec re-exports both)."""
+Below pipelines.spec.model and pipelines.spec.derived: the spec's validator checks the legs a sweep derives with
+scaling.check_derived, which validates them as Legs from here (pipelines.spec.model re-exports both)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -10,8 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from bakeoff_runtime.backend_table import backends_where, row
 from estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
 from estimators.registry import kind_for_backend
-
-from .spec_fields import (
+from pipelines.spec.fields import (
     IMAGE_RE,
     MAX_RUNTIME_S,
     NAME_RE,

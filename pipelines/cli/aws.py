@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .cli_output import emit, output_args, stderr_line
+from pipelines.cli.output import emit, output_args, stderr_line
 
 REGION_HELP = "AWS region (default: the region the ARN or spec names, else AWS_DEFAULT_REGION or the profile's)"
 
@@ -29,7 +29,7 @@ def _spec_args(p) -> None:
 
 
 def cmd_synth(args) -> int:
-    from . import api
+    from pipelines import api
 
     result = api.synth(args.spec, overrides=args.overrides, bucket=args.bucket, role_arn=args.role,
                        region=args.region)
@@ -47,8 +47,8 @@ def cmd_synth(args) -> int:
 
 
 def cmd_deploy(args) -> int:
-    from . import api
-    from .api.aws import QuotaShortfall
+    from pipelines import api
+    from pipelines.api.aws import QuotaShortfall
 
     try:
         result = api.deploy(args.spec, role_arn=args.role, bucket=args.bucket, region=args.region,
@@ -72,7 +72,7 @@ def cmd_deploy(args) -> int:
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
-    from .errors import SpecError
+    from pipelines.errors import SpecError
 
     out = {}
     for item in pairs:
@@ -84,10 +84,10 @@ def _params(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_start(args) -> int:
-    from . import api
+    from pipelines import api
 
     if args.until_decided:
-        from .errors import SpecError
+        from pipelines.errors import SpecError
 
         if args.stack or not args.pipeline:
             raise SpecError("--until-decided deploys each round from the spec: give the spec file, not --stack",
@@ -119,7 +119,7 @@ def _print_status(status) -> None:
 
 
 def cmd_status(args) -> int:
-    from . import api
+    from pipelines import api
 
     status = api.status(args.execution_arn, region=args.region, profile=args.profile)
     emit(args, status, _print_status)
@@ -127,7 +127,7 @@ def cmd_status(args) -> int:
 
 
 def _wait(args, execution) -> int:
-    from . import api
+    from pipelines import api
 
     final = api.wait(execution, poll_s=args.poll, timeout_s=args.timeout, region=args.region, profile=args.profile,
                      progress=None if args.quiet else lambda ev: stderr_line(ev.message))
@@ -141,14 +141,14 @@ def cmd_wait(args) -> int:
 
 
 def cmd_stop(args) -> int:
-    from . import api
+    from pipelines import api
 
     status = api.stop(args.execution_arn, region=args.region, profile=args.profile)
     return emit(args, status, lambda r: print(f"{r.execution_arn}: {r.status}"))
 
 
 def cmd_report(args) -> int:
-    from . import api
+    from pipelines import api
 
     target = args.target
     if not target.startswith("arn:"):
@@ -157,8 +157,8 @@ def cmd_report(args) -> int:
                         progress=None if args.quiet else lambda ev: stderr_line(f"bakeoff: {ev.message}"))
 
     def text(r) -> None:
-        from .cli_output import console
-        from .report import render_summary
+        from pipelines.cli.output import console
+        from pipelines.cli.summary import render_summary
 
         render_summary(r.evaluation, console())
         print(f"report: {r.report_path}")
@@ -172,7 +172,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_prices(args) -> int:
-    from . import api
+    from pipelines import api
 
     result = api.prices(args.region, refresh=args.refresh, profile=args.profile)
     if result.refreshed is not None and not args.quiet:

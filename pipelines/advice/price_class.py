@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .spec import BakeoffSpec
+from pipelines.spec.model import BakeoffSpec
 
 # Why 2: the pair the project exists for, ml.trn1.32xlarge and ml.p4d.24xlarge, differ by
 # about 2% in the bundled table; within one family the next size up roughly doubles the price

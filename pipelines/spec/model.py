@@ -1,9 +1,9 @@
 """The bake-off spec: pydantic models that are the one source for YAML, Python and JSON Schema.
 
 Validators only check and normalise; they never touch the file system or network. The field types
-live in pipelines.spec_fields and the legs in pipelines.spec_legs (below pipelines.scaling, whose
+live in pipelines.spec.fields and the legs in pipelines.spec.legs (below pipelines.spec.derived, whose
 check of the derived legs this module's validator calls); both are re-exported here, so
-`from pipelines.spec import Leg` is the spec's whole vocabulary.
+`from pipelines.spec.model import Leg` is the spec's whole vocabulary.
 """
 from __future__ import annotations
 
@@ -17,30 +17,29 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from bakeoff_runtime.backend_table import row
 from estimators import lookup_instance
-
-from .names import STEP_NAME_RE, precompile_step, step_name
-from .scaling import check_derived
-from .script_spec import ScriptMode
-from .spec_fields import BUCKET_RE as BUCKET_RE
-from .spec_fields import DEFAULT_RUNTIME_QUOTA_S as DEFAULT_RUNTIME_QUOTA_S
-from .spec_fields import IMAGE_RE as IMAGE_RE
-from .spec_fields import MAX_GLOBAL_BATCH as MAX_GLOBAL_BATCH
-from .spec_fields import MAX_RUNTIME_S as MAX_RUNTIME_S
-from .spec_fields import MAX_SEEDS as MAX_SEEDS
-from .spec_fields import MAX_STEPS as MAX_STEPS
-from .spec_fields import NAME_RE as NAME_RE
-from .spec_fields import ROLE_ARN_RE as ROLE_ARN_RE
-from .spec_fields import S3_URI_RE as S3_URI_RE
-from .spec_fields import SCRIPT_RE as SCRIPT_RE
-from .spec_fields import Backend as Backend
-from .spec_fields import Float as Float
-from .spec_fields import Int as Int
-from .spec_fields import Precision as Precision
-from .spec_fields import SpecFieldError as SpecFieldError
-from .spec_fields import _Model
-from .spec_fields import looks_like_secret as looks_like_secret
-from .spec_legs import Leg as Leg
-from .spec_legs import ScalingSize as ScalingSize
+from pipelines.names import STEP_NAME_RE, precompile_step, step_name
+from pipelines.spec.derived import check_derived
+from pipelines.spec.fields import BUCKET_RE as BUCKET_RE
+from pipelines.spec.fields import DEFAULT_RUNTIME_QUOTA_S as DEFAULT_RUNTIME_QUOTA_S
+from pipelines.spec.fields import IMAGE_RE as IMAGE_RE
+from pipelines.spec.fields import MAX_GLOBAL_BATCH as MAX_GLOBAL_BATCH
+from pipelines.spec.fields import MAX_RUNTIME_S as MAX_RUNTIME_S
+from pipelines.spec.fields import MAX_SEEDS as MAX_SEEDS
+from pipelines.spec.fields import MAX_STEPS as MAX_STEPS
+from pipelines.spec.fields import NAME_RE as NAME_RE
+from pipelines.spec.fields import ROLE_ARN_RE as ROLE_ARN_RE
+from pipelines.spec.fields import S3_URI_RE as S3_URI_RE
+from pipelines.spec.fields import SCRIPT_RE as SCRIPT_RE
+from pipelines.spec.fields import Backend as Backend
+from pipelines.spec.fields import Float as Float
+from pipelines.spec.fields import Int as Int
+from pipelines.spec.fields import Precision as Precision
+from pipelines.spec.fields import SpecFieldError as SpecFieldError
+from pipelines.spec.fields import _Model
+from pipelines.spec.fields import looks_like_secret as looks_like_secret
+from pipelines.spec.legs import Leg as Leg
+from pipelines.spec.legs import ScalingSize as ScalingSize
+from pipelines.spec.script import ScriptMode
 
 
 @lru_cache(maxsize=1)
@@ -438,7 +437,7 @@ class BakeoffSpec(_Model):
         "Local runs are not affected.")
     _source_path: Path | None = PrivateAttr(None)
     _source_lines: dict[tuple, int] = PrivateAttr(default_factory=dict)
-    # Set on the spec pipelines.scaling.expand() returns: the spec as declared (what is hashed).
+    # Set on the spec pipelines.spec.derived.expand() returns: the spec as declared (what is hashed).
     _declared: BakeoffSpec | None = PrivateAttr(None)
 
     @field_validator("name")

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .errors import SpecError
-from .spec import BakeoffSpec, SpecFieldError
+from pipelines.errors import SpecError
+from pipelines.spec.model import BakeoffSpec, SpecFieldError
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a few KB; anything near this is not one
 MAX_DEPTH = 32
@@ -246,7 +246,7 @@ def load_spec(path: str | Path, overrides: list[str] | None = None) -> BakeoffSp
         raise SpecError(f"cannot read: {exc.strerror}", file=shown) from None
     data, lines = parse_yaml(decode(raw, shown), shown)
     if overrides:
-        from .overrides import apply_overrides
+        from pipelines.spec.overrides import apply_overrides
 
         data, touched = apply_overrides(data, overrides)
         try:

@@ -6,17 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime.backend_table import row
-
-from .errors import SpecError
-from .spec import BakeoffSpec
-from .terminal_text import data
+from pipelines.errors import SpecError
+from pipelines.spec.model import BakeoffSpec
+from pipelines.terminal_text import data
 
 VERDICT_STYLE = {"ready": "green", "will recompile": "yellow", "will fall back": "red"}
 
 
 def legs_to_check(spec: BakeoffSpec, names: list[str] | None) -> list[str]:
     if spec.entrypoint.mode == "script":
-        from .loader import locate
+        from pipelines.spec.loader import locate
 
         file, line = locate(spec, ("entrypoint", "mode"))
         raise SpecError("preflight probes a Runtime script's steps; a script-mode bake-off reports CPU fallbacks and "
@@ -34,7 +33,7 @@ def legs_to_check(spec: BakeoffSpec, names: list[str] | None) -> list[str]:
 
 def run_preflight(spec: BakeoffSpec, legs: list[str] | None = None, steps: int = 6,
                   out_dir: Path | None = None, console=None) -> list[tuple[str, dict[str, Any]]]:
-    from .local import LocalExecutor
+    from pipelines.local import LocalExecutor
 
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="bakeoff-preflight-"))
     results = []

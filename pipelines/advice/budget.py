@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import SpecError
-from .rounds import check_design, default_cap
-from .spec import BakeoffSpec
+from pipelines.advice.rounds import check_design, default_cap
+from pipelines.errors import SpecError
+from pipelines.spec.model import BakeoffSpec
 
 SIM_REPS = 4000  # the sequential design's expected seeds: a fixed-seed simulation (deterministic)
 
@@ -90,11 +90,10 @@ def _spread(ev: dict[str, Any]) -> tuple[float | None, int, str]:
 
 def _legs(spec: BakeoffSpec, ev: dict[str, Any] | None) -> tuple[list[LegCost], list[str]]:
     from estimators.prices import price_for
-
-    from .prices import cached
+    from pipelines.advice.price_list import cached
 
     refreshed = cached(spec.storage.region)
-    from .scaling import expand
+    from pipelines.spec.derived import expand
 
     notes, out = [], []
     # Sweep sizes and ablations are legs that run every seed too: they are part of the bill.

@@ -1,14 +1,14 @@
 """The rounds of `--until-decided`, whichever engine runs them: the cap, the schedule of looks (one first
 round more each time), the seeds each round adds, the spec with a round's seeds, the check of a design
 and the futility test. Backend-neutral and below both engines and the budget: pipelines.local.sequential
-and pipelines.sagemaker.sequential run the rounds, pipelines.budget prices them; the design's arithmetic
+and pipelines.sagemaker.sequential run the rounds, pipelines.advice.budget prices them; the design's arithmetic
 is bakeoff_runtime.sequential."""
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import SpecError
-from .spec import BakeoffSpec
+from pipelines.errors import SpecError
+from pipelines.spec.model import BakeoffSpec
 
 DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds
 

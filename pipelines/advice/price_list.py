@@ -46,7 +46,7 @@ def fetch(region: str, session=None) -> dict[str, dict[str, float]]:
     import boto3
     from botocore.config import Config
 
-    from .aws_session import aws
+    from pipelines.aws_session import aws
 
     session = session or boto3.session.Session()
     # The Price List API answers from us-east-1 (and a few others) for every region.
@@ -119,8 +119,7 @@ def refresh_availability(instance_types: Iterable[str] | None = None, session=No
     from botocore.config import Config
 
     from estimators import all_instance_types
-
-    from .aws_session import aws
+    from pipelines.aws_session import aws
 
     session = session or boto3.session.Session()
     client = session.client("pricing", region_name="us-east-1", config=Config(retries={"mode": "adaptive",

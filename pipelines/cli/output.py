@@ -55,7 +55,7 @@ class LocalDisplay:
     (`pipelines.local.progress.Progress`): a live bar on a terminal, plain lines elsewhere, on stderr."""
 
     def __init__(self) -> None:
-        from .local.progress import Progress
+        from pipelines.local.progress import Progress
 
         self.display = Progress()
 

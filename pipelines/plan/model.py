@@ -16,12 +16,11 @@ from types import MappingProxyType
 from typing import Any
 
 from bakeoff_runtime import contract, script_contract
-
-from .bundle import Bundle, bundle_for
-from .emulation import gpu_available
-from .hashing import digest
-from .names import job_name, step_name
-from .spec import BakeoffSpec, Leg
+from pipelines.hashing import digest
+from pipelines.names import job_name, step_name
+from pipelines.plan.bundle import Bundle, bundle_for
+from pipelines.plan.emulation import gpu_available
+from pipelines.spec.model import BakeoffSpec, Leg
 
 
 def encode_hyperparameters(hps: Mapping[str, Any]) -> dict[str, str]:
@@ -133,7 +132,7 @@ class Plan:
 
 def spec_hash(spec: BakeoffSpec) -> str:
     """The hash of the spec as declared (an expanded spec hashes as the spec it came from)."""
-    from .scaling import declared
+    from pipelines.spec.derived import declared
 
     return digest(declared(spec).canonical(), 12)
 
@@ -201,9 +200,9 @@ def leg_environment(spec: BakeoffSpec, leg: Leg) -> dict[str, str]:
 
 
 def _check_packages(spec: BakeoffSpec, bundle: Bundle) -> None:
-    from . import packages
-    from .errors import SpecError
-    from .loader import locate
+    from pipelines.errors import SpecError
+    from pipelines.plan import packages
+    from pipelines.spec.loader import locate
 
     try:
         packages.check(spec, bundle)
@@ -229,8 +228,8 @@ def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle |
     """The plan of `spec` (with the legs its scaling sweeps and ablations derive), its code bundle
     read from `base_dir` (default: the spec file's folder) unless the bundle is given (one already
     uploaded). `local_gpu`: whether this machine's runs use a GPU (default: detected)."""
-    from .loader import spec_base_dir
-    from .scaling import derivations, expand, local_processes
+    from pipelines.spec.derived import derivations, expand, local_processes
+    from pipelines.spec.loader import spec_base_dir
 
     spec = expand(spec)
     derived = derivations(spec)
@@ -269,7 +268,7 @@ def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict
                       emulated_on: dict[str, str | None], cost_basis: str, mlflow: dict[str, Any]) -> dict[str, Any]:
     """What the evaluation step reads: per leg its hardware, seeds and price (with source), and the parity rule.
     One builder for the local executor and the SageMaker compiler."""
-    from .scaling import derivations, expand
+    from pipelines.spec.derived import derivations, expand
 
     spec = expand(spec)
     derived = derivations(spec)
@@ -297,7 +296,7 @@ def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict
 
 def _derived_config(spec: BakeoffSpec) -> dict[str, Any]:
     """The scaling sweeps and ablations, for the evaluation (absent when the spec declares none)."""
-    from .scaling import ABLATION, derivations, sweeps
+    from pipelines.spec.derived import ABLATION, derivations, sweeps
 
     out: dict[str, Any] = {}
     groups = sweeps(spec)

@@ -12,8 +12,8 @@ import ast
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from .bundle import COLLECTIVE_SCRIPT, EVALUATE_SCRIPT, LAUNCHER, REPORT_SCRIPT, Bundle
-from .errors import SpecError
+from pipelines.errors import SpecError
+from pipelines.plan.bundle import COLLECTIVE_SCRIPT, EVALUATE_SCRIPT, LAUNCHER, REPORT_SCRIPT, Bundle
 
 # Packages a job installs from bakeoff's own pin when its image lacks them
 # (entrypoints/bakeoff_runtime/<name>-requirements.txt).

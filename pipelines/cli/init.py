@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from .errors import SpecError
+from pipelines.errors import SpecError
 
 TEMPLATES = {
     "minimal": "your own PyTorch script (a small regression to replace with your model)",
@@ -57,7 +57,7 @@ def _script_spec(text: str, directory: Path, script: Path) -> str:
 
 
 def _files(template: str, name: str, directory: Path | None = None, script: Path | None = None) -> dict[str, bytes]:
-    from .spec import BakeoffSpec
+    from pipelines.spec.model import BakeoffSpec
 
     here = _TEMPLATE_DIR / template
     spec = (here / "bakeoff.yaml").read_text().replace("__NAME__", name)
@@ -67,7 +67,7 @@ def _files(template: str, name: str, directory: Path | None = None, script: Path
     schema = json.dumps(BakeoffSpec.model_json_schema(), indent=2, sort_keys=True) + "\n"
     files = {"bakeoff.yaml": spec.encode(), "bakeoff.schema.json": schema.encode()}
     if template == "hf":
-        from .bundle import entrypoints_dir
+        from pipelines.plan.bundle import entrypoints_dir
 
         # The built-in trainer itself, as an editable script: one source, so the two never drift.
         files["src/train.py"] = (entrypoints_dir() / "hf_causal_lm.py").read_bytes()
@@ -108,7 +108,7 @@ def init_project(directory: str | Path, template: str = "minimal", script: str |
         path.write_bytes(body)
         written.append(path)
     if data:
-        from .data import prepare_corpus
+        from pipelines.plan.corpus import prepare_corpus
 
         manifest = prepare_corpus(directory / "data")
         written += [directory / "data" / ch["path"] for ch in manifest["channels"].values()]
