@@ -118,19 +118,29 @@ NO_REPORT = ("the script exited 0 without reporting anything (no summary.json): 
 
 
 def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
-              extra_env: dict[str, str] | None = None, on_line=None, expects_report: bool = True) -> int:
+              extra_env: dict[str, str] | None = None, on_line=None, expects_report: bool = True,
+              mlflow_client: bool = False) -> int:
     """Run the workers, pass SIGTERM/SIGINT on, and say how they ended. `on_line`: each line of
-    their output (stdout and stderr), which is then passed on to this process's stdout."""
+    their output (stdout and stderr), which is then passed on to this process's stdout.
+    `mlflow_client`: start the worker's MLflow client process first and hand it over
+    (bakeoff_runtime.mlflow_sink), so mlflow is imported while the worker imports torch."""
     # The workers' output passes through here so that its last lines can say whose failure a
     # failure was (torchrun reports a worker's death by a signal only in its output). Script mode
     # reads metrics from both streams, so there they are one; otherwise each keeps its stream.
     from bakeoff_runtime.parent_death import dies_with_parent
 
     merged = on_line is not None
-    child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env), **(extra_env or {})},
-                             start_new_session=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT if merged else subprocess.PIPE,
-                             text=True, errors="replace", bufsize=1, preexec_fn=dies_with_parent())
+    client = _start_mlflow_client() if mlflow_client else None
+    handed, fds = client.hand_over() if client is not None else ({}, ())
+    try:
+        child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env),
+                                           **(extra_env or {}), **handed},
+                                 start_new_session=True, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT if merged else subprocess.PIPE, pass_fds=fds,
+                                 text=True, errors="replace", bufsize=1, preexec_fn=dies_with_parent())
+    finally:
+        if client is not None:
+            client.release()  # the worker holds the pipes now: its end is the client's end
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     errors_reader = None
     if not merged:
@@ -162,6 +172,10 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
         if on_line is not None:
             on_line(line)
     code = child.wait()
+    if client is not None:
+        # Its stdin ended with the worker; once the run is ended it is gone (one stuck on a
+        # tracking server that does not answer is not waited for).
+        client.reap(CLIENT_GRACE_S)
     if errors_reader is not None:
         errors_reader.join(timeout=30)
     if stopping:
@@ -201,7 +215,17 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
     return exit_code
 
 
+def _start_mlflow_client():
+    from bakeoff_runtime.mlflow_sink import Client
+
+    try:
+        return Client.start()
+    except (OSError, ValueError):
+        return None  # the worker's sink starts its own, and says so if it cannot either
+
+
 TAIL_LINES = 200
+CLIENT_GRACE_S = 10
 INFRASTRUCTURE = "infrastructure"
 # Failure kinds that exit non-zero even with BAKEOFF_CONTINUE_ON_FAILURE: the platform's, not the script's.
 NOT_CACHEABLE = (INFRASTRUCTURE, "killed")
@@ -272,7 +296,11 @@ def main(argv: list[str]) -> int:
         print(f"[bakeoff] launching {devices_per_host(env)} process(es) per host on {env.host_count} host(s); "
               f"host {env.current_host} is node {env.host_rank}, meeting on {env.master_addr}:{env.master_port}",
               flush=True)
-    return supervise(env, cmd, script)
+    from bakeoff_runtime.mlflow_sink import logs_to_mlflow
+
+    # One worker, started by this process (torchrun's would not inherit the client's pipes).
+    client = len(cmd) == 3 and script.name not in REPORTS_ELSEWHERE and logs_to_mlflow(os.environ)
+    return supervise(env, cmd, script, mlflow_client=client)
 
 
 def run_script(env: TrainingEnv, script: Path, leg_args: list[str], settings) -> int:

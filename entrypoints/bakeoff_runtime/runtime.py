@@ -87,28 +87,6 @@ class Runtime:
         self.local_rank = int(environ.get("LOCAL_RANK", 0))
         self.cache_location = environ.get("BAKEOFF_COMPILE_CACHE") or None
         self.torch_compile = environ.get("BAKEOFF_TORCH_COMPILE") == "1"
-        self._xla_cache = None
-        if self.backend_name == "neuron" and environ.get("PJRT_DEVICE", "").upper() == "CPU" and self.rank == 0:
-            from .compile_cache import xla_persistent_cache
-
-            self._xla_cache = xla_persistent_cache(self.cache_location)  # before anything compiles
-        self.backend = get_backend(self.backend_name, self.precision, self.local_rank)
-        self.preflight = None
-        if environ.get("BAKEOFF_PREFLIGHT") == "1" and self.backend_name == "neuron" and self.rank == 0:
-            from .preflight import Preflight
-
-            self.preflight = Preflight(self.backend, env.model_dir)
-        self._step_index = 0
-        if self.world_size > 1 and not torch.distributed.is_initialized():
-            if self.backend.distributed_backend == "xla":
-                import torch_xla.distributed.xla_backend  # noqa: F401  (registers "xla")
-
-                torch.distributed.init_process_group("xla", init_method="xla://")
-            else:
-                torch.distributed.init_process_group(self.backend.distributed_backend)
-        self.device = self.backend.device()
-        seed_everything(self.seed)
-
         info = {
             "bakeoff": environ.get("BAKEOFF_NAME", ""),
             "leg": self.leg,
@@ -130,14 +108,25 @@ class Runtime:
         tags["mlflow.runName"] = f"{self.leg}-s{self.seed}"
         self.sink = None
         if self.rank == 0:
+            # Before the backend: a client process it starts is started before torch_xla makes a
+            # client (no fork after that). The run is made once the backend is there, as it was.
             self.sink = MlflowSink(
                 tracking_uri=environ.get("MLFLOW_TRACKING_URI"),
                 experiment=environ.get("BAKEOFF_MLFLOW_EXPERIMENT") or environ.get("MLFLOW_EXPERIMENT_NAME"),
                 run_name=f"{self.leg}-s{self.seed}", tags=tags,
                 params=dict(sorted(hps.items())),
                 artifact_location=environ.get("BAKEOFF_MLFLOW_ARTIFACT_LOCATION") or None,
-                job_key=info["job_key"],
+                job_key=info["job_key"], begin=False,
             )
+        try:
+            self._start_backend(env, environ)
+        except BaseException:
+            if self.sink is not None:
+                self.sink.abandon()
+            raise
+        if self.sink is not None:
+            self.sink.begin()
+
         self.telemetry = Telemetry(env.model_dir, info, sink=self.sink, rank=self.rank, started_at=self.started_at)
 
         self._loop_started: float | None = None
@@ -170,6 +159,29 @@ class Runtime:
         self.warmup_exclude = int(warm) if warm is not None else max(2, min(10, (self.max_steps or 20) // 10))
         self._finished = False
         self._previous_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
+
+    def _start_backend(self, env: TrainingEnv, environ) -> None:
+        self._xla_cache = None
+        if self.backend_name == "neuron" and environ.get("PJRT_DEVICE", "").upper() == "CPU" and self.rank == 0:
+            from .compile_cache import xla_persistent_cache
+
+            self._xla_cache = xla_persistent_cache(self.cache_location)  # before anything compiles
+        self.backend = get_backend(self.backend_name, self.precision, self.local_rank)
+        self.preflight = None
+        if environ.get("BAKEOFF_PREFLIGHT") == "1" and self.backend_name == "neuron" and self.rank == 0:
+            from .preflight import Preflight
+
+            self.preflight = Preflight(self.backend, env.model_dir)
+        self._step_index = 0
+        if self.world_size > 1 and not torch.distributed.is_initialized():
+            if self.backend.distributed_backend == "xla":
+                import torch_xla.distributed.xla_backend  # noqa: F401  (registers "xla")
+
+                torch.distributed.init_process_group("xla", init_method="xla://")
+            else:
+                torch.distributed.init_process_group(self.backend.distributed_backend)
+        self.device = self.backend.device()
+        seed_everything(self.seed)
 
     # --- construction ---------------------------------------------------------------
     @classmethod
