@@ -29,7 +29,7 @@ browser:
 # Two workers (the 2-core machines CI and developers have): most of a slow test is a job's start-up
 # (imports, XLA compilation), which two tests share the cores through well.
 test: setup browser
-	$(VENV)/bin/python -m pytest -n 2 --dist worksteal
+	$(VENV)/bin/python -m pytest -n 2 --dist worksteal --durations=15
 
 # Everything but the tests that run real training jobs, PyTorch/XLA, MLflow servers or the CDK CLI.
 test-fast: setup
