@@ -656,6 +656,8 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     speed = {"emulated": emulated, "label": EMULATED_LABEL if emulated else "measured on the target hardware",
              "unstable_legs": [n for n, f in figures.items() if f["throughput"]["unstable"]],
              "crosscheck_disagrees": [n for n, f in figures.items() if f["throughput"]["crosscheck_disagrees"]]}
+    if isinstance(config.get("jobs_at_once"), int) and config["jobs_at_once"] > 1:
+        speed["jobs_at_once"] = config["jobs_at_once"]  # a local run's jobs shared the machine's cores
     return {
         "schema": EVALUATION_SCHEMA,
         "verdict": verdict,

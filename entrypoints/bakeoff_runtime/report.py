@@ -248,6 +248,9 @@ def _statistics(ev: dict[str, Any]) -> list[str]:
     if speed.get("emulated"):
         lines.append(f"Speed and cost: {EMULATED}. They are timed the same way as on SageMaker "
                      "(device-synchronised boundaries, validation excluded) but on this machine's CPU.")
+    if speed.get("jobs_at_once"):
+        lines.append(f"The jobs ran {speed['jobs_at_once']} at a time on this machine, so their speed figures shared "
+                     "its cores (`bakeoff run --jobs 1` gives each job the whole machine).")
     for leg in speed.get("unstable_legs") or []:
         lines.append(f"Throughput of {leg} varies by more than 20% across seeds: treat its speed and cost with care.")
     for leg in speed.get("crosscheck_disagrees") or []:

@@ -96,6 +96,10 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
     if emulated:
         console.print(f"  speed and cost: {data(speed.get('label'))}; no cheapest leg is named from an emulation",
                       highlight=False)
+    if speed.get("jobs_at_once"):
+        console.print(f"  [yellow]note[/yellow] the jobs ran {data(str(speed['jobs_at_once']))} at a time on this "
+                      "machine: their speed figures shared its cores (--jobs 1 gives each job the whole machine)",
+                      highlight=False)
     for leg in speed.get("unstable_legs") or []:
         console.print(f"  [yellow]note[/yellow] throughput of {data(leg)} varies by more than 20% across seeds",
                       highlight=False)

@@ -558,6 +558,9 @@ class LocalExecutor:
         # ParityMargin parameter, in evaluate.py).
         if self.sequential:
             config["sequential"] = self.sequential
+        at_once = self._jobs_at_once(installed_code)
+        if at_once > 1:  # the speed figures shared this machine's cores: the report says so
+            config["jobs_at_once"] = at_once
         config["looks"] = looks.for_evaluation(self.out, self._look)
         if rule_original and "unrecorded" in rule_original:
             config["rule_unrecorded"] = rule_original["unrecorded"]
@@ -584,6 +587,16 @@ class LocalExecutor:
             ctx.property_files[(EVALUATE_STEP, pf["PropertyFileName"])] = local / pf["FilePath"]
         path = eval_dir / "evaluation.json"
         return json.loads(path.read_text()), path
+
+    def _jobs_at_once(self, deciding_again: bool) -> int:
+        """Training jobs at once when the jobs ran: this run's `--jobs`, or, deciding a run
+        directory again, what its plan.json recorded (1 where it recorded none)."""
+        if not deciding_again:
+            return self.jobs
+        try:
+            return int(json.loads((self.out / "plan.json").read_text())["local"].get("jobs_at_once") or 1)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return 1
 
     def _gate(self, steps: dict[str, Any], name: str, ctx: Context) -> list[dict[str, str]]:
         """The Condition step: the path it takes through its If/Else steps (gate.json)."""

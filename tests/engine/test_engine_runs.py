@@ -134,3 +134,30 @@ def test_an_undecidable_comparison_stops_at_the_cap_inconclusive_with_a_recommen
     assert [(x["look"], x["seeds"], x["design"]["kind"]) for x in looks] == [(1, [0, 1], "sequential"),
                                                                              (2, [0, 1, 2, 3], "sequential")]
     assert result.evaluation["looks"]["this_look"] == 2
+
+
+def test_the_report_says_when_the_jobs_shared_the_machine_and_deciding_again_keeps_it(monkeypatch, capsys, tmp_path):
+    spec = verdict_spec(tmp_path, seeds=2)
+    shared, alone = tmp_path / "shared", tmp_path / "alone"
+    code, out, err = bakeoff_cli(monkeypatch, capsys, FakeContainer(Recipe()), "run", spec, "--out", shared,
+                                 "--no-mlflow", "--jobs", "2")
+    ev = json.loads((shared / "evaluation" / "evaluation.json").read_text())
+    assert ev["speed"]["jobs_at_once"] == 2, err[-2000:]
+    assert "ran 2 at a time on this machine" in (shared / "evaluation" / "report.md").read_text()
+    assert "the jobs ran 2 at a time on this machine" in out + err
+    # Deciding the directory again reads how its jobs ran from its plan.json, not from this command.
+    (shared / "evaluation" / "evaluation.json").unlink()
+    code, out, err = bakeoff_cli(monkeypatch, capsys, None, "report", shared)
+    assert "deciding" in err.lower(), err[-2000:]
+    assert code == 0 and json.loads((shared / "evaluation" / "evaluation.json").read_text())["speed"][
+        "jobs_at_once"] == 2, err[-2000:]
+    code, _, err = bakeoff_cli(monkeypatch, capsys, FakeContainer(Recipe()), "run", spec, "--out", alone,
+                               "--no-mlflow", "--jobs", "1")
+    ev = json.loads((alone / "evaluation" / "evaluation.json").read_text())
+    assert "jobs_at_once" not in ev["speed"]
+    assert "at a time on this machine" not in (alone / "evaluation" / "report.md").read_text()
+    # Decided again by a command whose own default would be side by side: still one at a time.
+    (alone / "evaluation" / "evaluation.json").unlink()
+    code, _, err = bakeoff_cli(monkeypatch, capsys, None, "report", alone)
+    assert code == 0 and "jobs_at_once" not in json.loads(
+        (alone / "evaluation" / "evaluation.json").read_text())["speed"], err[-2000:]
