@@ -40,7 +40,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # Between the two engines, only these: the local engine interprets the definition the compiler writes, and a
 # look's record of its jobs is shared by both (pipelines/local/looks.py: backend-neutral, kept where it is).
-ENGINE_CROSSING = {("pipelines.local", "pipelines.sagemaker"): {"pipelines.sagemaker.compiler"},
+ENGINE_CROSSING = {("pipelines.local", "pipelines.sagemaker"): {"pipelines.sagemaker.compiler",
+                                                                 "pipelines.sagemaker.expressions"},
                    ("pipelines.sagemaker", "pipelines.local"): {"pipelines.local.looks"}}
 
 

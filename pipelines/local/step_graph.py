@@ -9,33 +9,18 @@ the executor does, by kind, and refuses a kind it cannot run rather than skip it
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from pipelines.errors import RunError
+from pipelines.sagemaker.expressions import step_dependencies
 
 BATCH = "<training jobs>"
 
 
-def _references(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        get = value.get("Get")
-        if isinstance(get, str) and get.startswith("Steps."):
-            yield get.split(".")[1]
-        for item in value.values():
-            yield from _references(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _references(item)
-
-
 def dependencies(step: dict[str, Any]) -> set[str]:
-    """The steps this one waits for: its DependsOn and the steps whose properties it reads."""
-    found = set(step.get("DependsOn") or [])
-    found.update(_references(step.get("Arguments")))
-    found.update(_references(step.get("PropertyFiles")))
-    found.discard(str(step.get("Name")))
-    return found
+    """The steps this one waits for, as SageMaker reads them (the quota check reads them the same way)."""
+    return step_dependencies(step)
 
 
 def run_order(definition: dict[str, Any], batched: Callable[[dict[str, Any]], bool]) -> list[str]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.aws_session import aws
+from pipelines.sagemaker.expressions import step_dependencies
 
 SERVICE_CODE = "sagemaker"
 ON_DEMAND = "{} for training job usage"
@@ -110,22 +111,8 @@ def jobs(definition: dict[str, Any]) -> list[Job]:
     return out
 
 
-def _references(node: Any) -> Iterable[str]:
-    """Steps a value reads from ({"Get": "Steps.NAME..."}): SageMaker runs a step after those it reads."""
-    if isinstance(node, dict):
-        ref = node.get("Get")
-        if isinstance(ref, str) and ref.startswith("Steps."):
-            yield ref.split(".")[1]
-        for value in node.values():
-            yield from _references(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _references(value)
-
-
 def _ancestors(definition: dict[str, Any]) -> dict[str, set[str]]:
-    direct = {s["Name"]: set(s.get("DependsOn", [])) | set(_references(s.get("Arguments", {})))
-              for s in definition.get("Steps", [])}
+    direct = {s["Name"]: step_dependencies(s) for s in definition.get("Steps", [])}
     memo: dict[str, set[str]] = {}
 
     def up(name: str) -> set[str]:
