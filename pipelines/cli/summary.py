@@ -3,21 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bakeoff_runtime.report_format import size
 from pipelines.terminal_text import data
 
 
 def _num(v, fmt="{:.4g}"):
     return "-" if v is None else fmt.format(v)
-
-
-def _bytes(v):
-    if not v:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if v < 1024:
-            return f"{v:.0f} {unit}"
-        v /= 1024
-    return f"{v:.0f} PiB"
 
 
 def _usd(v) -> str:
@@ -77,8 +68,8 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
         ("time to first step" + emu, lambda f: _num(f.get("time_to_first_step_s_mean"), "{:.1f}s")),
         ("compile time" + emu, lambda f: _num(f.get("compile_time_s_mean"), "{:.1f}s")),
         ("first step cold/warm" + emu, lambda f: _cold_warm(f.get("compile_cache"))),
-        ("peak device memory", lambda f: _bytes(f.get("peak_device_memory_bytes_max"))),
-        ("peak host memory", lambda f: _bytes(f.get("peak_host_memory_bytes_max"))),
+        ("peak device memory", lambda f: size(f.get("peak_device_memory_bytes_max"))),
+        ("peak host memory", lambda f: size(f.get("peak_host_memory_bytes_max"))),
         ("wall time" + emu, lambda f: _num(f.get("wall_time_s_mean"), "{:.0f}s")),
         ("cost per run" + emu, lambda f: _usd(f.get("cost_per_run_usd_mean"))),
         ("parity", lambda f: f.get("parity", "baseline")),
