@@ -46,6 +46,23 @@ def bakeoff(*args, cwd=None, env=None, timeout=600):
                           timeout=timeout)
 
 
+def processes_using(path: Path) -> list[str]:
+    """Command lines of live processes whose command line or environment mentions `path` (a run directory):
+    what a stopped run must not leave behind."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (proc / "environ").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(path) in cmd or str(path) in environ:
+            found.append(f"{proc.name}: {cmd[:200]}")
+    return found
+
+
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
     from pipelines.plan.corpus import prepare_corpus

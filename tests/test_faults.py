@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, bakeoff, write_spec
+from conftest import ROOT, bakeoff, processes_using, write_spec
 
 pytestmark = pytest.mark.slow  # real bake-offs through `bakeoff run`
 
@@ -34,22 +34,6 @@ def _spec(tmp_path, plant="none", seeds=2, legs=LEGS, mlflow=False, **extra):
 
 def _job(out: Path, name: str) -> dict:
     return json.loads((out / "jobs" / name / "job.json").read_text())
-
-
-def _processes_using(path: Path) -> list[str]:
-    """Command lines of live processes that mention `path` (the run directory)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            environ = (proc / "environ").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if str(path) in cmd or str(path) in environ:
-            found.append(f"{proc.name}: {cmd[:200]}")
-    return found
 
 
 def _wait_for(predicate, timeout=240.0, what="condition"):
@@ -84,7 +68,7 @@ def test_sigterm_stops_the_job_group_keeps_what_finished_and_a_rerun_resumes(tmp
             os.killpg(run.pid, signal.SIGKILL)
     assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
-    assert not _processes_using(out), "the job outlived `bakeoff run`"
+    assert not processes_using(out), "the job outlived `bakeoff run`"
     assert _job(out, "m5-s0")["status"] == "completed"
     stopped = _job(out, "g5-s0")
     assert stopped["status"] == "failed" and "interrupted" in stopped["reason"]
@@ -116,7 +100,7 @@ def test_sigterm_with_jobs_side_by_side_stops_every_one_and_a_rerun_resumes_them
             os.killpg(run.pid, signal.SIGKILL)
     assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
-    assert not _processes_using(out), "a job outlived `bakeoff run`"
+    assert not processes_using(out), "a job outlived `bakeoff run`"
     for name in first:
         stopped = _job(out, name)
         assert stopped["status"] == "failed" and "interrupted" in stopped["reason"], (name, stopped)
@@ -137,10 +121,10 @@ def test_kill_9_of_bakeoff_run_leaves_no_job_running_and_a_rerun_finds_nothing_o
     try:
         _wait_for(lambda: (out / "jobs" / "m5-s0" / "opt" / "ml" / "model" / "metrics.jsonl").exists(),
                   what="the first job to train")
-        assert _processes_using(out)  # the job (launcher and script) is running
+        assert processes_using(out)  # the job (launcher and script) is running
         run.kill()  # SIGKILL: no handler of bakeoff's runs
         run.wait(30)
-        _wait_for(lambda: not _processes_using(out), timeout=60, what="the job to end with `bakeoff run`")
+        _wait_for(lambda: not processes_using(out), timeout=60, what="the job to end with `bakeoff run`")
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

@@ -3,11 +3,9 @@ run, a hung job stopped at its max runtime, rounds of --until-decided. The jobs 
 container (fake_container.py); the Evaluate step and the gate are real. Once real bake-offs in
 tests/test_e2e_local.py, test_doomed.py, test_faults.py and test_sequential.py."""
 import json
-import os
 import shutil
-from pathlib import Path
 
-from conftest import tiny_spec, write_spec
+from conftest import processes_using, tiny_spec, write_spec
 from fake_container import TRN, FakeContainer, Recipe, bakeoff_cli, verdict_spec
 
 G5 = {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}
@@ -62,22 +60,6 @@ def test_a_leg_that_blows_up_is_not_run_again(monkeypatch, capsys, tmp_path):
     assert ev["legs"]["g5"]["completed"] == 3
 
 
-def _processes_using(path: Path) -> list[str]:
-    """Command lines of live processes whose command line or environment mentions `path`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            environ = (proc / "environ").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if str(path) in cmd or str(path) in environ:
-            found.append(f"{proc.name}: {cmd[:200]}")
-    return found
-
-
 def test_a_hung_job_is_stopped_at_its_max_runtime_and_leaves_its_reason(monkeypatch, capsys, tmp_path):
     legs = [{"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32", "max_runtime_s": 1}, G5]
     out = tmp_path / "out"
@@ -97,7 +79,7 @@ def test_a_hung_job_is_stopped_at_its_max_runtime_and_leaves_its_reason(monkeypa
     assert ev["verdict"] == "inconclusive" and code == 3, err[-2000:]
     run = next(r for r in ev["legs"]["m5"]["runs"] if r["seed"] == 0)
     assert run["status"] == "lost" and "max runtime" in run["reason"]
-    assert not _processes_using(out)
+    assert not processes_using(out)
 
 
 def test_a_regression_clear_after_the_first_round_stops_there_with_fail(tmp_path):
