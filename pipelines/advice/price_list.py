@@ -54,20 +54,23 @@ def fetch(region: str, session=None) -> dict[str, dict[str, float]]:
                                                                                        "max_attempts": 10}))
     products: list[str] = []
     for kind in KINDS:
-        token = None
         with aws(f"read SageMaker {kind} prices for {region} (needs pricing:GetProducts)"):
-            while True:
-                kw = {"ServiceCode": "AmazonSageMaker", "MaxResults": 100, "FormatVersion": "aws_v1",
-                      "Filters": [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
-                                  {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": kind}]}
-                if token:
-                    kw["NextToken"] = token
-                page = client.get_products(**kw)
-                products += page.get("PriceList", [])
-                token = page.get("NextToken")
-                if not token:
-                    break
+            products += _sagemaker_products(client, regionCode=region, platoinstancetype=kind)
     return parse_products(products)
+
+
+def _sagemaker_products(client, **terms: str) -> list[str]:
+    """Every page of GetProducts for AmazonSageMaker rows matching `terms` (TERM_MATCH filters)."""
+    products: list[str] = []
+    kw: dict[str, Any] = {"ServiceCode": "AmazonSageMaker", "MaxResults": 100, "FormatVersion": "aws_v1",
+                          "Filters": [{"Type": "TERM_MATCH", "Field": field, "Value": value}
+                                      for field, value in terms.items()]}
+    while True:
+        page = client.get_products(**kw)
+        products += page.get("PriceList", [])
+        if not page.get("NextToken"):
+            return products
+        kw["NextToken"] = page["NextToken"]
 
 
 def refresh(region: str, session=None) -> dict[str, Any]:
@@ -126,19 +129,8 @@ def refresh_availability(instance_types: Iterable[str] | None = None, session=No
                                                                                        "max_attempts": 10}))
     products: list[str] = []
     for name in instance_types or all_instance_types():
-        token = None
         with aws(f"read the regions offering {name} for training (needs pricing:GetProducts)"):
-            while True:
-                kw = {"ServiceCode": "AmazonSageMaker", "MaxResults": 100, "FormatVersion": "aws_v1",
-                      "Filters": [{"Type": "TERM_MATCH", "Field": "instanceName", "Value": name},
-                                  {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": "Training"}]}
-                if token:
-                    kw["NextToken"] = token
-                page = client.get_products(**kw)
-                products += page.get("PriceList", [])
-                token = page.get("NextToken")
-                if not token:
-                    break
+            products += _sagemaker_products(client, instanceName=name, platoinstancetype="Training")
     body = {"source": SOURCE, "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "regions": parse_regions(products)}
     path = availability_path()
