@@ -40,7 +40,7 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 import torch  # noqa: E402
 
 from bakeoff_runtime import Runtime  # noqa: E402
-from bakeoff_runtime.reference.data import ByteBatches, load_channel, validation_batches  # noqa: E402
+from bakeoff_runtime.reference.data import BatchSplit, ByteBatches, load_channel, validation_batches  # noqa: E402
 
 VOCAB = 256  # bytes
 NOT_INSTALLED = ("transformers is not installed in this environment: install bakeoff's `hf` extra "
@@ -146,16 +146,11 @@ def main() -> None:
     with Runtime.from_environment(started_at=STARTED) as rt:
         hp = rt.hp
         sequence_length = int(hp("sequence_length", 128))
-        global_batch = int(hp("global_batch_size", 32))
-        accumulation = int(hp("gradient_accumulation_steps", 1))
-        per_device = int(hp("per_device_batch_size", global_batch // (rt.world_size * accumulation)))
-        if per_device * rt.world_size * accumulation != global_batch:
-            raise ValueError(
-                f"global batch {global_batch} != per-device {per_device} x devices {rt.world_size} "
-                f"x accumulation {accumulation}: the job runs on a different device count than planned")
+        split = BatchSplit.from_hyperparameters(hp, rt.world_size)
+        global_batch, per_device, accumulation = (split.global_batch_size, split.per_device_batch_size,
+                                                  split.gradient_accumulation_steps)
         args = training_arguments(hp, rt, per_device, accumulation)
-        rt.extra["fairness"] = {"global_batch_size": global_batch, "world_size": rt.world_size,
-                                "per_device_batch_size": per_device, "gradient_accumulation_steps": accumulation}
+        rt.extra["fairness"] = split.fairness()
         rt.extra["training_arguments"] = args
         max_steps = args["max_steps"]
 

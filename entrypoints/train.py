@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 from bakeoff_runtime import Runtime  # noqa: E402
-from bakeoff_runtime.reference.data import ByteBatches, load_channel, validation_batches  # noqa: E402
+from bakeoff_runtime.reference.data import BatchSplit, ByteBatches, load_channel, validation_batches  # noqa: E402
 from bakeoff_runtime.reference.model import LMConfig, TinyLM, parameter_count  # noqa: E402
 
 
@@ -65,15 +65,9 @@ def main() -> None:
         cfg = LMConfig(sequence_length=int(hp("sequence_length", 128)), d_model=int(hp("d_model", 128)),
                        n_layers=int(hp("n_layers", 2)), n_heads=int(hp("n_heads", 4)),
                        mlp_ratio=int(hp("mlp_ratio", 4)), dropout=float(hp("dropout", 0.0)))
-        global_batch = int(hp("global_batch_size", 32))
-        accumulation = int(hp("gradient_accumulation_steps", 1))
-        per_device = int(hp("per_device_batch_size", global_batch // (rt.world_size * accumulation)))
-        if per_device * rt.world_size * accumulation != global_batch:
-            raise ValueError(
-                f"global batch {global_batch} != per-device {per_device} x devices {rt.world_size} "
-                f"x accumulation {accumulation}: the job runs on a different device count than planned")
-        rt.extra["fairness"] = {"global_batch_size": global_batch, "world_size": rt.world_size,
-                                "per_device_batch_size": per_device, "gradient_accumulation_steps": accumulation}
+        split = BatchSplit.from_hyperparameters(hp, rt.world_size)
+        global_batch, accumulation = split.global_batch_size, split.gradient_accumulation_steps
+        rt.extra["fairness"] = split.fairness()
         max_steps = int(hp("max_steps", 200))
 
         if "train" not in rt.env.channels:

@@ -6,10 +6,41 @@ slice of the one global batch, so legs with different device counts see identica
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
+
+
+@dataclass(frozen=True)
+class BatchSplit:
+    """How one global batch is split over devices and accumulation steps: the same global
+    batch on every leg is what makes their losses comparable."""
+
+    global_batch_size: int
+    world_size: int
+    per_device_batch_size: int
+    gradient_accumulation_steps: int
+
+    @classmethod
+    def from_hyperparameters(cls, hp: Callable[[str, Any], Any], world_size: int) -> BatchSplit:
+        global_batch = int(hp("global_batch_size", 32))
+        accumulation = int(hp("gradient_accumulation_steps", 1))
+        per_device = int(hp("per_device_batch_size", global_batch // (world_size * accumulation)))
+        if per_device * world_size * accumulation != global_batch:
+            raise ValueError(
+                f"global batch {global_batch} != per-device {per_device} x devices {world_size} "
+                f"x accumulation {accumulation}: the job runs on a different device count than planned")
+        return cls(global_batch, world_size, per_device, accumulation)
+
+    def fairness(self) -> dict[str, int]:
+        """The job summary's `fairness` record, which the evaluation compares across legs."""
+        return {"global_batch_size": self.global_batch_size, "world_size": self.world_size,
+                "per_device_batch_size": self.per_device_batch_size,
+                "gradient_accumulation_steps": self.gradient_accumulation_steps}
 
 
 def load_channel(path: Path) -> np.ndarray:
