@@ -181,21 +181,34 @@ def preflight(spec: SpecLike, *, overrides: Sequence[str] = (), legs: Sequence[s
     recompilations, CPU fallbacks, fp64 and host transfers, each named with its fix.
 
     `legs` defaults to every trn leg; `out_dir` keeps the job's files (default: a temporary
-    directory). `.blockers` is True when a leg would not run well on Trainium."""
+    directory, removed afterwards unless a leg did not finish). `.blockers` is True when a leg
+    would not run well on Trainium."""
     from pipelines.api.preflight_view import legs_to_check
-    from pipelines.local import LocalExecutor
 
     loaded = as_spec(spec, overrides)
-    out = Path(out_dir) if out_dir else None
-    if out is None:
-        import tempfile
+    names = legs_to_check(loaded, list(legs) if legs else None)
+    if out_dir:
+        return Preflight(_preflight_legs(loaded, names, steps, Path(out_dir), progress))
+    import shutil
+    import tempfile
 
-        out = Path(tempfile.mkdtemp(prefix="bakeoff-preflight-"))
-    reports = {}
-    for name in legs_to_check(loaded, list(legs) if legs else None):
-        executor = LocalExecutor(loaded, out, force=True, mlflow=False, progress=EventProgress(progress))
-        reports[name] = executor.preflight(name, steps)
+    # Without out_dir the job files are scratch: removed once every leg has its report, kept when one
+    # did not finish, since its error names the job's stdout.log there.
+    out = Path(tempfile.mkdtemp(prefix="bakeoff-preflight-"))
+    reports = _preflight_legs(loaded, names, steps, out, progress)
+    shutil.rmtree(out, ignore_errors=True)
     return Preflight(reports)
+
+
+def _preflight_legs(spec: BakeoffSpec, names: list[str], steps: int, out: Path,
+                    progress: Progress | None) -> dict[str, dict[str, Any]]:
+    from pipelines.local import LocalExecutor
+
+    reports = {}
+    for name in names:
+        executor = LocalExecutor(spec, out, force=True, mlflow=False, progress=EventProgress(progress))
+        reports[name] = executor.preflight(name, steps)
+    return reports
 
 
 @public

@@ -1,8 +1,6 @@
 """`bakeoff preflight`: find Trainium trouble on this machine before it costs money."""
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime.backend_table import row
@@ -29,18 +27,6 @@ def legs_to_check(spec: BakeoffSpec, names: list[str] | None) -> list[str]:
         return names
     trn = [leg.name for leg in spec.legs if row(leg.backend_name).accelerator == "neuron"]
     return trn or [spec.legs[0].name]
-
-
-def run_preflight(spec: BakeoffSpec, legs: list[str] | None = None, steps: int = 6,
-                  out_dir: Path | None = None, console=None) -> list[tuple[str, dict[str, Any]]]:
-    from pipelines.local import LocalExecutor
-
-    out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="bakeoff-preflight-"))
-    results = []
-    for name in legs_to_check(spec, legs):
-        executor = LocalExecutor(spec, out, force=True, console=console, mlflow=False)
-        results.append((name, executor.preflight(name, steps)))
-    return results
 
 
 def _describe(p: dict[str, Any]) -> str:
