@@ -1,3 +1,4 @@
+import functools
 import json
 import os
 import subprocess
@@ -9,6 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ENTRYPOINTS = ROOT / "entrypoints"
 sys.path.insert(0, str(ENTRYPOINTS))  # the in-container runtime, as the container sees it
+# The helper modules at tests/ root that assert: their failures explained as a test's own would be.
+pytest.register_assert_rewrite("cdk_stacks", "mlflow_runs", "moto_aws")
 
 # Small enough to train in seconds on 2 cores, big enough to have a learning curve.
 TINY = {
@@ -29,6 +32,10 @@ def tiny_spec(**over):
     }
     spec.update(over)
     return spec
+
+
+# The built-in Hugging Face causal LM on the tiny model: tiny_spec(**HF_TINY) (tests/*/test_hf*.py).
+HF_TINY = {"entrypoint": {"builtin": "hf-causal-lm"}, "hyperparameters": {"model_type": "llama"}}
 
 
 def write_spec(path: Path, data: dict) -> Path:
@@ -80,3 +87,109 @@ def tiny_run(tmp_path_factory):
     out = root / "out"
     proc = bakeoff("run", spec_path, "--out", out)
     return {"spec": spec_path, "out": out, "proc": proc}
+
+
+# --- moto on 127.0.0.1 (helpers: moto_aws.py) ---------------------------------------------------------------
+@pytest.fixture(scope="session")
+def moto_server():
+    """moto as a separate process, so that nothing it logs can be mistaken for output of the code under test."""
+    import socket
+    import time
+
+    from moto_aws import _free_port
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):  # until it answers (start-up, not a timed assertion)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("moto server exited") from None
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture
+def aws(moto_server, monkeypatch):
+    """Environment pointing every boto3 client at the moto server, and a fresh bucket."""
+    import boto3
+    from moto_aws import API_BUCKET as BUCKET
+
+    env = {"AWS_ENDPOINT_URL": moto_server, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    s3 = boto3.client("s3", region_name="us-east-1")
+    if BUCKET not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
+        s3.create_bucket(Bucket=BUCKET)
+    return env
+
+
+@pytest.fixture(scope="module")
+def moto_env():
+    """moto in a thread of this process, one per test module; its environment, for `bakeoff` subprocesses."""
+    from moto.server import ThreadedMotoServer
+    from moto_aws import _free_port
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    yield env
+    server.stop()
+
+
+@pytest.fixture
+def aws_env(moto_env, monkeypatch):
+    for k, v in moto_env.items():
+        monkeypatch.setenv(k, v)
+    return moto_env
+
+
+# --- the report's known evaluation (inputs: report_inputs.py) -----------------------------------------------
+@pytest.fixture(scope="module")
+def evaluation(tmp_path_factory):
+    from report_inputs import CONFIG, VALUES, _write_job
+
+    from bakeoff_runtime.evaluation import evaluate
+    from bakeoff_runtime.job_outputs import load_jobs
+
+    root = tmp_path_factory.mktemp("jobs")
+    for leg, values in VALUES.items():
+        for seed, v in enumerate(values):
+            _write_job(root, leg, seed, v)
+    return evaluate(CONFIG, load_jobs(root))
+
+
+# --- the layers --------------------------------------------------------------------------------------------
+E2E = Path(__file__).resolve().parent / "e2e"
+
+
+def _misplaced(nodeid: str) -> None:
+    pytest.fail(f"{nodeid} is marked `slow` outside tests/e2e: move it to tests/e2e (which marks every test "
+                "there `slow` itself) or drop the marker", pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects anything
+def pytest_collection_modifyitems(config, items):
+    """tests/unit and tests/engine are fast; tests/e2e is everything `slow` (real training jobs, PyTorch/XLA,
+    MLflow servers, the CDK CLI). Every test under tests/e2e is marked `slow` here; a test elsewhere that
+    carries the marker fails, under `make test` and `make test-fast` alike (its marker is taken off, so that
+    `-m "not slow"` cannot leave it out), so that the folders and the marker cannot drift apart."""
+    misplaced = []
+    for item in items:
+        if E2E in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("slow") is not None:
+            misplaced.append(item)
+    for item in misplaced:
+        for node in item.listchain():
+            node.own_markers[:] = [m for m in node.own_markers if m.name != "slow"]
+        item.setup = functools.partial(_misplaced, item.nodeid)  # fails before any fixture runs

@@ -1,7 +1,7 @@
 """Deciding a local run directory again (`bakeoff report DIR`, or a re-run whose evaluation cannot run):
 outputs changed after the verdict, a truncated summary, a read-only or travelled directory. The run
 directory comes from a bake-off whose jobs ran in the fake container (fake_container.py); every
-`bakeoff` below runs the real CLI in this process and runs no training job. Once in tests/test_faults.py,
+`bakeoff` below runs the real CLI in this process and runs no training job. Once in tests/e2e/test_faults.py,
 on a real bake-off."""
 import contextlib
 import io

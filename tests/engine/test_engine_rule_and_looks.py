@@ -1,6 +1,6 @@
 """The parity rule is fixed before the data, and a re-run after a verdict is a counted look: the local
 engine's records (parity-rule.json, looks.json) and refusals, through the real CLI with the jobs in the
-fake container (fake_container.py). Once tests/test_verdict_e2e.py, where each run trained real jobs."""
+fake container (fake_container.py). Once tests/e2e/test_verdict_e2e.py, where each run trained real jobs."""
 import json
 
 from fake_container import FakeContainer, Recipe, bakeoff_cli, verdict_spec

@@ -1,7 +1,7 @@
 """What the local engine decides about running jobs: the job cache and --force, a doomed leg's seeds not
 run, a hung job stopped at its max runtime, rounds of --until-decided. The jobs run in the fake
 container (fake_container.py); the Evaluate step and the gate are real. Once real bake-offs in
-tests/test_e2e_local.py, test_doomed.py, test_faults.py and test_sequential.py."""
+tests/e2e/test_e2e_local.py, test_faults.py; tests/unit/test_doomed.py, test_sequential.py."""
 import json
 import shutil
 
@@ -12,8 +12,8 @@ G5 = {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}
 
 
 def test_rerun_skips_finished_jobs_and_force_reruns(monkeypatch, capsys, tmp_path):
-    # tiny_spec: the built-in trainer's requests (an xla:cpu leg and a cpu leg), as tests/test_e2e_local.py runs
-    # them; without MLflow (its store's start-up is most of a run's time here; tests/test_e2e_local.py keeps the
+    # tiny_spec: the built-in trainer's requests (an xla:cpu leg and a cpu leg), as tests/e2e/test_e2e_local.py runs
+    # them; without MLflow (its store's start-up is most of a run's time here; tests/e2e/test_e2e_local.py keeps the
     # copy of a run with MLflow's store in its jobs' requests).
     spec = write_spec(tmp_path / "tiny.yaml", tiny_spec())
     container = FakeContainer(Recipe(metric="val_loss", base=3.0))
@@ -41,7 +41,7 @@ def test_a_leg_that_blows_up_is_not_run_again(monkeypatch, capsys, tmp_path):
     out = tmp_path / "out"
     container = FakeContainer(Recipe(diverge={"trn1"}))  # tests/assets/verdict's blowup_on_neuron
     # One job at a time: nothing of trn1 starts after seed 0 (side by side, a job started beside the one
-    # that dooms its leg is stopped and set aside: tests/test_parallel_jobs.py).
+    # that dooms its leg is stopped and set aside: tests/unit/test_parallel_jobs.py).
     code, _, err = bakeoff_cli(monkeypatch, capsys, container, "run", verdict_spec(tmp_path, legs=[TRN, G5]),
                                "--out", out, "--no-mlflow", "--jobs", "1")
     # One divergence where the baseline trained cannot show breakage at alpha (exact McNemar needs

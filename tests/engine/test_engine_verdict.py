@@ -1,6 +1,6 @@
 """Verdicts and exit codes from the local engine (0 pass, 1 fail, 3 inconclusive), each from a bake-off
 whose jobs run in the fake container (fake_container.py) and whose Evaluate step and gate are real.
-Once tests/test_verdict_e2e.py, where each bake-off trained real jobs."""
+Once tests/e2e/test_verdict_e2e.py, where each bake-off trained real jobs."""
 import json
 
 import pytest
@@ -54,7 +54,7 @@ def test_a_zero_spread_pair_of_seeds_is_not_decided_on_a_point(monkeypatch, caps
 
 
 def test_a_backend_dependent_regression_fails(monkeypatch, capsys, tmp_path):
-    # The trn1 leg ends 0.1 above the baseline on every seed (tests/test_verdict_e2e.py plants the same
+    # The trn1 leg ends 0.1 above the baseline on every seed (tests/e2e/test_verdict_e2e.py plants the same
     # on a real XLA leg through its learning rate).
     code, _, err, ev = _run(monkeypatch, capsys, tmp_path, Recipe(offset={"trn1": 0.1}), legs=[TRN, {
         "name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}], margin=0.02)

@@ -1,0 +1,180 @@
+"""Faults injected into real local runs: a stopped run, two runs on one directory, MLflow down.
+Each ends as promised: nothing lost, nothing stale, no orphan, the right exit code. A hung job,
+outputs changed after the verdict and an evaluation that cannot run: tests/engine/."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from planted_runs import _spec
+
+from conftest import bakeoff, processes_using
+
+
+def _job(out: Path, name: str) -> dict:
+    return json.loads((out / "jobs" / name / "job.json").read_text())
+
+
+def _wait_for(predicate, timeout=240.0, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_sigterm_stops_the_job_group_keeps_what_finished_and_a_rerun_resumes(tmp_path):
+    spec = _spec(tmp_path, plant="slow")
+    out = tmp_path / "out"
+    exe = Path(sys.executable).with_name("bakeoff")
+    # One job at a time, so that one has finished and the next is training (side by side: the test below).
+    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow", "--jobs", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        # Wait until the first job has finished and the second is training.
+        _wait_for(lambda: (out / "jobs" / "m5-s0" / "job.json").exists() and
+                  (out / "jobs" / "g5-s0" / "opt" / "ml" / "model" / "metrics.jsonl").exists(),
+                  what="the second job to start")
+        # A second run on the same directory refuses, naming the first.
+        second = bakeoff("run", spec, "--out", out, "--no-mlflow")
+        assert second.returncode == 2, second.stderr
+        assert f"in use by pid {run.pid}" in second.stderr and len(second.stderr.strip().splitlines()) == 1
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
+    assert not processes_using(out), "the job outlived `bakeoff run`"
+    assert _job(out, "m5-s0")["status"] == "completed"
+    stopped = _job(out, "g5-s0")
+    assert stopped["status"] == "failed" and "interrupted" in stopped["reason"]
+    summary = json.loads((out / "jobs" / "g5-s0" / "opt" / "ml" / "model" / "summary.json").read_text())
+    assert summary["failure_kind"] == "interrupted" and "SIGTERM" in summary["reason"]
+    assert not (out / "evaluation" / "evaluation.json").exists()
+    # The lock went with the run: a re-run is allowed, and runs only what did not finish.
+    again = bakeoff("run", spec, "--out", out, "--no-mlflow")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "m5-s0: unchanged, not re-run" in again.stderr and "g5-s0: completed" in again.stderr, again.stderr
+    assert _job(out, "g5-s0")["status"] == "completed"
+
+
+def test_sigterm_with_jobs_side_by_side_stops_every_one_and_a_rerun_resumes_them(tmp_path):
+    spec = _spec(tmp_path, plant="slow")
+    out = tmp_path / "out"
+    exe = Path(sys.executable).with_name("bakeoff")
+    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow", "--jobs", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first = ("m5-s0", "g5-s0")  # the plan's first two: they start together
+    try:
+        _wait_for(lambda: all((out / "jobs" / n / "opt" / "ml" / "model" / "metrics.jsonl").exists() for n in first),
+                  what="two jobs to train side by side")
+        assert not any((out / "jobs" / n / "job.json").exists() for n in first)  # both still running
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
+    assert not processes_using(out), "a job outlived `bakeoff run`"
+    for name in first:
+        stopped = _job(out, name)
+        assert stopped["status"] == "failed" and "interrupted" in stopped["reason"], (name, stopped)
+    assert not (out / "jobs" / "m5-s1").exists()  # never started after the signal
+    again = bakeoff("run", spec, "--out", out, "--no-mlflow", "--jobs", "2")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert all(_job(out, n)["status"] == "completed" for n in (*first, "m5-s1", "g5-s1"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_kill_9_of_bakeoff_run_leaves_no_job_running_and_a_rerun_finds_nothing_of_it(tmp_path):
+    # A job that has stopped printing: no broken pipe would ever end it.
+    spec = _spec(tmp_path, plant="hang=m5/0")
+    out = tmp_path / "out"
+    exe = Path(sys.executable).with_name("bakeoff")
+    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for(lambda: (out / "jobs" / "m5-s0" / "opt" / "ml" / "model" / "metrics.jsonl").exists(),
+                  what="the first job to train")
+        assert processes_using(out)  # the job (launcher and script) is running
+        run.kill()  # SIGKILL: no handler of bakeoff's runs
+        run.wait(30)
+        _wait_for(lambda: not processes_using(out), timeout=60, what="the job to end with `bakeoff run`")
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    again = bakeoff("run", _spec(tmp_path, plant="none"), "--out", out, "--no-mlflow")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "in use by pid" not in again.stderr
+
+
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_mlflow_down_costs_no_retries_one_terminal_warning_and_no_billable_time(tmp_path):
+    spec = _spec(tmp_path, mlflow=True)
+    uri = f"http://127.0.0.1:{_closed_port()}"
+    proc = bakeoff("run", spec, "--out", tmp_path / "out", env={"MLFLOW_TRACKING_URI": uri})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    terminal = proc.stdout + proc.stderr
+    assert sum("unreachable" in line for line in terminal.splitlines()) == 1, terminal[-3000:]
+    for name in ("m5-s0", "g5-s1"):
+        summary = json.loads((tmp_path / "out" / "jobs" / name / "opt" / "ml" / "model" / "summary.json").read_text())
+        mlflow = summary["mlflow"]
+        # The probe found the server down before any MLflow call: no client retries were waited out.
+        assert "unreachable" in mlflow["error"] and mlflow["run_id"] is None
+        meta = _job(tmp_path / "out", name)
+        assert meta["mlflow_wait_s"] == mlflow["wait_s"] and "less the wait for MLflow" in meta["billable_basis"]
+    ev = json.loads((tmp_path / "out" / "evaluation" / "evaluation.json").read_text())
+    assert ev["verdict"] == "pass" and "unreachable" in ev["mlflow"]["error"]
+
+
+def test_mlflow_tells_the_truth_across_a_killed_job_and_a_rerun(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    spec = _spec(tmp_path, plant="sigkill_once=m5/0", mlflow=True)
+    out = tmp_path / "out"
+    first = bakeoff("run", spec, "--out", out)
+    assert first.returncode == 3, first.stderr[-2000:]
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow' / 'mlflow.db'}")
+    experiments = {e.name: e for e in client.search_experiments()}
+    assert list(experiments) == ["bakeoff-faults"]  # no Default experiment beside it
+    exp = experiments["bakeoff-faults"].experiment_id
+
+    def children():
+        return {r.info.run_name: r for r in client.search_runs([exp])
+                if r.data.tags.get("bakeoff.role") not in ("parent", "summary")}
+
+    killed = children()["m5-s0"]
+    assert killed.info.status == "KILLED"  # not left RUNNING by the process SIGKILL ended
+    parent = next(r for r in client.search_runs([exp]) if r.data.tags.get("bakeoff.role") == "parent")
+    assert killed.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    # Re-run the lost job (its second attempt is spared): one child per job, the parent's figures once.
+    second = bakeoff("run", spec, "--out", out)
+    assert second.returncode == 0, second.stderr[-2000:]
+    runs = children()
+    assert sorted(runs) == ["g5-s0", "g5-s1", "m5-s0", "m5-s1"]
+    assert all(r.info.status == "FINISHED" for r in runs.values())
+    assert runs["m5-s0"].info.run_id != killed.info.run_id
+    assert client.get_run(killed.info.run_id).info.lifecycle_stage == "deleted"
+    g5 = next(r for r in client.search_runs([exp]) if r.info.run_name == "g5 (summary)")
+    assert len(client.get_metric_history(g5.info.run_id, "parity/val_mse_mean")) == 1
+    # --force runs every job again: each replaces its own earlier run.
+    third = bakeoff("run", spec, "--out", out, "--force")
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert sorted(children()) == ["g5-s0", "g5-s1", "m5-s0", "m5-s1"]
+    assert not list((out / "jobs").rglob("mlruns"))

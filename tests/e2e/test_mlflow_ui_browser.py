@@ -1,0 +1,255 @@
+"""The MLflow UI as a person sees it: a real `mlflow server` on 127.0.0.1, a tiny bake-off
+logged to it, and headless Chromium (Playwright) finding the parent run, its nested
+children and the report artifact; then `bakeoff ui` on the suite's local run, its compare
+views showing what identifies each seed's run and the legs' summary runs side by side.
+Screenshots land in test-artifacts/."""
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bakeoff_runtime.mlflow_sink import CHILD_PARAMS
+from conftest import ROOT, bakeoff, tiny_spec, write_spec
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+ARTIFACTS = ROOT / "test-artifacts"
+
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (`make test` installs it)")
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mlflow-server")
+    port = _port()
+    exe = str(Path(sys.executable).with_name("mlflow"))
+    log = open(root / "server.log", "w")  # noqa: SIM115  (the server's log for the module's lifetime)
+    proc = subprocess.Popen([exe, "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+                             "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1",
+                             "--port", str(port), "--workers", "1"], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/health", timeout=2).read().strip() == b"OK":
+                break
+        except OSError:
+            time.sleep(1)
+    else:
+        proc.kill()
+        pytest.fail(f"mlflow server did not answer /health: {(root / 'server.log').read_text()[-2000:]}")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def logged(server, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ui-run")
+    data = tiny_spec(name="ui", mlflow={"tracking_uri": server})
+    data["training"]["max_steps"] = 20
+    data["legs"] = [{"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"},
+                    {"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32"}]
+    data["parity"]["baseline"] = "m5"
+    proc = bakeoff("run", write_spec(root / "ui.yaml", data), "--out", root / "out")
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    ev = json.loads((root / "out" / "evaluation" / "evaluation.json").read_text())
+    assert ev["mlflow"].get("parent_run_id"), ev["mlflow"]
+    return server, ev
+
+
+# slow: an MLflow server and a browser
+@needs_chromium
+def test_parent_children_and_report_are_visible_in_the_ui(logged):
+    from mlflow.tracking import MlflowClient
+    from playwright.sync_api import sync_playwright
+
+    url, ev = logged
+    exp = MlflowClient(url).get_experiment_by_name("bakeoff-ui")
+    parent = ev["mlflow"]["parent_run_id"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs")
+            page.get_by_text("ui", exact=True).wait_for(timeout=60_000)  # the parent, named after the bake-off
+            row = page.locator("[role=row]", has_text="ui")
+            assert row.count() == 1  # children are nested under it, not listed beside it
+            row.first.locator("button").first.click()  # expand the parent
+            for child in ("g5-s0", "g5-s1", "m5-s0", "m5-s1"):
+                page.get_by_text(child, exact=True).wait_for(timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "mlflow-ui-runs.png"))
+            page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs/{parent}/artifacts")
+            page.get_by_text("report.html", exact=True).first.wait_for(timeout=30_000)
+            for name in ("report.md", "evaluation.json"):
+                assert page.get_by_text(name, exact=True).count() >= 1, name
+            page.get_by_text("report.html", exact=True).first.click()
+            # MLflow previews an HTML artifact in a sandboxed iframe.
+            page.frame_locator("iframe").first.get_by_text("Bake-off ui:").first.wait_for(timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "mlflow-ui-report.png"))
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "mlflow-ui-runs.png").stat().st_size > 10_000
+
+
+def test_children_have_loss_curves_to_compare(logged):
+    from mlflow.tracking import MlflowClient
+
+    url, ev = logged
+    client = MlflowClient(url)
+    for leg in ev["legs"].values():
+        for run in leg["runs"]:
+            history = client.get_metric_history(run["mlflow_run_id"], "train_loss")
+            assert len(history) >= 4
+            assert client.get_run(run["mlflow_run_id"]).data.tags["mlflow.parentRunId"] == ev["mlflow"]["parent_run_id"]
+
+
+# --- `bakeoff ui` on the suite's local run -------------------------------------------------------
+@pytest.fixture(scope="module")
+def ui(tiny_run):
+    from pipelines.cli.ui import launch, stop
+
+    assert tiny_run["proc"].returncode in (0, 1, 3), tiny_run["proc"].stderr[-2000:]
+    proc, links = launch(tiny_run["out"], _port())
+    ev = json.loads((tiny_run["out"] / "evaluation" / "evaluation.json").read_text())
+    names = {run_id: f"{leg} (summary)" for leg, run_id in ev["mlflow"]["summary_runs"].items()}
+    names.update({run["mlflow_run_id"]: run["job"] for fig in ev["legs"].values() for run in fig["runs"]})
+    yield links, names
+    stop(proc)
+
+
+def test_local_runs_carry_legs_summaries_colours_and_the_real_duration(tiny_run):
+    from mlflow.tracking import MlflowClient
+
+    out = tiny_run["out"]
+    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow' / 'mlflow.db'}")
+    runs = client.search_runs([ev["mlflow"]["experiment_id"]])
+    parent = next(r for r in runs if r.info.run_id == ev["mlflow"]["parent_run_id"])
+    kids = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    seeds = [r for r in kids if r.data.tags.get("bakeoff.role") != "summary"]
+    summaries = {r.data.tags["bakeoff.leg"]: r for r in kids if r.data.tags.get("bakeoff.role") == "summary"}
+    assert sorted(r.info.run_name for r in summaries.values()) == ["p4d (summary)", "trn1 (summary)"]
+    assert ev["mlflow"]["summary_runs"] == {leg: r.info.run_id for leg, r in summaries.items()}
+    for run in seeds:  # what identifies a seed's run, and nothing every run shares
+        assert set(run.data.params) <= set(CHILD_PARAMS)
+        assert {"leg", "backend", "instance_type", "precision", "seed"} <= set(run.data.params)
+        assert run.data.tags["mlflow.runColor"] == summaries[run.data.params["leg"]].data.tags["mlflow.runColor"]
+    assert {r.data.params["instance_type"] for r in seeds} == {"ml.trn1.2xlarge", "ml.p4d.24xlarge"}
+    assert parent.data.params["lr"] and parent.data.params["parity.metric"] == "val_loss"  # shared ones: on the parent
+    assert summaries["trn1"].data.tags["mlflow.runColor"] != summaries["p4d"].data.tags["mlflow.runColor"]
+    names = [set(r.data.metrics) - {"summary/compile_time_s"} for r in summaries.values()]
+    assert names[0] == names[1] and "parity/val_loss_mean" in names[0]
+    assert summaries["trn1"].data.metrics["parity/val_loss_mean"] == pytest.approx(ev["legs"]["trn1"]["metric"]["mean"])
+    assert not [k for k in parent.data.metrics if k.startswith(("trn1.", "p4d."))]  # no single-bar charts
+    # The parent spans the bake-off: from its first job's start, not the evaluation's few hundred ms.
+    assert parent.info.start_time == min(r.info.start_time for r in seeds)
+    assert parent.info.end_time >= max(r.info.end_time for r in seeds)
+
+
+def _show_tables(page) -> None:
+    """Scroll MLflow's compare page so the run, parameter and metric tables fill the screenshot."""
+    page.get_by_text("Run details", exact=True).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    time.sleep(0.5)
+
+
+def _close_assistant(page) -> None:
+    """MLflow 3 opens an assistant panel beside every page; close it so the screenshot shows the runs."""
+    close = page.get_by_role("button", name=re.compile("close", re.I))
+    if close.count():
+        close.first.click()
+
+
+@needs_chromium
+def test_bakeoff_ui_compare_views_show_identities_and_legs_side_by_side(ui):
+    from playwright.sync_api import sync_playwright
+
+    links, run_names = ui
+    assert set(links) == {"charts", "experiment", "legs", "seeds"}
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    def table_row(text: str, name: str) -> list[str]:
+        """A row of the compare view's tables, as the page renders it: name, then one cell per run."""
+        rows = [line.split("\t") for line in text.splitlines() if "\t" in line and line.split("\t")[0].strip() == name]
+        assert rows, f"no row {name!r} in the compare view"
+        return [cell.strip() for cell in rows[0][1:]]
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1400})
+            page.goto(links["legs"])
+            page.get_by_text("trn1 (summary)").first.wait_for(timeout=60_000)
+            page.get_by_text("p4d (summary)").first.wait_for(timeout=30_000)
+            page.get_by_text("Parameters", exact=True).first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            text = page.inner_text("body")
+            names = [run_names[run_id] for run_id in table_row(text, "Run ID:")]
+            assert sorted(names) == ["p4d (summary)", "trn1 (summary)"]  # the legs, one column each
+            assert sorted(table_row(text, "instance_type")) == ["ml.p4d.24xlarge", "ml.trn1.2xlarge"]
+            assert sorted(table_row(text, "leg")) == ["p4d", "trn1"]
+            # The parity metric is the one the parallel-coordinates plot starts with, and the first metric row.
+            metric_rows = text.split("Metrics\n", 1)[1].split("Artifacts", 1)[0]
+            assert metric_rows.split("Show diff only\n", 1)[-1].splitlines()[0] == "parity/val_loss_mean"
+            assert "parity/val_loss_mean" in text.split("Metrics:", 1)[1].split("Clear All", 1)[0]
+            page.screenshot(path=str(ARTIFACTS / "mlflow_compare.png"))
+            _show_tables(page)
+            page.screenshot(path=str(ARTIFACTS / "mlflow_compare_tables.png"))
+
+            page.close()  # a fresh page: the two views differ only after `#`, which is no navigation
+            page = browser.new_page(viewport={"width": 1600, "height": 1400})
+            page.goto(links["seeds"])
+            page.get_by_text("trn1-s0").first.wait_for(timeout=60_000)
+            page.get_by_text("Parameters", exact=True).first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            text = page.inner_text("body")
+            runs = [run_names[run_id] for run_id in table_row(text, "Run ID:")]
+            assert sorted(runs) == ["p4d-s0", "p4d-s1", "trn1-s0", "trn1-s1"]
+            cells = {name: table_row(text, name) for name in ("leg", "backend", "instance_type", "precision", "seed")}
+            for name, values in cells.items():
+                assert len(values) == 4, (name, values)
+            by_run = {run: {name: values[i] for name, values in cells.items()} for i, run in enumerate(runs)}
+            assert by_run["trn1-s1"]["leg"] == "trn1" and by_run["trn1-s1"]["seed"] == "1"
+            assert by_run["p4d-s0"]["instance_type"] == "ml.p4d.24xlarge"
+            assert by_run["trn1-s0"]["instance_type"] == "ml.trn1.2xlarge"
+            params = text.split("Parameters\n", 1)[1].split("Metrics\n", 1)[0]
+            assert not re.search(r"^(lr|warmup_steps|weight_decay)\t", params, re.M)  # shared: on the parent
+            _show_tables(page)
+            page.screenshot(path=str(ARTIFACTS / "mlflow_compare_seeds.png"))
+
+            # The runs page's charts through the saved view: grouped by leg, parity first.
+            page.close()
+            page = browser.new_page(viewport={"width": 1600, "height": 1400})
+            page.goto(links["charts"])
+            page.get_by_text("Group: trn1").first.wait_for(timeout=60_000)
+            page.get_by_text("Group: p4d").first.wait_for(timeout=30_000)
+            page.get_by_text("parity/val_loss_mean").first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            text = page.inner_text("body")
+            assert "Group by: bakeoff.leg" in text
+            sections = [line for line in text.splitlines() if line in ("parity", "summary", "Model metrics")]
+            assert sections[:2] == ["parity", "summary"], sections  # the legs' figures before the curves
+            page.screenshot(path=str(ARTIFACTS / "mlflow_charts_by_leg.png"))
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "mlflow_compare.png").stat().st_size > 10_000

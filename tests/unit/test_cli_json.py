@@ -1,0 +1,135 @@
+"""`bakeoff COMMAND --json` prints exactly what the Python API returns; `--quiet`; plain output when piped;
+help text on every option."""
+from __future__ import annotations
+
+import json
+
+from moto_aws import API_BUCKET as BUCKET
+from moto_aws import ROLE, recorded_execution, session_with
+
+from conftest import ROOT, bakeoff
+
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+
+
+def _json(*args, env=None, code=0):
+    proc = bakeoff(*args, "--json", env=env)
+    assert proc.returncode == code, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def test_offline_commands_print_the_api_result(tmp_path, monkeypatch):
+    from pipelines import api
+
+    monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path))  # no Price List cache: bundled prices only
+    env = {"BAKEOFF_CACHE_DIR": str(tmp_path)}
+    assert _json("validate", QUICKSTART, "--set", "seeds=3") == \
+        api.validate(QUICKSTART, overrides=["seeds=3"]).model_dump(mode="json")
+    assert _json("instances") == api.instances().model_dump(mode="json")
+    assert _json("images", "--region", "eu-west-1") == api.images("eu-west-1").model_dump(mode="json")
+    assert _json("prices", "--region", "us-west-2", env=env) == api.prices("us-west-2").model_dump(mode="json")
+    assert _json("plan", QUICKSTART, "--max-seeds", "12") == api.plan(QUICKSTART, max_seeds=12).model_dump(mode="json")
+    synthesized = api.synth(QUICKSTART, bucket=BUCKET)
+    assert _json("synth", QUICKSTART, "--bucket", BUCKET) == synthesized.model_dump(mode="json")
+
+
+def _run_dir(tmp_path, verdict_values=([2.40, 2.41, 2.40], [2.41, 2.40, 2.41])):
+    """A run directory holding a current verdict (decided by the evaluation step's own code)."""
+    from evaluation_inputs import CONFIG, _jobs
+
+    from bakeoff_runtime.evaluation import evaluate
+    from pipelines.local.executor import input_fingerprint
+
+    run = tmp_path / "run"
+    (run / "evaluation").mkdir(parents=True)
+    ev = evaluate(CONFIG, _jobs(tmp_path / "jobs", *verdict_values))
+    (run / "evaluation" / "evaluation.json").write_text(json.dumps(ev))
+    (run / "evaluation" / "inputs.json").write_text(json.dumps({"fingerprint": input_fingerprint(run)}))
+    return run
+
+
+def test_report_json_is_the_evaluation_with_its_files(tmp_path):
+    from pipelines import report
+
+    run = _run_dir(tmp_path)
+    printed = _json("report", run)
+    result = report(run)
+    assert printed == result.model_dump(mode="json")
+    assert printed["verdict"] == "pass" and printed["legs"]  # the evaluation, as `report --json` always printed
+    assert printed["files"]["report"] == str(run / "evaluation" / "report.html")
+
+
+def test_quiet_prints_nothing_and_the_exit_code_carries_the_verdict(tmp_path):
+    for args in (("validate", QUICKSTART), ("instances",), ("report", _run_dir(tmp_path))):
+        proc = bakeoff(*args, "--quiet")
+        assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", args
+    failed = bakeoff("report", _run_dir(tmp_path / "f", ([2.90, 2.91, 2.90], [2.40, 2.41, 2.40])), "-q")
+    assert failed.returncode == 1 and failed.stdout == ""
+    bad = bakeoff("validate", tmp_path / "missing.yaml", "--quiet")
+    assert bad.returncode == 2 and bad.stderr.startswith("bakeoff: error:")  # errors still show
+
+
+def test_piped_output_is_plain_and_never_wrapped(tmp_path):
+    from pipelines import report
+
+    run = _run_dir(tmp_path)
+    proc = bakeoff("report", run, env={"COLUMNS": "40", "TERM": "xterm-256color"})
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stdout  # no colour codes into a pipe or a file
+    lines = proc.stdout.splitlines()
+    for check in report(run).evaluation["checks"]:
+        assert any(check["why"] in line for line in lines), check["why"]  # each sentence whole on one line
+    assert any(line.startswith("verdict: pass") for line in lines)
+
+
+def test_aws_commands_print_the_api_result(aws, tmp_path):
+    from pipelines import api
+
+    env = dict(aws)
+    deployed = _json("deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=env)
+    again = api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET)
+    assert deployed == {**again.model_dump(mode="json"), "action": deployed["action"],
+                        "uploaded": deployed["uploaded"], "already_present": deployed["already_present"]}
+    assert again.action == "updated" and sorted(again.already_present) == sorted(deployed["uploaded"]
+                                                                                + deployed["already_present"])
+    started = _json("start", "bakeoff-quickstart", "--param", "MaxSteps=10", env=env)
+    handle = api.Execution.model_validate(started)
+    assert handle.parameters == {"MaxSteps": "10"} and handle.pipeline_name == "bakeoff-quickstart"
+    assert _json("wait", handle.arn, "--poll", "0.1", env=env) == api.wait(handle, poll_s=0.1).model_dump(mode="json")
+
+
+def test_status_and_stop_json_in_process(aws, monkeypatch, capsys):
+    """moto lacks ListPipelineExecutionSteps and StopPipelineExecution: the CLI runs in this process with
+    recorded answers given through the session the API uses."""
+    import pipelines.api.aws as aws_api
+    from pipelines import api
+    from pipelines.cli.main import main
+
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
+    session = session_with({"ListPipelineExecutionSteps": recorded_execution("pass"),
+                            "DescribePipelineExecution": {"PipelineExecutionStatus": "Stopping"},
+                            "StopPipelineExecution": {"PipelineExecutionArn": arn}})
+    real = aws_api.ops_for
+    monkeypatch.setattr(aws_api, "ops_for", lambda s, region=None, profile=None, arn=None: real(session, region,
+                                                                                               None, arn))
+    for command, verb in (("status", api.status), ("stop", api.stop)):
+        capsys.readouterr()
+        assert main([command, arn, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out) == verb(arn).model_dump(mode="json")
+
+
+def test_every_option_has_help_text():
+    import argparse
+
+    from pipelines.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if not (action.help or "").strip() or action.help == argparse.SUPPRESS:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    assert missing == []

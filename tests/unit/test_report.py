@@ -1,0 +1,381 @@
+"""The report: known numbers in, the same numbers out; plots present; statistics
+against independent computations; prices with their source and date."""
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from report_inputs import CONFIG, VALUES, _write_job
+from scipy import stats as st
+
+from bakeoff_runtime import report
+from bakeoff_runtime.evaluation import evaluate
+from bakeoff_runtime.job_outputs import load_jobs
+from bakeoff_runtime.report import leg_colours, nice_ticks, render_html, render_markdown, usd, write_reports
+from bakeoff_runtime.report_format import log_ticks, money_tick, tick_label
+from conftest import ENTRYPOINTS, ROOT
+
+DIFFS = [b - a for a, b in zip(VALUES["gpu"], VALUES["trn"], strict=False)]
+
+
+def _figures(page: str) -> list[str]:
+    return re.findall(r"<figure>.*?</figure>", page, re.S)
+
+
+def _svg(figure: str) -> ET.Element:
+    return ET.fromstring(figure[figure.index("<svg"):figure.index("</svg>") + 6])
+
+
+def _table(md: str) -> dict[str, list[str]]:
+    rows = {}
+    for line in md.splitlines():
+        if line.startswith("| ") and not line.startswith("| |"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_known_numbers_come_out_in_the_table(evaluation):
+    rows = _table(render_markdown(evaluation))  # columns: trn, gpu
+    assert rows["val_loss mean"] == ["2.41", "2.413"]
+    assert rows["instance"] == ["1 x ml.trn1.32xlarge", "1 x ml.p4d.24xlarge"]
+    assert rows["steady-state throughput"] == ["51,000 tokens/s (50,000 to 52,000)"] * 2  # mean (range)
+    assert rows["time to first step cold (runs)"] == ["30.0 s (1)", "30.0 s (1)"]
+    assert rows["time to first step warm (runs)"] == ["31.5 s (2)", "31.5 s (2)"]
+    assert rows["billable time"] == ["3600 s", "3600 s"]
+    assert rows["cost per run"] == ["$36.00", "$18.00"]  # 1 h x price
+    assert rows["cost per million tokens"] == ["$9.00", "$4.50"]  # 4M tokens
+    assert rows["steps to target"] == ["60", "60"]
+    # billed overhead outside the 120 s of training (3480 s) plus the 70 s to the target, x price
+    assert rows["cost to reach target"] == ["$35.50", "$17.75"]
+    assert rows["peak host memory"] == ["1 GiB", "1 GiB"]
+    assert rows["parity"] == ["passed", "baseline"]
+    seeds = [line for line in render_markdown(evaluation).splitlines() if line.startswith("| trn | 1 |")]
+    assert seeds and "| 2.41 |" in seeds[0]
+
+
+def test_verdict_first_with_reasons(evaluation):
+    md = render_markdown(evaluation)
+    first = md.splitlines()[0]
+    assert first == "# Bake-off fixed: PASS"
+    sentence = md.splitlines()[2]
+    mean = float(np.mean(DIFFS))
+    assert sentence.startswith(f"Parity holds: trn vs gpu: equivalent: val_loss difference {mean:+.4g} (trn - gpu; "
+                               "paired t on 3 seeds)")
+    assert "inside +/-0.05" in sentence and "Cheapest per run: gpu" in sentence
+
+
+def test_an_emulated_run_names_no_cheapest_leg(evaluation):
+    ev = json.loads(json.dumps(evaluation))
+    ev["speed"]["emulated"] = True
+    md = render_markdown(ev)
+    assert "Cheapest" not in md and "no cheapest leg is named from an emulation" in md.splitlines()[2]
+    rows = _table(md)
+    assert "cost per run (emulated)" in rows and "steady-state throughput (emulated)" in rows
+    assert "emulated: not indicative of the target hardware" in render_html(ev)
+
+
+def test_the_decision_figure_comes_first(evaluation):
+    page = render_html(evaluation)
+    figures = _figures(page)
+    decision = figures[0]
+    assert "The decision" in decision and page.index(decision) < page.index("<h2>Legs</h2>")
+    assert decision.count("<circle") == 3  # one dot per seed's paired difference
+    assert 'fill="#2da44e"' in decision  # the shaded margin band
+    for seed, d in enumerate(DIFFS):
+        assert f"seed {seed}: {d:+.4g}" in decision
+
+
+def test_round_ticks_and_one_money_format():
+    assert nice_ticks(3.95, 4.73) == [3.8, 4.0, 4.2, 4.4, 4.6, 4.8]
+    assert nice_ticks(0, 149, 4) == [0, 50, 100, 150]
+    assert nice_ticks(50, 60, integer=True) == [50, 55, 60]  # steps: never 52.5 written as "52"
+    assert [tick_label(v, 0.05) for v in nice_ticks(-0.15, 0.15, 7)][2:5] == ["-0.05", "0.00", "0.05"]  # no "-0.00"
+    assert log_ticks(0.08, 120) == [0.01, 0.1, 1, 10, 100, 1000] and log_ticks(0.5, 7) == [0.5, 1, 2, 5, 10]
+    assert [usd(v) for v in (1.6712, 0.7699, 0.0042, 0.00123, None, 1234.5)] == \
+        ["$1.67", "$0.77", "$0.0042", "$0.00123", "-", "$1,234.50"]
+    assert [money_tick(v, 0.05) for v in (0, 0.05, 0.1)] == ["$0.00", "$0.05", "$0.10"]
+    assert money_tick(0.004, 0.002) == "$0.004"  # a step finer than a cent keeps its digits
+
+
+def test_html_is_self_contained_with_non_empty_plots(evaluation, tmp_path):
+    page = render_html(evaluation)
+    assert "<script" not in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page
+    figures = _figures(page)
+    assert len(figures) == 6
+    figures = figures[1:]  # after the decision figure
+    captions = [re.search(r"<figcaption>(.*?)</figcaption>", f).group(1) for f in figures]
+    assert captions[0].startswith("Training loss") and captions[1].startswith("Validation val_loss")
+    for fig in figures[:2]:
+        assert fig.count("<polyline") == 8  # 3 seeds x 2 legs, each a real line, and each leg's mean
+        assert fig.count("<polygon") == 2  # the seeds' range, per leg
+    for fig in figures[2:]:
+        assert fig.count("<rect") >= 2
+    assert "img-trn" in page and "torch" in page  # each leg's environment
+    paths = write_reports(evaluation, tmp_path)
+    assert [p.name for p in paths] == ["report.html", "report.md"] and all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_too_few_seeds_says_what_cannot_be_concluded(tmp_path):
+    cfg = json.loads(json.dumps(CONFIG))
+    for leg in cfg["legs"].values():
+        leg["seeds"] = [0]
+    for leg in VALUES:
+        _write_job(tmp_path, leg, 0, 2.41)
+    ev = evaluate(cfg, load_jobs(tmp_path))
+    md = render_markdown(ev)
+    assert ev["verdict"] == "inconclusive"
+    assert "nothing to compare" in md and "run at least 3 seeds per leg" in md.splitlines()[2]
+
+
+def test_statistics_in_the_report_match_scipy(evaluation):
+    check = next(c for c in evaluation["checks"] if c["name"] == "parity:trn~gpu")
+    res = st.ttest_rel(VALUES["trn"], VALUES["gpu"])
+    ci = res.confidence_interval(0.90)
+    assert check["ci"] == pytest.approx([ci.low, ci.high])
+    assert check["diff"] / (check["sd"] / np.sqrt(3)) == pytest.approx(res.statistic)
+    assert evaluation["legs"]["gpu"]["metric"]["cv"] == pytest.approx(st.variation(VALUES["gpu"], ddof=1))
+    assert "bootstrap" not in render_markdown(evaluation)
+
+
+def test_render_script_regenerates_from_evaluation_json(evaluation, tmp_path):
+    path = tmp_path / "evaluation.json"
+    path.write_text(json.dumps(evaluation))
+    proc = subprocess.run([sys.executable, str(ENTRYPOINTS / "render_report.py"), "--evaluation", str(path),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "report.html").read_text() == render_html(evaluation)
+
+
+def test_every_bundled_price_names_its_source_and_date():
+    from estimators.prices import BUNDLED
+
+    assert BUNDLED
+    for name, row in BUNDLED.items():
+        assert row.price.usd_per_hour > 0, name
+        assert row.price.source and re.fullmatch(r"\d{4}-\d{2}-\d{2}", row.price.as_of), name
+        assert row.basis in ("sagemaker-training", "ec2-on-demand")
+        if row.basis == "ec2-on-demand":
+            assert "lower bound" in row.price.note
+
+
+def test_price_list_parsing_from_a_recorded_response():
+    from pipelines.advice.price_list import parse_products
+
+    pages = json.loads((ROOT / "tests" / "assets" / "prices" / "get_products.json").read_text())
+    prices = parse_products(pages["Training"]["PriceList"] + pages["Training-2"]["PriceList"]
+                            + pages["SpotTraining"]["PriceList"])
+    assert prices == {"ml.m5.xlarge": {"on_demand": 0.23}, "ml.p4d.24xlarge": {"on_demand": 37.688, "spot": 11.3064},
+                      "ml.trn1.32xlarge": {"on_demand": 24.725}}
+
+
+def test_prices_refresh_caches_and_costs_local_runs(tmp_path, monkeypatch):
+    import boto3
+    from botocore.stub import Stubber
+
+    from pipelines.advice import price_list as prices
+
+    monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path))
+    pages = json.loads((ROOT / "tests" / "assets" / "prices" / "get_products.json").read_text())
+    session = boto3.session.Session(aws_access_key_id="t", aws_secret_access_key="t", region_name="us-east-1")
+    client = session.client("pricing", region_name="us-east-1")
+    base = {"ServiceCode": "AmazonSageMaker", "MaxResults": 100, "FormatVersion": "aws_v1"}
+    def flt(kind):
+        return [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-east-1"},
+                            {"Type": "TERM_MATCH", "Field": "platoinstancetype", "Value": kind}]
+    with Stubber(client) as stub:
+        stub.add_response("get_products", pages["Training"], {**base, "Filters": flt("Training")})
+        stub.add_response("get_products", pages["Training-2"],
+                          {**base, "Filters": flt("Training"), "NextToken": "page2"})
+        stub.add_response("get_products", pages["SpotTraining"], {**base, "Filters": flt("SpotTraining")})
+        monkeypatch.setattr(session, "client", lambda *a, **k: client)
+        body = prices.refresh("us-east-1", session=session)
+    assert body["prices"]["ml.p4d.24xlarge"] == {"on_demand": 37.688, "spot": 11.3064}
+    cached = prices.cached("us-east-1")
+    assert cached["ml.trn1.32xlarge"]["usd_per_hour"] == 24.725 and "Price List" in cached["ml.trn1.32xlarge"]["source"]
+    from estimators.prices import price_for
+
+    p = price_for("ml.p4d.24xlarge", None, cached)
+    assert p.usd_per_hour == 37.688 and "spot 11.31" in p.note
+    assert price_for("ml.p4d.24xlarge", 9.0, cached).source.startswith("spec override")
+
+
+# --- reads at a glance: ticks, scales, colours, spread, empty rows, money, layout --------------------------
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _value(label: str) -> float:
+    return float(label.replace("$", "").replace(",", ""))
+
+
+def _is_round(step: float) -> bool:
+    mantissa = step / 10 ** np.floor(np.log10(step))
+    return any(np.isclose(mantissa, m) for m in (1, 2, 2.5, 5, 10))
+
+
+def _axis_ticks(svg: ET.Element) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for t in svg.iter(f"{SVG}text"):
+        if t.get("data-axis"):
+            out.setdefault(t.get("data-axis"), []).append(t.text)
+    return out
+
+
+def _with_curves(evaluation, curve):
+    """A copy of the evaluation whose every run has train_loss = curve(leg index, seed)."""
+    ev = json.loads(json.dumps(evaluation))
+    for i, f in enumerate(ev["legs"].values()):
+        for r in f["runs"]:
+            r["curves"]["train_loss"] = curve(i, r["seed"])
+    return ev
+
+
+def test_every_axis_has_round_ticks(evaluation):
+    ev = json.loads(json.dumps(evaluation))
+    ev["legs"]["trn"]["throughput_mean"] = 149_321.7  # awkward values make awkward ticks if the axis copies them
+    ev["legs"]["gpu"]["cost_per_run_usd_mean"] = 0.7699
+    checked = 0
+    for fig in _figures(render_html(ev)):
+        for axis, labels in _axis_ticks(_svg(fig)).items():
+            values = [_value(v) for v in labels]
+            steps = np.diff(values)
+            assert len(values) >= 2 and np.allclose(steps, steps[0]), (axis, labels)  # evenly spaced
+            assert _is_round(steps[0]), (axis, labels)
+            assert all(np.isclose(v / steps[0], round(v / steps[0])) for v in values), labels  # on the step
+            assert len({len(v.split(".")[-1]) if "." in v else 0 for v in labels}) == 1, labels  # same decimals
+            checked += 1
+    assert checked == 8  # decision (x), two curves (x, y), three bar charts (y)
+
+
+def test_a_loss_that_falls_by_orders_of_magnitude_is_drawn_on_a_log_axis(evaluation):
+    ev = _with_curves(evaluation, lambda i, seed: [[s, 100 * 0.9 ** s * (1 + 0.01 * seed)] for s in range(0, 100, 5)])
+    fig = next(f for f in _figures(render_html(ev)) if "Training loss" in f)
+    svg = _svg(fig)
+    labels = [t.text for t in svg.iter(f"{SVG}text")]
+    assert "train loss (log scale)" in labels
+    ticks = [_value(v) for v in _axis_ticks(svg)["y"]]
+    assert all(any(np.isclose(v / 10 ** np.floor(np.log10(v)), m) for m in (1, 2, 5)) for v in ticks), ticks
+    assert ticks[0] <= 100 * 0.9 ** 95 and ticks[-1] >= 102  # the whole curve is on the axis
+
+
+def test_a_high_first_loss_does_not_flatten_the_curve_and_the_axis_says_so(evaluation):
+    # 5.5 at step 0, then a slow drift from 3.2 to 2.9: the legs' difference lives in the last 0.3
+    ev = _with_curves(evaluation, lambda i, seed: [[0, 5.5]] + [[s, 3.2 - s / 300 + 0.01 * i]
+                                                               for s in range(10, 100, 10)])
+    fig = next(f for f in _figures(render_html(ev)) if "Training loss" in f)
+    svg = _svg(fig)
+    assert "train loss (trimmed)" in [t.text for t in svg.iter(f"{SVG}text")]
+    assert "earlier values run off the chart" in fig
+    ticks = [_value(v) for v in _axis_ticks(svg)["y"]]
+    assert ticks[-1] < 4 and ticks[0] > 2.5  # fitted to the later steps, not to 5.5
+    # and an ordinary curve keeps its plain label
+    plain = _svg(next(f for f in _figures(render_html(evaluation)) if "Training loss" in f))
+    assert "train loss" in [t.text for t in plain.iter(f"{SVG}text")]
+
+
+def _colour(el: ET.Element) -> str | None:
+    for attr in ("fill", "stroke"):
+        v = el.get(attr) or ""
+        if v.startswith("#"):
+            return v.lower()
+    return next((c for c in map(_colour, el) if c), None)
+
+
+def test_each_leg_has_one_colour_in_every_figure_and_table(evaluation):
+    page = render_html(evaluation)
+    expected = leg_colours(evaluation)
+    assert len(set(expected.values())) == len(expected)  # distinct
+    assert not set(expected.values()) & {"#1a7f37", "#cf222e", "#2da44e"}  # never an outcome's green or red
+    for fig in _figures(page):
+        svg = _svg(fig)
+        seen: dict[str, set] = {}
+        for el in svg.iter():
+            if el.get("data-leg"):
+                seen.setdefault(el.get("data-leg"), set()).add(_colour(el))
+        legs = set(expected) - ({"gpu"} if "The decision" in fig else set())  # the baseline has no row there
+        assert set(seen) == legs, fig[:80]
+        assert all(seen[leg] == {expected[leg]} for leg in legs), (fig[:80], seen)
+    swatches = re.findall(r'data-leg="(\w+)" style="background:(#[0-9a-f]+)"', page)
+    assert {leg for leg, _ in swatches} == set(expected) and all(expected[leg] == c for leg, c in swatches)
+    assert report.PALETTE[: len(expected)] == list(expected.values())  # what MLflow's colours are read from
+
+
+def test_bands_are_translucent_with_an_outline_and_drawn_under_every_line(evaluation):
+    fig = next(f for f in _figures(render_html(evaluation)) if "Training loss" in f)
+    svg = _svg(fig)
+    group = next(g for g in svg.iter(f"{SVG}g") if g.get("clip-path"))
+    kinds = [el.tag.replace(SVG, "") for el in group]
+    assert kinds.index("polyline") > max(i for i, k in enumerate(kinds) if k == "polygon")
+    for band in group.iter(f"{SVG}polygon"):
+        assert 0 < float(band.get("fill-opacity")) < 0.3 and band.get("stroke") == band.get("fill")
+    dashes = {b.get("stroke-dasharray") for b in group.iter(f"{SVG}polygon")}
+    assert len(dashes) == 2  # a second cue besides colour
+
+
+def test_throughput_and_cost_show_each_seed_and_the_range(evaluation):
+    figures = {re.search(r"<figcaption>(.*?)[<(]", f).group(1).strip(): f for f in _figures(render_html(evaluation))}
+    for title, key in (("Steady-state throughput", "throughput"), ("Cost per run", "cost_usd")):
+        svg = _svg(figures[title])
+        for leg, f in evaluation["legs"].items():
+            dots = [c for c in svg.iter(f"{SVG}circle") if c.get("data-seed") == leg]
+            assert len(dots) == len(f["runs"]) == 3
+            whisker = next(g for g in svg.iter(f"{SVG}g") if g.get("data-whisker") == leg)
+            ys = sorted({float(line.get("y1")) for line in whisker})
+            values = [r[key] for r in f["runs"]]
+            assert len(ys) == 2 if max(values) > min(values) else 1
+        assert "whisker: range across seeds" in figures[title]
+
+
+def test_rows_and_columns_that_are_only_dashes_are_hidden(evaluation):
+    ev = json.loads(json.dumps(evaluation))
+    for f in ev["legs"].values():  # no warm start on any leg: that row has nothing to say
+        f["compile_cache"].update(time_to_first_step_s_warm=None, warm_runs=0, compile_time_s_warm=None)
+    md, page = render_markdown(ev), render_html(ev)
+    rows = _table(md)
+    assert "time to first step warm (runs)" not in rows and "peak device memory" not in rows
+    assert rows["time to first step cold (runs)"] == ["30.0 s (1)", "30.0 s (1)"]
+    for label, cells in rows.items():
+        assert any(c not in ("-", "") for c in cells), label
+    for row in re.findall(r"<tr>(.*?)</tr>", page):
+        cells = re.findall(r'<td class="n">(.*?)</td>', row)
+        assert not cells or any(c != "-" for c in cells), row
+    assert "reason" not in md.split("## Runs")[1].splitlines()[2]  # every run completed: no reason column
+
+
+def test_money_has_one_format_everywhere(evaluation):
+    ev = json.loads(json.dumps(evaluation))
+    ev["legs"]["gpu"]["cost_per_run_usd_mean"] = 0.7699
+    ev["legs"]["trn"]["cost_per_million_units_usd_mean"] = 0.0042
+    for doc in (render_html(ev), render_markdown(ev)):
+        amounts = re.findall(r"\$[0-9][0-9,]*(?:\.[0-9]+)?", doc)
+        assert "$0.77" in amounts and "$0.0042" in amounts and "$0.7699" not in amounts
+        for a in amounts:
+            if _value(a) >= 0.01 or _value(a) == 0:
+                assert re.fullmatch(r"\$\d{1,3}(,\d{3})*\.\d{2}", a), a  # dollars and cents
+            else:
+                assert len(a.replace("$0.", "").lstrip("0")) <= 3, a  # under a cent: 3 significant figures
+    assert "amounts under one cent to three significant figures" in render_html(ev)
+
+
+def test_the_page_is_centred_and_fits_a_phone(evaluation):
+    page = render_html(evaluation)
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    assert re.search(r"\.page\{max-width:\d+px;margin:0 auto", page) and '<main class="page">' in page
+    for fig in _figures(page):
+        svg = re.search(r"<svg[^>]*>", fig).group(0)
+        assert "viewBox" in svg and " width=" not in svg and " height=" not in svg  # scales with the page
+    assert "svg.chart{display:block;width:100%;height:auto" in page
+    tables = page.count("<table")
+    assert tables and page.count('<div class="scroll"><table') == tables  # wide tables scroll, the page does not
+
+
+def test_a_section_is_one_entry_in_the_list(evaluation, monkeypatch):
+    extra = (lambda ev: ["", "## Extra", "", f"{len(ev['legs'])} legs"], lambda ev: "<h2>Extra</h2>")
+    monkeypatch.setattr(report, "SECTIONS", [*report.SECTIONS[:2], extra, *report.SECTIONS[2:]])
+    md, page = render_markdown(evaluation), render_html(evaluation)
+    assert "## Extra\n\n2 legs" in md and md.index("## Extra") < md.index("## Checks")
+    assert page.index("<h2>Plots</h2>") < page.index("<h2>Extra</h2>") < page.index("<h2>Checks</h2>")

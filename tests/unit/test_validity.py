@@ -1,0 +1,143 @@
+"""The checks that a verdict measured the target: each leg on its backend, the same model on
+every leg, blockers on the first screen, and advice that fits the failure."""
+import json
+
+import pytest
+from validity_inputs import CONFIG, _bakeoff, _job
+
+from bakeoff_runtime.evaluation import evaluate
+from bakeoff_runtime.job_outputs import load_jobs
+from bakeoff_runtime.report import render_html, render_markdown
+
+UNTIED = {"parameters": 2024, "tensors": 4, "shapes": {"256x4": 2, "4": 1, "4x4": 1}}
+
+
+def _check(ev, name):
+    return next(c for c in ev["checks"] if c["name"] == name)
+
+
+def test_legs_on_their_backends_training_one_model_pass(tmp_path):
+    ev = _bakeoff(tmp_path)
+    assert ev["verdict"] == "pass"
+    assert [_check(ev, n)["status"] for n in ("backend:trn", "backend:gpu", "same-model", "blockers:trn")] == \
+        ["passed"] * 4
+    assert ev["measured"]["backend"]["trn"]["why"] == "trn trained on xla (3 on xla)"
+    assert ev["measured"]["same_model"]["tolerance"] == 0.05
+    assert ev["legs"]["trn"]["speed_representative"] is True
+
+
+def test_a_trn_leg_that_trained_on_the_host_cpu_cannot_pass(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"devices": {"cpu": 3}, "graphs": 0})
+    assert ev["verdict"] == "fail"
+    check = _check(ev, "backend:trn")
+    assert check["status"] == "failed"
+    assert "trn did not train on its neuron backend" in check["why"] and "3 of 3 parameter tensors trained on cpu" \
+        in check["why"] and "no XLA graph was compiled or run" in check["why"]
+    assert ev["summary"].startswith("parity fails: backend:trn: trn did not train")
+    assert "did not train on its neuron backend" in render_markdown(ev).split("## ")[0]  # the first screen
+
+
+def test_a_gpu_leg_with_no_cuda_memory_fails_but_an_emulated_one_is_not_checked(tmp_path):
+    ev = _bakeoff(tmp_path / "a", gpu={"devices": {"cuda": 3}, "memory": None})
+    assert _check(ev, "backend:gpu")["status"] == "failed" and "no CUDA memory" in _check(ev, "backend:gpu")["why"]
+    config = json.loads(json.dumps(CONFIG))
+    config["legs"]["gpu"]["emulated_on"] = "local cpu"
+    for seed in range(3):
+        _job(tmp_path / "b", "trn", seed, 2.4 + seed / 100, devices={"xla": 3})
+        _job(tmp_path / "b", "gpu", seed, 2.4 + seed / 100, devices={"cpu": 3}, graphs=None)
+    ev = evaluate(config, load_jobs(tmp_path / "b"))
+    check = _check(ev, "backend:gpu")
+    assert check["status"] == "unchecked" and "CUDA use can only be shown on a GPU" in check["why"]
+    assert ev["verdict"] == "pass"
+
+
+def test_untied_weights_fail_the_same_model_check_and_say_what_differs(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"model": UNTIED})
+    check = _check(ev, "same-model")
+    assert ev["verdict"] == "fail" and check["status"] == "failed"
+    assert "trn has 1,024 more parameters than gpu (2,024 vs 1,000; 1 more tensor of shape 256x4)" in check["why"]
+    assert "un-tied" in check["why"]
+
+
+def test_a_first_loss_that_differs_on_every_seed_is_shown_and_one_within_tolerance_passes(tmp_path):
+    ev = _bakeoff(tmp_path / "off", trn={"first": 6.5})
+    assert _check(ev, "same-model")["status"] == "warning" and ev["verdict"] == "pass"
+    assert "first logged loss differs from gpu's on every paired seed" in _check(ev, "same-model")["why"]
+    ev = _bakeoff(tmp_path / "near", trn={"first": 5.6})  # 1.8%: bf16 and device arithmetic
+    assert _check(ev, "same-model")["status"] == "passed"
+
+
+def test_fallbacks_and_recompiles_surface_without_failing_quality(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"compile": {"fallback_ops": ["aten::nonzero"], "recompiles_after_warmup": 17}})
+    check = _check(ev, "blockers:trn")
+    assert ev["verdict"] == "pass" and check["status"] == "warning"
+    assert "CPU fallbacks of aten::nonzero" in check["why"] and "17 graph recompilations after warm-up" in check["why"]
+    assert "bakeoff preflight" in check["why"] and ev["legs"]["trn"]["speed_representative"] is False
+    first_screen = render_html(ev).split("<h2>")[0]
+    assert "aten::nonzero" in first_screen and "What was measured" in first_screen
+    assert "aten::nonzero" in ev["summary"] or "aten::nonzero" in render_markdown(ev).split("## ")[0]
+
+
+def test_the_terminal_names_the_check_and_suggests_preflight(tmp_path):
+    from rich.console import Console
+
+    ev = _bakeoff(tmp_path, trn={"compile": {"fallback_ops": ["aten::nonzero"]}})
+    from pipelines.cli.summary import render_summary
+
+    console = Console(record=True, width=200)
+    render_summary(ev, console)
+    text = console.export_text()
+    assert "note blockers:trn: trn: CPU fallbacks of aten::nonzero" in text
+    assert "not representative" in text and "bakeoff preflight SPEC" in text
+
+
+@pytest.mark.parametrize("kind, reason, expect", [
+    ("no-metric", "the script reports no 'val_loss' (it reported: val_acc); log it with rt.log_validation",
+     "more seeds will not help"),
+    ("no-report", "the script exited 0 without reporting anything (no summary.json)", "use the Runtime"),
+])
+def test_a_script_that_reports_nothing_is_told_so_not_sent_to_re_run(tmp_path, kind, reason, expect):
+    for leg in ("trn", "gpu"):
+        for seed in range(3):
+            _job(tmp_path, leg, seed, None, devices=None, status="failed", reason=reason, kind=kind)
+    ev = evaluate(CONFIG, load_jobs(tmp_path))
+    assert ev["verdict"] == "inconclusive"
+    assert expect in ev["recommendation"]["why"] and "re-run the seeds" not in ev["recommendation"]["why"]
+    assert "lost to the infrastructure" not in json.dumps(ev["checks"])
+
+
+def test_completed_without_the_parity_metric_names_what_was_reported(tmp_path):
+    from bakeoff_runtime.evaluation import classify
+
+    job = {"summary": {"status": "completed", "metrics": {"val_acc": 0.9}}, "meta": {}}
+    state, kind, why = classify(job, "val_loss")
+    assert (state, kind) == ("failed", "no-metric")
+    assert "reports no 'val_loss' (it reported: val_acc)" in why
+
+
+def test_a_crashed_job_is_in_the_spend_not_in_the_cost_of_a_run(tmp_path):
+    config = json.loads(json.dumps(CONFIG))
+    for leg in config["legs"].values():
+        leg["price"] = {"usd_per_hour": 36.0, "source": "test", "as_of": "today"}
+    for seed in range(3):
+        _job(tmp_path, "gpu", seed, 2.4, devices={"cuda": 3}, graphs=None, memory=2**30)
+        if seed == 2:
+            _job(tmp_path, "trn", seed, None, devices=None, status="failed", reason="OOM", kind="script",
+                 wall_time_s=1000.0)
+        else:
+            _job(tmp_path, "trn", seed, 2.4, devices={"xla": 3})
+    ev = evaluate(config, load_jobs(tmp_path))
+    trn = ev["legs"]["trn"]
+    assert trn["cost_per_run_usd_mean"] == pytest.approx(10.0 * 36 / 3600)  # the two runs of 10 s
+    assert trn["cost_per_run"]["n"] == 2
+    from bakeoff_runtime.report_spend import _spent
+
+    assert _spent(ev)["cost_usd"] == pytest.approx((5 * 10.0 + 1000.0) * 36 / 3600)  # every job's spend
+
+
+def test_seeds_that_give_bit_identical_results_say_the_script_ignores_its_seed(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"first": 5.5}, vals=((2.40, 2.41), (2.40, 2.50), (2.40, 2.32)))
+    check = _check(ev, "seeds:trn")
+    assert check["status"] == "failed" and "ignores its seed" in check["why"] and "seeds 0, 1, 2" in check["why"]
+    assert _check(ev, "seeds:gpu")["status"] == "passed" and ev["verdict"] == "fail"
+    assert ev["measured"]["seeds"]["trn"]["status"] == "failed"
