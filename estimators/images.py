@@ -2,7 +2,7 @@
 
 Every row names where it was looked up. A user's explicit `image:` on a leg is taken
 as given; these are only the defaults. `bakeoff images` prints this table and
-`tests/test_images.py` checks it against the snapshot of AWS's published list kept
+`tests/unit/test_images.py` checks it against the snapshot of AWS's published list kept
 in `tests/assets/dlc_published_tags.json`.
 
 Sources, looked up 2026-12-02:

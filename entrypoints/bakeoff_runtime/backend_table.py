@@ -2,10 +2,10 @@
 the container ask of a backend, read here instead of tested by name.
 
 A new backend is a row here, an adapter module in bakeoff_runtime/backends/, the `Backend`
-literal in pipelines/spec_fields.py (kept literal for the JSON schema; tests/test_backend_table.py
+literal in pipelines/spec/fields.py (kept literal for the JSON schema; tests/unit/test_backend_table.py
 holds it equal to BACKENDS) and the leg kinds that run it (`backends` in estimators/).
 
-Standard library only: the orchestration side imports it (tests/test_boundaries.py, TORCH_FREE)
+Standard library only: the orchestration side imports it (tests/unit/test_boundaries.py, TORCH_FREE)
 and the container reads it before torch is imported.
 """
 from __future__ import annotations
@@ -82,7 +82,7 @@ BACKENDS: dict[str, BackendRow] = {row.name: row for row in (
         "neuron", "bakeoff_runtime.backends.neuron:NeuronBackend", torch_device="xla", accelerator="neuron",
         torch_neuronx=True, eager=False, collective_group="xla", local_emulation=True, local_multi_process=False,
         # Tried with torch-xla 2.9.0: under torchrun each process sees a world of 1 and
-        # CPU_NUM_DEVICES=2 hangs in XLA's rendezvous (tests/test_one_algorithm.py).
+        # CPU_NUM_DEVICES=2 hangs in XLA's rendezvous (tests/e2e/test_one_algorithm.py).
         local_one_process_why="PyTorch/XLA's CPU client cannot run collectives across processes, so one process "
                               "stands for all {devices} devices (global batch kept)",
         local_needs_gpu=False, default_baseline=False, no_image=None),
