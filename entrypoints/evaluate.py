@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bakeoff_runtime.contract import LOCAL_S3_ROOT_ENV, job_name, parse_training_step_name  # noqa: E402
+from bakeoff_runtime.documents import read_evaluation_config  # noqa: E402
 from bakeoff_runtime.evaluation import evaluate, write_evaluation  # noqa: E402
 from bakeoff_runtime.job_outputs import load_jobs  # noqa: E402
 from bakeoff_runtime.mlflow_parent import log_parent  # noqa: E402
@@ -120,8 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--execution-arn", help="find the jobs through ListPipelineExecutionSteps (large bake-offs)")
     ap.add_argument("--job-prefix", help="with --execution-arn: the S3 prefix the jobs write under")
     args = ap.parse_args(argv)
-    raw = args.config
-    cfg = json.loads(raw) if raw.lstrip().startswith("{") else json.loads(Path(raw).read_text())
+    cfg = read_evaluation_config(args.config)
     if args.margin is not None and args.margin != cfg["parity"]["margin"]:
         # The ParityMargin pipeline parameter, set when the execution started: the
         # evaluation shows the spec's rule beside the one it decided with.

@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bakeoff_runtime.documents import read_evaluation  # noqa: E402
 from bakeoff_runtime.report import write_reports  # noqa: E402
 
 
@@ -19,7 +19,7 @@ def main(argv=None) -> int:
     ap.add_argument("--evaluation", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args(argv)
-    for path in write_reports(json.loads(args.evaluation.read_text()), args.out):
+    for path in write_reports(read_evaluation(args.evaluation), args.out):
         print(path)
     return 0
 

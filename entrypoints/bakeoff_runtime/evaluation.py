@@ -16,16 +16,36 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from . import multiplicity, porting, scaling, sequential, stats, validity
+from .contract import EVALUATION_SCHEMA  # one id for the writer here and the reader (documents.py)
+from .documents import (
+    Check,
+    CostMeans,
+    Evaluation,
+    EvaluationConfig,
+    JobRecord,
+    LegConfig,
+    LegFigures,
+    LegThroughput,
+    MetricFigures,
+    ParityRecord,
+    Price,
+    Recommendation,
+    RuleRecord,
+    RunRow,
+    Speed,
+    Spread,
+    run_metric,
+)
 from .job_outputs import (
     load_jobs,  # noqa: F401  (re-exported: the evaluation's input)
     named_job,
 )
 
-EVALUATION_SCHEMA = "bakeoff.evaluation/2"
 EMULATED_LABEL = "emulated: not indicative of the target hardware"
 THROUGHPUT_SPREAD_LIMIT = 0.20   # a leg whose seeds' throughput varies more than this is flagged
 CROSSCHECK_LIMIT = 0.25          # synced vs overall throughput may differ this much before it is flagged
@@ -49,16 +69,18 @@ def _mean(values):
 
 
 # --- what happened to each job --------------------------------------------------------------
-def classify(job: dict[str, Any], metric: str) -> tuple[str, str | None, str | None]:
+def classify(job: JobRecord, metric: str) -> tuple[str, str | None, str | None]:
     """(state, failure kind, reason) of one job from its summary, job.json and failure file."""
     s, meta = job.get("summary"), job.get("meta") or {}
-    if meta.get("lost") or meta.get("timed_out") or (isinstance(meta.get("exit_code"), int) and meta["exit_code"] < 0):
+    code = meta.get("exit_code")
+    if meta.get("lost") or meta.get("timed_out") or (isinstance(code, int) and code < 0):
         return LOST, meta.get("failure_kind") or "infrastructure", meta.get("reason") or "the job was killed"
     if s is None:
         if job.get("summary_problem"):
             return LOST, job.get("summary_problem_kind") or "unreadable-output", job["summary_problem"]
-        if job.get("failure"):
-            return FAILED, "script", job["failure"].splitlines()[0][:500]
+        failure = job.get("failure")
+        if failure:
+            return FAILED, "script", failure.splitlines()[0][:500]
         return LOST, "no-output", meta.get("reason") or "the job left no summary.json"
     status = s.get("status")
     reason = s.get("reason") or (job.get("failure") or "").split("\n")[0] or None
@@ -135,7 +157,7 @@ def job_costs(billable_s: float | None, instance_count: int, usd_per_hour: float
             "cost_to_target_usd": to_target}
 
 
-def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target, direction: str) -> dict:
+def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target, direction: str) -> RunRow:
     s = run["summary"] or {}
     tp = s.get("throughput") or {}
     unit = tp.get("unit", "tokens")
@@ -145,7 +167,8 @@ def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target,
     steps_to_target, time_to_target = _reached(evals, metric, target, direction)
     value = (s.get("metrics") or {}).get(metric)
     costs = job_costs(billable, count, per_hour, units, time_to_target, s.get("wall_time_s"))
-    return {
+    # A cast, not a checked literal: one key is named by the parity metric.
+    return cast(RunRow, {
         "seed": run["seed"], "status": run["status"], "failure_kind": run["kind"], "reason": run["reason"],
         "job": run["job"], "job_key": s.get("job_key") or run.get("job_key"),
         metric: value if _finite(value) else None,
@@ -171,38 +194,41 @@ def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target,
         "cache_state": ((s.get("compile") or {}).get("cache") or {}).get("state"),
         "cache_hits": ((s.get("compile") or {}).get("cache") or {}).get("hits"),
         "cache_misses": ((s.get("compile") or {}).get("cache") or {}).get("misses"),
-    }
+    })
 
 
-def _spread(values: list[float]) -> dict[str, Any]:
+def _spread(values: list[float]) -> Spread:
     d = stats.describe(values)
     rel = (d["max"] - d["min"]) / d["mean"] if d["n"] > 1 and d["mean"] else None
     return {"mean": d["mean"], "std": d["std"], "cv": d["cv"], "min": d["min"], "max": d["max"], "n": d["n"],
             "relative_range": rel}
 
 
-def _throughput(rows: list[dict]) -> dict[str, Any]:
+def _throughput(rows: list[RunRow]) -> LegThroughput:
     """Steady-state throughput across seeds, its spread, and the cross-check against
     units over training time (with compile and validation taken out)."""
-    ok = [r for r in rows if r["status"] == COMPLETED and _finite(r.get("throughput"))]
-    out = _spread([r["throughput"] for r in ok])
-    out["unstable"] = bool(out["relative_range"] is not None and out["relative_range"] > THROUGHPUT_SPREAD_LIMIT)
+    # As plain mappings: their throughput figures are numbers here, which the filters show and mypy cannot see.
+    ok = [cast("dict[str, Any]", r) for r in rows if r["status"] == COMPLETED and _finite(r.get("throughput"))]
+    spread = _spread([r["throughput"] for r in ok])
     ratios = [r["throughput"] / r["throughput_overall"] for r in ok if _finite(r.get("throughput_overall"))
               and r["throughput_overall"] > 0 and (r.get("throughput_window_s") or 0) >= CROSSCHECK_MIN_WINDOW_S]
-    out["crosscheck_ratio"] = _mean(ratios)
-    out["crosscheck_disagrees"] = bool(ratios and any(abs(x - 1) > CROSSCHECK_LIMIT for x in ratios))
-    out["timing"] = next((r.get("throughput_timing") for r in ok if r.get("throughput_timing")), None)
-    return out
+    spread_range = spread["relative_range"]
+    return {**spread,
+            "unstable": bool(spread_range is not None and spread_range > THROUGHPUT_SPREAD_LIMIT),
+            "crosscheck_ratio": _mean(ratios),
+            "crosscheck_disagrees": bool(ratios and any(abs(x - 1) > CROSSCHECK_LIMIT for x in ratios)),
+            "timing": next((r.get("throughput_timing") for r in ok if r.get("throughput_timing")), None)}
 
 
-def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict, target, emulated: bool) -> dict[str, Any]:
+def _leg_figures(name: str, leg_cfg: LegConfig, runs: list[dict], parity: dict, target,
+                 emulated: bool) -> LegFigures:
     metric = parity["metric"]
-    price = leg_cfg.get("price") or {}
+    price: Price | dict[str, Any] = leg_cfg.get("price") or {}
     per_hour = price.get("usd_per_hour")
     count = int(leg_cfg.get("instance_count", 1))
     rows = [_run_row(r, count, per_hour, metric, target, parity.get("direction", "minimize")) for r in runs]
     completed = [r for r in rows if r["status"] == COMPLETED]
-    values = [r[metric] for r in completed]
+    values = [run_metric(r, metric) for r in completed]
     unit = next(((r["summary"].get("throughput") or {}).get("unit") for r in runs
                  if r["status"] == COMPLETED and r["summary"].get("throughput")), "tokens")
     reached = [r for r in rows if r["steps_to_target"] is not None]
@@ -219,7 +245,7 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict, targe
         "failed": sum(1 for r in rows if r["status"] == FAILED),
         "diverged": sum(1 for r in rows if r["status"] == DIVERGED),
         "lost": sum(1 for r in rows if r["status"] == LOST),
-        "metric": {"name": metric, **stats.describe(values)},
+        "metric": cast(MetricFigures, {"name": metric, **stats.describe(values)}),
         "throughput_unit": f"{unit}/s",
         "throughput_mean": tp["mean"],
         "throughput": tp,
@@ -240,7 +266,7 @@ def _leg_figures(name: str, leg_cfg: dict, runs: list[dict], parity: dict, targe
     }
 
 
-def _cost_means(rows: list[dict]) -> dict[str, Any]:
+def _cost_means(rows: list[RunRow]) -> CostMeans:
     """A leg's cost figures from its runs' (the part `recost` redoes with billed time). A run's cost
     is what a run of the leg costs: from runs that trained to an outcome, not from jobs that
     crashed or produced nothing (what those spent is in the spend section, from every job)."""
@@ -257,7 +283,7 @@ def _cost_means(rows: list[dict]) -> dict[str, Any]:
     }
 
 
-def recost(evaluation: dict[str, Any], billable: dict[tuple[str, int], float], basis: str) -> dict[str, Any]:
+def recost(evaluation: Evaluation, billable: dict[tuple[str, int], float], basis: str) -> Evaluation:
     """The evaluation with each job's cost from its billed seconds ((leg, seed) -> seconds),
     every cost field through the same job_costs as the evaluation step."""
     ev = json.loads(json.dumps(evaluation))
@@ -278,7 +304,7 @@ def recost(evaluation: dict[str, Any], billable: dict[tuple[str, int], float], b
     return ev
 
 
-def _cache_split(rows: list[dict]) -> dict[str, Any] | None:
+def _cache_split(rows: list[RunRow]) -> dict[str, Any] | None:
     """Cold vs warm starts: what the compile cache bought on this leg."""
     known = [r for r in rows if r.get("cache_state") in ("cold", "warm")]
     if not known:
@@ -477,7 +503,8 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
     level = int(round(r["ci_level"] * 100))
     test_name = (f"paired t on {r['n_pairs']} seeds" if r["test"] == "paired"
                  else f"Welch t on {r['n_leg']} vs {r['n_baseline']} unpaired seeds")
-    out["test_label"] = ("non-inferiority, " if test == stats.NON_INFERIORITY else "TOST, ") + test_name
+    kind = stats.test_of(test)
+    out["test_label"] = f"{kind.label}, {test_name}"
     lo, hi = r["ci"]
     ci = f"{level}% CI [{_g(lo)}, {_g(hi)}]"
     diff = f"{metric} difference {_g(r['diff'])} ({leg} - {base}; {test_name})"
@@ -490,9 +517,8 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
         out["why"] = (f"{leg} and {base} gave identical {metric} on every one of the {r['n_pairs']} paired seeds "
                       f"(difference 0 each time): equivalent within +/-{margin:.4g}, {ci}{floor}")
     elif r["outcome"] == stats.PASS:
-        inside = (f"inside +/-{margin:.4g}" if test == stats.EQUIVALENCE
-                  else f"below the non-inferiority margin {worse_sign}{margin:.4g}")
-        out["why"] = f"{'equivalent' if test == stats.EQUIVALENCE else 'not worse'}: {diff}, {ci} {inside}{p}{floor}"
+        inside = kind.inside(f"{margin:.4g}", worse_sign)
+        out["why"] = f"{kind.passed_word}: {diff}, {ci} {inside}{p}{floor}"
     elif r["outcome"] == stats.FAIL:
         side = "worse" if r["worse"] else "better"
         bound = f"+{margin:.4g}" if lo > margin else f"-{margin:.4g}"
@@ -501,7 +527,7 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
         if side == "better":
             out["why"] += " (under `test: non_inferiority` a better leg passes)"
     else:
-        region = f"+/-{margin:.4g}" if test == stats.EQUIVALENCE else f"the margin {worse_sign}{margin:.4g}"
+        region = kind.undecided_region(f"{margin:.4g}", worse_sign)
         out["why"] = f"not decided: {diff}, {ci} crosses {region}{p}{floor}"
     if r["better"]:
         out["better_by"] = abs(r["diff"])
@@ -571,22 +597,24 @@ def rule_of(parity: dict) -> dict[str, Any]:
     return {k: parity.get(k) for k in RULE_KEYS}
 
 
-def _rule_record(config: dict, parity: dict) -> dict[str, Any]:
+def _rule_record(config: EvaluationConfig, parity: dict) -> RuleRecord:
     """The rule this verdict was decided under, and the rule fixed before the data if it differs."""
-    out: dict[str, Any] = {"current": rule_of(parity), "original": None, "changed": False, "reason": None}
+    out: RuleRecord = {"current": rule_of(parity), "original": None, "changed": False, "reason": None}
     original = config.get("rule_original")
     if config.get("rule_unrecorded"):  # finished jobs whose rule was lost: nothing shows it was fixed first
-        out.update(changed=True, reason=f"{config.get('rule_change_reason') or 'not given'} (the rule fixed before "
-                                        f"the data was not recorded: {config['rule_unrecorded']})")
+        out["changed"] = True
+        out["reason"] = (f"{config.get('rule_change_reason') or 'not given'} (the rule fixed before the data was "
+                         f"not recorded: {config['rule_unrecorded']})")
     elif original and rule_of(original) != rule_of(parity):
-        out.update(original=rule_of(original), changed=True,
-                   reason=config.get("rule_change_reason") or "not given")
+        out["original"], out["changed"] = rule_of(original), True
+        out["reason"] = config.get("rule_change_reason") or "not given"
     return out
 
 
 # --- the verdict -------------------------------------------------------------------------------
-def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
-    parity = {"test": stats.EQUIVALENCE, "direction": "minimize", "margin_type": "absolute", **config["parity"]}
+def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
+    parity: dict[str, Any] = {"test": stats.EQUIVALENCE, "direction": "minimize", "margin_type": "absolute",
+                              **config["parity"]}
     metric = parity["metric"]
     power = float(parity.get("power") or 0.8)
     legs_cfg = config["legs"]
@@ -595,8 +623,9 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     seen: set[tuple[Any, Any]] = set()  # (leg, seed) as the job records give them
     for job in jobs:
         s, meta = job.get("summary"), job.get("meta") or {}
-        leg = (s or {}).get("leg") or meta.get("leg")
-        seed = (s or {}).get("seed", meta.get("seed"))
+        said: Mapping[str, Any] = s or {}
+        leg = said.get("leg") or meta.get("leg")
+        seed = said.get("seed", meta.get("seed"))
         named = named_job(str(job.get("dir")))
         if named and (leg is None or job.get("summary_problem_kind") == "changed-output"):
             leg, seed = named  # what it was fetched as: a changed output's own words are not trusted
@@ -646,14 +675,14 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
     recommendation = _overall_recommendation(undecided, legs_cfg) if verdict == "inconclusive" else None
     headline = {
         "pass": (f"parity holds: every leg is "
-                 f"{'equivalent to' if parity['test'] == stats.EQUIVALENCE else 'no worse than'} "
+                 f"{stats.test_of(parity['test']).shown} "
                  f"{base} on {metric} within the margin"),
         "fail": "parity fails: " + "; ".join(f"{c['name']}: {c['why']}" for c in failed),
         "inconclusive": "inconclusive: " + "; ".join(f"{c['name']}: {c['why']}" for c in undecided),
     }[verdict]
     if recommendation:
         headline += f". To decide it: {recommendation['why']}"
-    speed = {"emulated": emulated, "label": EMULATED_LABEL if emulated else "measured on the target hardware",
+    speed: Speed = {"emulated": emulated, "label": EMULATED_LABEL if emulated else "measured on the target hardware",
              "unstable_legs": [n for n, f in figures.items() if f["throughput"]["unstable"]],
              "crosscheck_disagrees": [n for n, f in figures.items() if f["throughput"]["crosscheck_disagrees"]]}
     if isinstance(config.get("jobs_at_once"), int) and config["jobs_at_once"] > 1:
@@ -666,24 +695,25 @@ def evaluate(config: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, An
         "undecided_checks": ", ".join(c["name"] for c in undecided) or "none",
         "recommendation": recommendation,
         # Always a string, so the pipeline's Fail step can read it with JsonGet.
-        "to_decide": (recommendation or {}).get("why") or "none",
+        "to_decide": (recommendation["why"] if recommendation else None) or "none",
         "bakeoff": config.get("bakeoff"),
         "spec_hash": config.get("spec_hash"),
-        "parity": {**parity, "baseline": base, "power": power, "target_used": target, "target_basis": target_basis},
+        "parity": cast(ParityRecord, {**parity, "baseline": base, "power": power, "target_used": target,
+                                      "target_basis": target_basis}),
         "rule": _rule_record(config, parity),
         "sequential": design,
         "looks": config.get("looks"),  # the decisions taken on these seeds before this one (looks.json)
         "speed": speed,
         "cost_basis": config.get("cost_basis", "estimate"),
         "legs": figures,
-        "checks": checks,
+        "checks": cast("list[Check]", checks),  # built as plain dicts by each kind's own module
         "measured": validity.section(measured),
         **scaling.sections(config, figures, checks, runs_by_leg, emulated),  # scaling.<leg>, ablations
         "porting": porting.section(config, figures, base),  # what porting cost, per leg against the baseline
     }
 
 
-def _overall_recommendation(undecided: list[dict], legs_cfg: dict) -> dict[str, Any]:
+def _overall_recommendation(undecided: list[dict[str, Any]], legs_cfg: dict[str, LegConfig]) -> Recommendation:
     planned = max((len(c.get("seeds", [])) for c in legs_cfg.values()), default=0)
     seeds, whys = [], []
     for c in undecided:
@@ -699,7 +729,7 @@ def _overall_recommendation(undecided: list[dict], legs_cfg: dict) -> dict[str, 
     return {"seeds": max(known) if known and len(known) == len(seeds) else None, "why": "; ".join(whys)}
 
 
-def write_evaluation(evaluation: dict[str, Any], out_dir: Path) -> Path:
+def write_evaluation(evaluation: Evaluation, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "evaluation.json"
     tmp = path.with_suffix(".json.tmp")

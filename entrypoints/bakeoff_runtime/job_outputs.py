@@ -13,9 +13,10 @@ import math
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from .contract import parse_job_name
+from .documents import DocumentError, JobMeta, JobRecord, JobSummary, MetricDigest, summary_from
 from .output_digest import COVERED, DIGEST_FILE, mismatch
 
 CURVE_POINTS = 200       # points kept per training curve
@@ -77,7 +78,7 @@ def _lines_with(data: bytes, marks: tuple[bytes, ...], limit: int) -> list[bytes
     return [line for _, line in sorted(found)]
 
 
-def digest_metrics(data: bytes) -> dict[str, Any]:
+def digest_metrics(data: bytes) -> MetricDigest:
     """A down-sampled training curve, every validation record and the step of the first
     non-finite training loss, from one job's metrics.jsonl.
 
@@ -120,7 +121,7 @@ def _lines(data: bytes) -> Iterator[bytes]:
             yield line
 
 
-def _digest_bytes(data: bytes) -> dict[str, Any]:
+def _digest_bytes(data: bytes) -> MetricDigest:
     return digest_metrics(data)
 
 
@@ -137,7 +138,7 @@ SUMMARY_TYPES: dict[str, tuple[type, ...]] = {
 MAX_SUMMARY_BYTES = 8 * 1024 * 1024
 
 
-def _load_summary(raw: bytes | str) -> tuple[dict | None, str | None]:
+def _load_summary(raw: bytes | str) -> tuple[JobSummary | None, str | None]:
     if len(raw) > MAX_SUMMARY_BYTES:
         return None, f"summary.json is {len(raw):,} bytes, more than {MAX_SUMMARY_BYTES:,}: not read"
     try:
@@ -150,12 +151,16 @@ def _load_summary(raw: bytes | str) -> tuple[dict | None, str | None]:
         return None, f"summary.json is not valid JSON ({exc})"
     if not isinstance(body, dict):
         return None, "summary.json is not a JSON object"
+    try:
+        summary = summary_from(body)
+    except DocumentError as exc:  # a schema this evaluation does not know: its keys may mean other things
+        return None, str(exc)
     for key, types in SUMMARY_TYPES.items():
         value = body.get(key)
         if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
             return None, (f"summary.json's {key!r} is a {type(value).__name__}, not "
                           f"{' or '.join(_JSON_NAMES[t] for t in types)}")
-    return body, None
+    return summary, None
 
 
 _JSON_NAMES = {str: "text", int: "a whole number", float: "a number", dict: "an object", list: "a list"}
@@ -182,7 +187,7 @@ def named_job(directory_name: str) -> tuple[str, int] | None:
     return parse_job_name(directory_name)
 
 
-def _not_this_job(job_dir: Path, summary: dict[str, Any]) -> str | None:
+def _not_this_job(job_dir: Path, summary: JobSummary) -> str | None:
     """An output fetched as one job (its directory is the job's name) that says it is another's."""
     named = parse_job_name(job_dir.name)
     leg, seed = summary.get("leg"), summary.get("seed")
@@ -192,7 +197,7 @@ def _not_this_job(job_dir: Path, summary: dict[str, Any]) -> str | None:
             "its numbers are not used")
 
 
-def load_job(job_dir: Path) -> dict[str, Any]:
+def load_job(job_dir: Path) -> JobRecord:
     """One job directory: its summary (or None, with why), metric digest, job.json and failure file."""
     summary, problem, problem_kind, digest = None, None, None, None
     found = _outputs(job_dir)
@@ -216,11 +221,11 @@ def load_job(job_dir: Path) -> dict[str, Any]:
             raw_meta = _from_tar(path, "job.json")
             if raw_meta:
                 break
-    meta: dict[str, Any] = {}
+    meta: JobMeta = {}
     if raw_meta:
         try:
             loaded = json.loads(raw_meta)
-            meta = loaded if isinstance(loaded, dict) else {}
+            meta = cast(JobMeta, loaded) if isinstance(loaded, dict) else {}
         except ValueError:
             meta = {}
     failure_path = next(iter(sorted(job_dir.rglob("output/failure"))), None)
@@ -257,6 +262,6 @@ def iter_records(job_dir: Path) -> Iterator[dict]:
             return
 
 
-def load_jobs(jobs_dir: Path) -> list[dict[str, Any]]:
+def load_jobs(jobs_dir: Path) -> list[JobRecord]:
     """Every job directory under `jobs_dir`, one at a time (memory is per job, not per bake-off)."""
     return [load_job(p) for p in sorted(Path(jobs_dir).iterdir()) if p.is_dir()]

@@ -21,9 +21,11 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .documents import Evaluation, LegFigures, MlflowConfig
 from .mlflow_names import Cleaner, clean_key
 from .mlflow_sink import CHILD_PARAMS, MAX_TAG_CHARS, SHARED_TAG
 from .validity import is_validity_check
@@ -65,7 +67,7 @@ def save_legs_view(client, exp_id: str) -> None:
         "state": json.dumps(LEGS_VIEW_STATE)}))
 
 
-def mark_training_experiment(client, exp_id: str, parity: dict[str, Any] | None = None) -> None:
+def mark_training_experiment(client, exp_id: str, parity: Mapping[str, Any] | None = None) -> None:
     """Say the experiment is model training (unless someone already chose its kind) and, given the
     parity rule, make its metric the one MLflow's charts start with."""
     exp = client.get_experiment(exp_id)
@@ -96,7 +98,7 @@ def leg_colours(legs: list[str]) -> dict[str, str]:
     return {leg: colours[i % len(colours)] for i, leg in enumerate(legs)}
 
 
-def summary_metrics(parity_metric: str, fig: dict[str, Any]) -> dict[str, float]:
+def summary_metrics(parity_metric: str, fig: LegFigures) -> dict[str, float]:
     """A leg's figures under names that are the same on every leg (a missing figure is left out,
     never written as 0: a leg without a compile step has no compile time)."""
     metric = fig.get("metric") or {}
@@ -116,7 +118,7 @@ def summary_metrics(parity_metric: str, fig: dict[str, Any]) -> dict[str, float]
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")}
 
 
-def _find_child(client, exp_id: str, run: dict) -> Any:
+def _find_child(client, exp_id: str, run: Mapping[str, Any]) -> Any:
     """The job's own MLflow run: by the id its summary names, else by its job key (a job
     killed before it could write its summary still tagged its run with the key)."""
     if run.get("mlflow_run_id"):
@@ -144,7 +146,8 @@ def _job_hyperparameters(job_dir: Path | None) -> dict[str, Any]:
     return {}
 
 
-def backfill_child(client, exp_id: str, leg: str, figures: dict, run: dict, jobs_dir: Path | None) -> str:
+def backfill_child(client, exp_id: str, leg: str, figures: Mapping[str, Any], run: Mapping[str, Any],
+                   jobs_dir: Path | None) -> str:
     """Create the MLflow run a job could not log itself (no MLflow in its image, no network,
     the server down), from what the job left: metrics.jsonl and summary.json."""
     from mlflow.entities import Metric, Param, RunTag
@@ -204,7 +207,7 @@ def shared_hyperparameters(child_runs: list) -> tuple[dict[str, str], list[str]]
     return same, sorted(k for k, v in seen.items() if len(v) > 1)
 
 
-def _upsert_summary(client, exp_id: str, key: str, parent_id: str, leg: str, fig: dict, colour: str,
+def _upsert_summary(client, exp_id: str, key: str, parent_id: str, leg: str, fig: LegFigures, colour: str,
                     parity_metric: str, children: list) -> str:
     from mlflow.entities import Metric, Param, RunTag
 
@@ -252,7 +255,7 @@ def compare_path(experiment_id: str, run_ids: list[str]) -> str:
     return f"#/compare-runs?runs={enc(run_ids)}&experiments={enc([str(experiment_id)])}"
 
 
-def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path: Path,
+def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
                extra_artifacts: tuple[Path, ...] | list[Path] = (), jobs_dir: Path | None = None) -> dict[str, Any]:
     tracking_uri, experiment = cfg.get("tracking_uri"), cfg.get("experiment")
     if not tracking_uri or not experiment:
@@ -302,16 +305,18 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
                         client.set_terminated(child.info.run_id, _STATUS.get(run["status"], "FAILED"))
                 elif run.get("job"):
                     try:
-                        run["mlflow_run_id"] = backfill_child(client, exp_id, leg, fig, run, jobs_dir)
+                        backfilled_id = backfill_child(client, exp_id, leg, fig, run, jobs_dir)
+                        run["mlflow_run_id"] = backfilled_id
                         run["mlflow_backfilled"] = True
-                        backfilled.append(run["mlflow_run_id"])
+                        backfilled.append(backfilled_id)
                     except Exception as exc:
                         print(f"[bakeoff] WARNING: cannot back-fill the MLflow run of {leg} seed {run['seed']}: "
                               f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
-                if run.get("mlflow_run_id"):
+                child_id = run.get("mlflow_run_id")
+                if child_id:
                     try:
-                        by_leg.setdefault(leg, []).append(client.get_run(run["mlflow_run_id"]))
-                        children.append(run["mlflow_run_id"])
+                        by_leg.setdefault(leg, []).append(client.get_run(child_id))
+                        children.append(child_id)
                     except Exception as exc:  # a child logged to another store
                         print(f"[bakeoff] WARNING: cannot read MLflow run {run['mlflow_run_id']}: {exc}",
                               file=sys.stderr)
@@ -361,9 +366,9 @@ def log_parent(cfg: dict[str, Any], evaluation: dict[str, Any], evaluation_path:
                       f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
 
         shared, differing = shared_hyperparameters(child_runs)
-        params = {"parity.metric": parity["metric"], "parity.margin": parity["margin"],
-                  "parity.alpha": parity["alpha"], "parity.baseline": parity["baseline"],
-                  "legs": ",".join(evaluation["legs"]), "runs": len(children), **shared}
+        params: dict[str, Any] = {"parity.metric": parity["metric"], "parity.margin": parity["margin"],
+                                  "parity.alpha": parity["alpha"], "parity.baseline": parity["baseline"],
+                                  "legs": ",".join(evaluation["legs"]), "runs": len(children), **shared}
         if differing:
             tags["bakeoff.hyperparameters_differ"] = ",".join(differing)[:MAX_TAG_CHARS]
         now = int(time.time() * 1000)

@@ -40,9 +40,8 @@ def fail_p_value(check: dict[str, Any]) -> float | None:
         return 0.0  # a point interval beyond the margin (no spread and no step to floor it at)
     beyond_high = 1.0 - float(stats.t_cdf((diff - margin) / se, df))   # H0: diff <= +margin
     beyond_low = float(stats.t_cdf((diff + margin) / se, df))          # H0: diff >= -margin
-    if check.get("test_kind") == stats.NON_INFERIORITY:
-        return beyond_high if check.get("direction", "minimize") == "minimize" else beyond_low
-    return min(beyond_high, beyond_low)
+    test = stats.test_of(check.get("test_kind") or stats.EQUIVALENCE)
+    return test.fail_p_value(beyond_high, beyond_low, check.get("direction", "minimize"))
 
 
 def apply(checks: list[dict[str, Any]], counted_legs: int) -> None:

@@ -20,10 +20,12 @@ from __future__ import annotations
 import difflib
 import html
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .backend_table import BACKENDS
+from .documents import Evaluation
 from .report_format import md, md_block, md_row
 
 # Job environment that changes numerics (what the evaluation config carries per leg).
@@ -66,7 +68,7 @@ def spec_difference(base: dict[str, Any], mine: dict[str, Any]) -> list[str]:
     return out
 
 
-def numerics(leg_cfg: dict[str, Any], figures: dict[str, Any] | None = None) -> dict[str, Any]:
+def numerics(leg_cfg: Mapping[str, Any], figures: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The settings that decide a leg's arithmetic, each with where it comes from."""
     env = dict(leg_cfg.get("numerics_environment") or {})
     runs = (figures or {}).get("runs", [])
@@ -90,7 +92,7 @@ def numerics(leg_cfg: dict[str, Any], figures: dict[str, Any] | None = None) -> 
     }
 
 
-def _cache_saving(f: dict[str, Any]) -> dict[str, Any]:
+def _cache_saving(f: Mapping[str, Any]) -> dict[str, Any]:
     split = f.get("compile_cache") or {}
     row = BACKENDS.get(f.get("backend") or "")
     cold, warm = split.get("time_to_first_step_s_cold"), split.get("time_to_first_step_s_warm")
@@ -176,7 +178,7 @@ def _collective_record(files: dict[str, bytes]) -> dict[str, Any]:
                                                                            "(collective.json holds no object)"}
 
 
-def _preflight(config: dict[str, Any], leg: str) -> dict[str, Any] | None:
+def _preflight(config: Mapping[str, Any], leg: str) -> dict[str, Any] | None:
     found = config.get("preflight")
     if not found or found.get("leg") != leg:
         return None
@@ -187,7 +189,7 @@ def _preflight(config: dict[str, Any], leg: str) -> dict[str, Any] | None:
                           "fix": p.get("fix")} for p in problems]}
 
 
-def section(config: dict[str, Any], figures: dict[str, dict[str, Any]], baseline: str) -> dict[str, Any]:
+def section(config: Mapping[str, Any], figures: Mapping[str, Mapping[str, Any]], baseline: str) -> dict[str, Any]:
     """evaluation.json's `porting`: one entry per leg other than the baseline."""
     legs_cfg = config.get("legs", {})
     base_cfg = legs_cfg.get(baseline, {})
@@ -227,7 +229,7 @@ def _n(v, spec="{:.3g}") -> str:
     return "-" if v is None else spec.format(v)
 
 
-def _rows(ev: dict[str, Any]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+def _rows(ev: Evaluation) -> tuple[list[tuple[str, list[str]]], list[str]]:
     p = ev.get("porting") or {}
     legs = p.get("legs") or {}
     names = list(legs)
@@ -269,7 +271,7 @@ def _rows(ev: dict[str, Any]) -> tuple[list[tuple[str, list[str]]], list[str]]:
     ], names
 
 
-def section_markdown(ev: dict[str, Any]) -> list[str]:
+def section_markdown(ev: Evaluation) -> list[str]:
     p = ev.get("porting")
     if not p or not p.get("legs"):
         return []
@@ -287,7 +289,7 @@ def section_markdown(ev: dict[str, Any]) -> list[str]:
     return out
 
 
-def section_html(ev: dict[str, Any]) -> str:
+def section_html(ev: Evaluation) -> str:
     p = ev.get("porting")
     if not p or not p.get("legs"):
         return ""

@@ -8,11 +8,13 @@ Numbers and money are written by report_format, figures drawn by report_charts.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from . import porting, report_scaling, report_spend, validity
+from .documents import Evaluation
+from .parity_tests import test_of
 from .report_charts import PALETTE, bar_chart, decision_chart, leg_colours, line_chart, stacked_bar_chart
 from .report_format import MONEY_RULE, md, md_row, money_tick, nice_ticks, num, size, usd
 
@@ -21,14 +23,14 @@ __all__ = ["PALETTE", "SECTIONS", "leg_colours", "leg_rows", "nice_ticks", "rend
            "verdict_sentence", "write_reports"]
 
 
-def _emulated(ev: dict[str, Any]) -> bool:
+def _emulated(ev: Evaluation) -> bool:
     return bool((ev.get("speed") or {}).get("emulated"))
 
 
 EMULATED = "emulated: not indicative of the target hardware"
 
 
-def verdict_sentence(ev: dict[str, Any]) -> str:
+def verdict_sentence(ev: Evaluation) -> str:
     """The decision in words: what was shown, what broke, what would decide it."""
     base = ev["parity"]["baseline"]
     head = {"pass": "Parity holds", "fail": "Parity fails", "inconclusive": "Inconclusive"}[ev["verdict"]]
@@ -50,7 +52,7 @@ def verdict_sentence(ev: dict[str, Any]) -> str:
     if rule.get("changed"):
         text += (" Decided under a parity rule changed after the data (original: "
                  + _rule_text(rule["original"]) + f"; reason: {rule.get('reason')}).")
-    costs = [(n, f.get("cost_per_run_usd_mean")) for n, f in ev["legs"].items() if f.get("cost_per_run_usd_mean")]
+    costs = [(n, per_run) for n, f in ev["legs"].items() if (per_run := f.get("cost_per_run_usd_mean"))]
     if _emulated(ev):
         text += f" Speed and cost here are {EMULATED}; no cheapest leg is named from an emulation."
     elif len(costs) > 1:
@@ -62,13 +64,13 @@ def verdict_sentence(ev: dict[str, Any]) -> str:
 MEASURED_MARK = {"passed": "ok", "failed": "FAIL", "warning": "note", "unchecked": "not checked"}
 
 
-def measured_rows(ev: dict[str, Any]) -> list[tuple[str, str, str]]:
+def measured_rows(ev: Evaluation) -> list[tuple[str, str, str]]:
     """(status, check, why) of the checks that say whether the target was measured at all:
     each leg on its backend, the same model on every leg, blockers. Older evaluations have none."""
     return [(c["status"], c["name"], c["why"]) for c in ev.get("checks", []) if validity.is_validity_check(c)]
 
 
-def _measured_md(ev: dict[str, Any]) -> list[str]:
+def _measured_md(ev: Evaluation) -> list[str]:
     rows = measured_rows(ev)
     if not rows:
         return []
@@ -76,7 +78,7 @@ def _measured_md(ev: dict[str, Any]) -> list[str]:
                                                 for st, n, w in rows]
 
 
-def _measured_html(ev: dict[str, Any]) -> str:
+def _measured_html(ev: Evaluation) -> str:
     rows = measured_rows(ev)
     if not rows:
         return ""
@@ -98,7 +100,7 @@ def _empty(cell: str) -> bool:
     return cell.strip() in ("", "-")
 
 
-def leg_rows(ev: dict[str, Any]) -> list[tuple[str, list[str]]]:
+def leg_rows(ev: Evaluation) -> list[tuple[str, list[str]]]:
     """(label, one cell per leg). A row whose every cell is empty ("-") is left out; speed and
     cost rows say when they come from an emulation."""
     metric = ev["parity"]["metric"]
@@ -176,7 +178,7 @@ def leg_rows(ev: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 # --- figures ------------------------------------------------------------------------------------
-def _seed_values(f: dict[str, Any], key: str) -> list[float]:
+def _seed_values(f: Mapping[str, Any], key: str) -> list[float]:  # key: a run's figure, the metric's included
     return [r[key] for r in sorted(f["runs"], key=lambda r: r["seed"])
             if isinstance(r.get(key), (int, float)) and r.get("status") == "completed"]
 
@@ -185,7 +187,7 @@ def _seconds(v: float) -> str:
     return f"{v:,.0f} s" if v >= 100 else f"{v:.1f} s"
 
 
-def charts(ev: dict[str, Any]) -> list[str]:
+def charts(ev: Evaluation) -> list[str]:
     metric = ev["parity"]["metric"]
     legs = list(ev["legs"].items())
     colour = leg_colours(ev)
@@ -212,11 +214,11 @@ def charts(ev: dict[str, Any]) -> list[str]:
 
 
 # --- text -----------------------------------------------------------------------------------------
-def _statistics(ev: dict[str, Any]) -> list[str]:
+def _statistics(ev: Evaluation) -> list[str]:
     p = ev["parity"]
     test = p.get("test", "equivalence")
     lines = [f"Parity metric {p['metric']} ({p['direction']}), baseline {p['baseline']}, {test} margin "
-             f"{'+/-' if test == 'equivalence' else ''}{p['margin']} ({p.get('margin_type', 'absolute')}), alpha "
+             f"{test_of(test).margin_text(p['margin'])} ({p.get('margin_type', 'absolute')}), alpha "
              f"{p['alpha']} per one-sided test: the decision reads the {int(round((1 - 2 * p['alpha']) * 100))}% "
              "confidence interval of the difference. Seeds completed on both legs are paired (same initial weights, "
              "same batches); Welch's t is used only when fewer than 2 seeds pair up."]
@@ -265,7 +267,7 @@ SEED_HEADER = ["leg", "seed", "status", "metric", "throughput", "first step (s)"
                "cost", "reason"]
 
 
-def _per_seed(ev: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _per_seed(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
     """The runs table (header, rows), less the columns that are empty on every row."""
     metric = ev["parity"]["metric"]
     rows = []
@@ -280,11 +282,12 @@ def _per_seed(ev: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return [header[j] for j in keep], [[row[j] for j in keep] for row in rows]
 
 
-def _environments(ev: dict[str, Any]) -> dict[str, dict[str, str]]:
+def _environments(ev: Evaluation) -> dict[str, dict[str, str]]:
     out = {}
     for name, f in ev["legs"].items():
         env = next((r.get("environment") for r in f["runs"] if r.get("environment")), None) or {}
-        out[name] = {**({"image": f["image"]} if f.get("image") else {}), **{k: str(v) for k, v in sorted(env.items())}}
+        out[name] = {**({"image": image} if (image := f.get("image")) else {}),
+                     **{k: str(v) for k, v in sorted(env.items())}}
     return out
 
 
@@ -292,18 +295,18 @@ def _environments(ev: dict[str, Any]) -> dict[str, dict[str, str]]:
 e = html.escape
 
 
-def _swatch(ev: dict[str, Any], leg: str) -> str:
+def _swatch(ev: Evaluation, leg: str) -> str:
     colour = leg_colours(ev).get(leg, "#666")
     return f'<span class="sw" data-leg="{e(leg)}" style="background:{colour}"></span>'
 
 
-def _legs_md(ev: dict[str, Any]) -> list[str]:
+def _legs_md(ev: Evaluation) -> list[str]:
     legs = list(ev["legs"])
     return (["", "## Legs", "", md_row(["", *legs]), "|---|" + "---|" * len(legs)]
             + [md_row([label, *values]) for label, values in leg_rows(ev)])
 
 
-def _legs_html(ev: dict[str, Any]) -> str:
+def _legs_html(ev: Evaluation) -> str:
     colours = leg_colours(ev)
     head = "".join(f'<th scope="col" style="border-top:3px solid {colours[n]}">{_swatch(ev, n)}{e(n)}</th>'
                    for n in ev["legs"])
@@ -312,35 +315,35 @@ def _legs_html(ev: dict[str, Any]) -> str:
     return f'<h2>Legs</h2><div class="scroll"><table class="legs"><tr><th></th>{head}</tr>{body}</table></div>'
 
 
-def _plots_html(ev: dict[str, Any]) -> str:
+def _plots_html(ev: Evaluation) -> str:
     return '<h2>Plots</h2><div class="figures">' + "".join(charts(ev)) + "</div>"
 
 
-def _checks_md(ev: dict[str, Any]) -> list[str]:
+def _checks_md(ev: Evaluation) -> list[str]:
     return ["", "## Checks", ""] + [f"- **{md(c['status'])}** {md(c['name'], code=True)}: {md(c['why'])}"
                                     for c in ev["checks"]]
 
 
-def _checks_html(ev: dict[str, Any]) -> str:
+def _checks_html(ev: Evaluation) -> str:
     return "<h2>Checks</h2><ul>" + "".join(f'<li><b class="{e(c["status"])}">{e(c["status"])}</b> '
                                            f'<code>{e(c["name"])}</code>: {e(c["why"])}</li>' for c in ev["checks"]) + "</ul>"
 
 
-def _stats_md(ev: dict[str, Any]) -> list[str]:
+def _stats_md(ev: Evaluation) -> list[str]:
     return ["", "## Statistics", ""] + [f"- {md(line)}" for line in _statistics(ev)]
 
 
-def _stats_html(ev: dict[str, Any]) -> str:
+def _stats_html(ev: Evaluation) -> str:
     return "<h2>Statistics</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in _statistics(ev)) + "</ul>"
 
 
-def _runs_md(ev: dict[str, Any]) -> list[str]:
+def _runs_md(ev: Evaluation) -> list[str]:
     header, rows = _per_seed(ev)
     return (["", "## Runs", "", md_row(header), "|" + "---|" * len(header)]
             + [md_row(row) for row in rows])
 
 
-def _runs_html(ev: dict[str, Any]) -> str:
+def _runs_html(ev: Evaluation) -> str:
     header, rows = _per_seed(ev)
     body = "".join("<tr>" + f"<td>{_swatch(ev, row[0])}{e(row[0])}</td>" + "".join(
         f'<td class="n">{e(v)}</td>' for v in row[1:]) + "</tr>" for row in rows)
@@ -348,23 +351,23 @@ def _runs_html(ev: dict[str, Any]) -> str:
             + f"</tr>{body}</table></div>")
 
 
-def _env_md(ev: dict[str, Any]) -> list[str]:
+def _env_md(ev: Evaluation) -> list[str]:
     return ["", "## Environment", ""] + [f"- **{md(name)}**: " + ", ".join(md(f"{k}={v}") for k, v in env.items())
                                          for name, env in _environments(ev).items()]
 
 
-def _env_html(ev: dict[str, Any]) -> str:
+def _env_html(ev: Evaluation) -> str:
     return "<h2>Environment</h2>" + "".join(
         f'<h3>{_swatch(ev, n)}{e(n)}</h3><div class="scroll"><table class="env">'
         + "".join(f"<tr><th>{e(k)}</th><td><code>{e(v)}</code></td></tr>" for k, v in env.items()) + "</table></div>"
         for n, env in _environments(ev).items())
 
 
-def _none_md(ev: dict[str, Any]) -> list[str]:
+def _none_md(ev: Evaluation) -> list[str]:
     return []
 
 
-Section = tuple[Callable[[dict[str, Any]], list[str]], Callable[[dict[str, Any]], str]]
+Section = tuple[Callable[[Evaluation], list[str]], Callable[[Evaluation], str]]
 
 # Everything after the head, in page order. Each entry renders one section from evaluation.json:
 # markdown lines (report.md) and HTML (report.html); return [] / "" to leave the section out.
@@ -382,7 +385,7 @@ SECTIONS: list[Section] = [
 
 
 # --- the documents ----------------------------------------------------------------------------
-def render_markdown(ev: dict[str, Any]) -> str:
+def render_markdown(ev: Evaluation) -> str:
     # Every piece of text below that came from the evaluation (and so, often, from a job) goes through md().
     out = [f"# Bake-off {md(ev.get('bakeoff'))}: {md(str(ev['verdict']).upper())}", "", md(verdict_sentence(ev)),
            *_measured_md(ev)]
@@ -419,7 +422,7 @@ code{font-size:12px}pre{overflow-x:auto;max-width:100%;font-size:12px}footer{mar
 @media (max-width:600px){body{font-size:14px}.page{padding:8px 12px 32px}h1{font-size:1.45em}}"""
 
 
-def render_html(ev: dict[str, Any]) -> str:
+def render_html(ev: Evaluation) -> str:
     name = e(str(ev.get("bakeoff")))
     verdict = e(ev["verdict"])
     decision = decision_chart(ev, leg_colours(ev))
@@ -441,7 +444,7 @@ evaluation.json</footer>
 """
 
 
-def write_reports(ev: dict[str, Any], out_dir: Path) -> list[Path]:
+def write_reports(ev: Evaluation, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "report.html", out_dir / "report.md"]
     for path, text in zip(paths, (render_html(ev), render_markdown(ev)), strict=True):

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .documents import Evaluation
+from .parity_tests import EQUIVALENCE, test_of
 from .report_format import log_label, log_ticks, nice_ticks, tick_label
 
 # Colour-blind-safe (Okabe-Ito based) and kept clear of the pass green and fail red, so a leg's
@@ -28,7 +30,7 @@ Fmt = Callable[[float], str]
 TickFmt = Callable[[float, float], str]
 
 
-def leg_colours(ev: dict[str, Any]) -> dict[str, str]:
+def leg_colours(ev: Evaluation) -> dict[str, str]:
     """One colour per leg, by the legs' order in evaluation.json: the same in every figure and table."""
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(ev.get("legs") or {})}
 
@@ -336,20 +338,14 @@ def _legend_fill(style: str, pid: str) -> tuple[str, str]:
 
 
 # --- the decision --------------------------------------------------------------------------------
-def _band(margin: float, non_inferiority: bool, worse_right: bool) -> str:
-    if not non_inferiority:
-        return f"-{margin:.4g} to +{margin:.4g}"
-    return f"below +{margin:.4g}" if worse_right else f"above -{margin:.4g}"
-
-
-def decision_chart(ev: dict[str, Any], colours: dict[str, str], w: int = 520) -> str:
+def decision_chart(ev: Evaluation, colours: dict[str, str], w: int = 520) -> str:
     """Each leg's confidence interval of the difference from the baseline against the shaded
     +/- margin band (the region a pass must lie in), with the per-seed differences as dots."""
     p = ev["parity"]
     checks = [c for c in ev["checks"] if c["name"].startswith("parity:") and c.get("ci")]
     if not checks:
         return ""
-    non_inferiority = p.get("test") == "non_inferiority"
+    test = test_of(p.get("test") or EQUIVALENCE)
     names = [c["name"][len("parity:"):].split("~")[0] for c in checks]
     row, top = 50, 8
     # Room on the left for the longest leg name (after its swatch) and the longest outcome word,
@@ -375,13 +371,10 @@ def decision_chart(ev: dict[str, Any], colours: dict[str, str], w: int = 520) ->
     for i, c in enumerate(checks):
         y = top + row * i + row / 2 - 4
         mg = c["margin"]
-        if non_inferiority:
-            x0, x1 = (sx(xt[0]), sx(mg)) if worse_right else (sx(-mg), sx(xt[-1]))
-        else:
-            x0, x1 = sx(-mg), sx(mg)
+        x0, x1 = (sx(v) for v in test.pass_span(mg, worse_right, xt[0], xt[-1]))
         body.append(f'<rect x="{x0:.1f}" y="{y - row / 2 + 8:.1f}" width="{x1 - x0:.1f}" height="{row - 10}" '
                     f'fill="{PASS_BAND}" fill-opacity="0.15"><title>pass region: '
-                    f'{_e(_band(mg, non_inferiority, worse_right))}</title></rect>')
+                    f'{_e(test.pass_region(mg, worse_right))}</title></rect>')
         leg = c["name"][len("parity:"):].split("~")[0]
         colour = colours.get(leg, AXIS)
         lo, hi = c["ci"]
@@ -408,6 +401,6 @@ def decision_chart(ev: dict[str, Any], colours: dict[str, str], w: int = 520) ->
                 f'{_e(p["baseline"])} (right: leg {side})</text>')
     level = int(round(checks[0]["ci_level"] * 100))
     note = (f"bar: {level}% CI of the difference; tick: its mean; dots: per-seed paired differences; "
-            f"green: pass region ({_band(checks[0]['margin'], non_inferiority, worse_right)})")
+            f"green: pass region ({test.pass_region(checks[0]['margin'], worse_right)})")
     return figure(f"The decision: each leg's difference from {p['baseline']} against the margin", w, h, body,
                   note=note)

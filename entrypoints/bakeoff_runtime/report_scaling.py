@@ -7,6 +7,7 @@ import html
 import math
 from typing import Any
 
+from .documents import Evaluation
 from .report_charts import PALETTE, leg_colours
 from .report_format import md, md_row, usd
 
@@ -76,7 +77,7 @@ HEADER = ["leg", "size", "devices", "processes that ran", "global batch", "throu
           "cost per million units", "parity"]
 
 
-def _rows(ev: dict[str, Any]) -> list[list[str]]:
+def _rows(ev: Evaluation) -> list[list[str]]:
     rows = []
     for source, points in (ev.get("scaling") or {}).items():
         for p in points:
@@ -90,7 +91,7 @@ def _rows(ev: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _notes(ev: dict[str, Any]) -> list[str]:
+def _notes(ev: Evaluation) -> list[str]:
     out = [f"{leg}: {info['note']}" for leg, info in (ev.get("scaling_sweeps") or {}).items()]
     if ev.get("scaling"):
         first: dict[str, Any] = next(iter((ev.get("scaling_sweeps") or {}).values()), {})
@@ -100,7 +101,7 @@ def _notes(ev: dict[str, Any]) -> list[str]:
     return out
 
 
-def _ablation_lines(ev: dict[str, Any]) -> list[str]:
+def _ablation_lines(ev: Evaluation) -> list[str]:
     return [f"Precision ablation {a['ablation_leg']} ({a['ablation_precision']}) of {a['leg']} ({a['precision']}): "
             f"the ablation comparison is `{a['comparison']}` ({a.get('ablation_parity') or '-'}; not counted in the "
             f"verdict); {a['leg']} in {a['precision']}: {a.get('leg_parity') or 'baseline'}; metric "
@@ -108,7 +109,7 @@ def _ablation_lines(ev: dict[str, Any]) -> list[str]:
             f"Reading: {a['reading']}." for a in ev.get("ablations") or []]
 
 
-def section_html(ev: dict[str, Any]) -> str:
+def section_html(ev: Evaluation) -> str:
     """The scaling and ablation section of report.html ('' when the spec has neither)."""
     e = html.escape
     parts = []
@@ -134,7 +135,7 @@ def section_html(ev: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def section_markdown(ev: dict[str, Any]) -> list[str]:
+def section_markdown(ev: Evaluation) -> list[str]:
     """The same section as report.md lines (the plots are in report.html)."""
     out: list[str] = []
     if ev.get("scaling"):

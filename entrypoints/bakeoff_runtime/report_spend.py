@@ -7,12 +7,13 @@ import html
 from typing import Any
 
 from . import stats
+from .documents import Evaluation
 from .report_format import md, seed_span, usd
 
 FIXED_POWER = 0.8
 
 
-def _spent(ev: dict[str, Any]) -> dict[str, Any]:
+def _spent(ev: Evaluation) -> dict[str, Any]:
     jobs = hours = cost = 0.0
     priced = True
     for f in (ev.get("legs") or {}).values():
@@ -27,11 +28,11 @@ def _spent(ev: dict[str, Any]) -> dict[str, Any]:
     return {"jobs": int(jobs), "instance_hours": hours, "cost_usd": cost if priced else None}
 
 
-def _fixed(ev: dict[str, Any]) -> dict[str, Any] | None:
+def _fixed(ev: Evaluation) -> dict[str, Any] | None:
     """Seeds per leg a fixed design would run for 80% power at the largest paired spread found,
     and its cost at this run's mean cost per job of each leg."""
     parity = ev.get("parity") or {}
-    sds = [c["sd"] for c in ev.get("checks") or [] if c.get("test") == "paired" and c.get("sd")]
+    sds = [sd for c in ev.get("checks") or [] if c.get("test") == "paired" and (sd := c.get("sd"))]
     if not sds or not parity.get("margin"):
         return None
     sigma = max(sds)
@@ -41,11 +42,11 @@ def _fixed(ev: dict[str, Any]) -> dict[str, Any] | None:
         return {"seeds": None, "sigma": sigma}
     legs = list((ev.get("legs") or {}).values())
     per_job = [f.get("cost_per_run_usd_mean") for f in legs]
-    cost = seeds * sum(per_job) if all(c is not None for c in per_job) else None
+    cost = seeds * sum(c for c in per_job if c is not None) if all(c is not None for c in per_job) else None
     return {"seeds": seeds, "sigma": sigma, "jobs": seeds * len(legs), "cost_usd": cost}
 
 
-def _lines(ev: dict[str, Any]) -> list[str]:
+def _lines(ev: Evaluation) -> list[str]:
     spent, fixed, design = _spent(ev), _fixed(ev), ev.get("sequential")
     emulated = " (emulated locally: not what the target hardware would bill)" if (ev.get("speed") or {}).get(
         "emulated") else ""
@@ -61,8 +62,8 @@ def _lines(ev: dict[str, Any]) -> list[str]:
         out.append(f"Decided by a fixed design on one look, spending all of alpha {alpha:g}: every declared seed ran "
                    "(`bakeoff run --until-decided` stops as soon as the verdict is decided)." if alpha is not None
                    else "Decided by a fixed design: every declared seed ran.")
-    looks = ev.get("looks") or {}
-    if looks.get("earlier"):
+    looks = ev.get("looks")
+    if looks and looks.get("earlier"):
         before = "; ".join(f"look {x.get('look')} ({(x.get('design') or {}).get('kind', 'fixed')}) on seeds "
                            f"{seed_span(x.get('seeds') or [])}: {x.get('verdict')}" for x in looks["earlier"])
         out.append(f"This is look {looks.get('this_look')} at this directory's data; before it: {before}.")
@@ -76,10 +77,10 @@ def _lines(ev: dict[str, Any]) -> list[str]:
     return out
 
 
-def section_markdown(ev: dict[str, Any]) -> list[str]:
+def section_markdown(ev: Evaluation) -> list[str]:
     return ["", "## What this verdict cost", ""] + [f"- {md(line)}" for line in _lines(ev)]
 
 
-def section_html(ev: dict[str, Any]) -> str:
+def section_html(ev: Evaluation) -> str:
     return ("<h2>What this verdict cost</h2><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in _lines(ev))
             + "</ul>")

@@ -8,13 +8,16 @@ diagnosis of the leg it comes from, not another candidate.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from .documents import ScalingSections
 
 EFFICIENCY_BASIS = ("throughput per worker process relative to the sweep's smallest size (ideal 1.0); on SageMaker "
                     "a worker is a device, locally a process of this machine")
 
 
-def ablation_legs(config: dict[str, Any]) -> set[str]:
+def ablation_legs(config: Mapping[str, Any]) -> set[str]:
     return {a["ablation_leg"] for a in config.get("ablations") or []}
 
 
@@ -23,7 +26,7 @@ def _check_leg(name: str) -> str:
     return name.split(":", 1)[-1].split("~", 1)[0]
 
 
-def mark_checks(config: dict[str, Any], checks: list[dict[str, Any]]) -> None:
+def mark_checks(config: Mapping[str, Any], checks: list[dict[str, Any]]) -> None:
     """An ablation leg's checks are reported but do not count toward the verdict."""
     ablations = ablation_legs(config)
     if not ablations:
@@ -39,7 +42,7 @@ def counts(check: dict[str, Any]) -> bool:
     return bool(check.get("counts_toward_verdict", True))
 
 
-def _processes(leg_cfg: dict[str, Any], runs: list[dict[str, Any]]) -> int:
+def _processes(leg_cfg: Mapping[str, Any], runs: list[dict[str, Any]]) -> int:
     """The world size the leg's jobs really ran at: from their summaries, else the plan."""
     seen = [int(r["summary"]["world_size"]) for r in runs
             if isinstance((r.get("summary") or {}).get("world_size"), int) and r["summary"]["world_size"] > 0]
@@ -48,7 +51,7 @@ def _processes(leg_cfg: dict[str, Any], runs: list[dict[str, Any]]) -> int:
     return int(leg_cfg.get("local_processes") or leg_cfg.get("devices") or 1)
 
 
-def _point(name: str, cfg: dict[str, Any], fig: dict[str, Any], runs: list[dict], global_batch: int | None,
+def _point(name: str, cfg: Mapping[str, Any], fig: Mapping[str, Any], runs: list[dict], global_batch: int | None,
            emulated: bool) -> dict[str, Any]:
     unit = (fig.get("throughput_unit") or "tokens/s").split("/")[0]
     return {
@@ -105,11 +108,11 @@ def _reading(a: dict[str, Any]) -> str:
     return "not decided: neither the leg nor its ablation is decided at this number of seeds"
 
 
-def sections(config: dict[str, Any], figures: dict[str, dict[str, Any]], checks: list[dict[str, Any]],
-             runs_by_leg: dict[str, list[dict[str, Any]]], emulated: bool) -> dict[str, Any]:
+def sections(config: Mapping[str, Any], figures: Mapping[str, Mapping[str, Any]], checks: list[dict[str, Any]],
+             runs_by_leg: dict[str, list[dict[str, Any]]], emulated: bool) -> ScalingSections:
     """`scaling` (declared leg -> points), `scaling_sweeps` (mode, basis, note) and `ablations`;
     nothing for a spec that declares neither."""
-    out: dict[str, Any] = {}
+    out: ScalingSections = {}
     sweeps = config.get("scaling") or {}
     if sweeps:
         out["scaling"], out["scaling_sweeps"] = {}, {}
@@ -141,7 +144,7 @@ def sections(config: dict[str, Any], figures: dict[str, dict[str, Any]], checks:
     return out
 
 
-def refresh_costs(ev: dict[str, Any]) -> None:
+def refresh_costs(ev: Mapping[str, Any]) -> None:
     """After the legs' costs were redone from billed time (`recost`), the points follow."""
     for points in (ev.get("scaling") or {}).values():
         for p in points:

@@ -38,6 +38,8 @@ import numpy as np
 from scipy import optimize as _opt
 from scipy import special as _sp
 
+from .parity_tests import test_of
+
 OBRIEN_FLEMING, POCOCK = "obrien_fleming", "pocock"
 SPENDING = (OBRIEN_FLEMING, POCOCK)
 DESIGN = "group-sequential paired TOST (repeated confidence intervals, Lan-DeMets alpha spending)"
@@ -228,7 +230,7 @@ def futile(diff, sd, n: int, max_seeds: int, final_level: float, margin: float, 
     worse = diff if direction == "minimize" else -diff
     optimistic = math.sqrt(float(_sp.chdtri(n - 1, 1 - FUTILITY_SD_QUANTILE)) / (n - 1))
     half = critical_t(final_level, max_seeds) * sd * optimistic / math.sqrt(max_seeds)
-    gap = np.abs(worse) if test == "equivalence" else worse
+    gap = test_of(test).futility_gap(worse)
     return (gap - half < margin) & (gap + half > margin)
 
 
@@ -251,11 +253,7 @@ def simulate(first: int, max_seeds: int, sigma: float, margin: float, delta: flo
         mean, se = x.mean(1), x.std(1, ddof=1) / math.sqrt(n)
         half = critical_t(a, n) * se
         lo, hi = mean - half, mean + half
-        if test == "equivalence":
-            passed = (lo > -margin) & (hi < margin)
-            failed = (lo > margin) | (hi < -margin)
-        else:
-            passed, failed = hi < margin, lo > margin
+        passed, failed = test_of(test).decide(lo, hi, margin)  # the differences are worse-positive here
         idx = np.flatnonzero(live)
         state[idx[passed]] = "pass"
         state[idx[failed & ~passed]] = "fail"

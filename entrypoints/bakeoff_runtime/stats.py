@@ -30,6 +30,8 @@ from statistics import fmean, stdev
 import numpy as np
 from scipy import special as _sp  # the distribution functions, without scipy.stats' 0.6 s import
 
+from .parity_tests import EQUIVALENCE, NON_INFERIORITY, test_of  # noqa: F401  (the names, re-exported)
+
 
 def _t_ppf(q, df):
     return _sp.stdtrit(df, q)
@@ -43,7 +45,6 @@ def t_cdf(x, df):
 def _chi2_ppf(q, df):
     return _sp.chdtri(df, 1 - np.asarray(q))
 
-EQUIVALENCE, NON_INFERIORITY = "equivalence", "non_inferiority"
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 MAX_RECOMMENDED_SEEDS = 100
 
@@ -212,14 +213,7 @@ def decide(lo, hi, margin, test: str = EQUIVALENCE, direction: str = "minimize")
     lo, hi, margin = np.asarray(lo, float), np.asarray(hi, float), np.asarray(margin, float)
     if direction == "maximize":  # worse = lower: flip so that positive is worse
         lo, hi = -hi, -lo
-    if test == EQUIVALENCE:
-        passed = (lo > -margin) & (hi < margin)
-        failed = (lo > margin) | (hi < -margin)
-    elif test == NON_INFERIORITY:
-        passed = hi < margin
-        failed = lo > margin
-    else:
-        raise ValueError(f"unknown parity test {test!r} ({EQUIVALENCE}, {NON_INFERIORITY})")
+    passed, failed = test_of(test).decide(lo, hi, margin)
     out = np.where(passed, PASS, np.where(failed, FAIL, INCONCLUSIVE))
     return str(out) if out.ndim == 0 else out
 
@@ -264,14 +258,7 @@ def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float,
     out["outcome"] = decide(lo, hi, margin, test, direction)
     out["identical"] = bool(out["test"] == "paired" and all(d == 0 for d in diffs))
     if out["se"] > 0:
-        if test == EQUIVALENCE:
-            p_low, p_high = tost_p_values(out["diff"], out["se"], out["df"], -margin, margin)
-            assert p_low is not None and p_high is not None  # None only without a spread (se == 0)
-            out["p_lower"], out["p_upper"] = p_low, p_high
-            out["p_value"] = max(p_low, p_high)
-        else:  # one-sided, H0: the leg is worse than the baseline by the margin or more
-            worse = out["diff"] if direction == "minimize" else -out["diff"]
-            out["p_value"] = float(t_cdf((worse - margin) / out["se"], out["df"]))
+        out.update(test_of(test).p_values(out["diff"], out["se"], out["df"], margin, direction, t_cdf))
     else:
         # No spread at all: the interval is a point and a p-value would be a pretence.
         out["p_value"] = None
@@ -325,13 +312,7 @@ def outcome_probabilities(n: int, sigma: float, margin: float, delta: float, alp
     else:
         se = sigma * math.sqrt(2.0 / n)  # the SD of the difference of means
         half = sigma * _welch_half_widths(n, alpha)
-    norm = _sp.ndtr
-    if test == EQUIVALENCE:
-        p_pass = np.clip(norm((margin - half - delta) / se) - norm((-margin + half - delta) / se), 0, None)
-        p_fail = norm((-margin - half - delta) / se) + (1 - norm((margin + half - delta) / se))
-    else:
-        p_pass = norm((margin - half - delta) / se)
-        p_fail = 1 - norm((margin + half - delta) / se)
+    p_pass, p_fail = test_of(test).outcome_probabilities(_sp.ndtr, margin, half, delta, se)
     p_pass, p_fail = float(np.mean(p_pass)), float(np.mean(p_fail))
     return {PASS: p_pass, FAIL: p_fail, INCONCLUSIVE: max(0.0, 1 - p_pass - p_fail)}
 

@@ -24,6 +24,7 @@ Standard library only: it runs in the Evaluate step.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .backend_table import BACKENDS
@@ -46,7 +47,7 @@ SCRIPT_HINT = ("give the leg `environment: {PT_XLA_DEBUG_LEVEL: \"1\"}` to have 
 KINDS = ("backend", "same-model", "seeds", "blockers")
 
 
-def is_validity_check(check: dict[str, Any]) -> bool:
+def is_validity_check(check: Mapping[str, Any]) -> bool:
     return check["name"].split(":", 1)[0] in KINDS
 
 

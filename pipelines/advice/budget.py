@@ -12,12 +12,11 @@ which says nothing about the target hardware: the plan says so), else from each 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bakeoff_runtime.documents import DocumentError, Evaluation, read_evaluation
 from pipelines.advice.rounds import check_design, default_cap
 from pipelines.errors import SpecError
 from pipelines.spec.model import BakeoffSpec
@@ -66,29 +65,32 @@ class BudgetPlan(_Frozen):
     notes: list[str] = Field(default_factory=list, description="Caveats a reader must see.")
 
 
-def _evaluation(run: Path) -> dict[str, Any]:
+def _evaluation(run: Path) -> Evaluation:
     path = run / "evaluation" / "evaluation.json"
     if not path.exists() and (run / "evaluation.json").exists():
         path = run / "evaluation.json"
     try:
-        return json.loads(path.read_text())
+        return read_evaluation(path)
     except FileNotFoundError:
         raise SpecError(f"--from {run}: no evaluation.json there (a run directory of `bakeoff run`, or a folder "
                         "holding evaluation.json)") from None
+    except DocumentError as exc:  # JSON, but not an evaluation this bakeoff reads
+        raise SpecError(f"--from {exc}") from None
     except ValueError as exc:
         raise SpecError(f"--from {path}: not JSON ({exc})") from None
 
 
-def _spread(ev: dict[str, Any]) -> tuple[float | None, int, str]:
+def _spread(ev: Evaluation) -> tuple[float | None, int, str]:
     """The largest paired SD across legs (the one that decides the seeds) and its pairs."""
     best: tuple[float | None, int, str] = (None, 0, "no paired comparison in the run")
     for c in ev.get("checks", []):
-        if c.get("test") == "paired" and c.get("sd") is not None and (best[0] is None or c["sd"] > best[0]):
-            best = (float(c["sd"]), int(c["n_pairs"]), f"{c['name']}: paired SD on {c['n_pairs']} seeds")
+        sd = c.get("sd")
+        if c.get("test") == "paired" and sd is not None and (best[0] is None or sd > best[0]):
+            best = (float(sd), int(c["n_pairs"]), f"{c['name']}: paired SD on {c['n_pairs']} seeds")
     return best
 
 
-def _legs(spec: BakeoffSpec, ev: dict[str, Any] | None) -> tuple[list[LegCost], list[str]]:
+def _legs(spec: BakeoffSpec, ev: Evaluation | None) -> tuple[list[LegCost], list[str]]:
     from estimators.prices import price_for
     from pipelines.advice.price_list import cached
 
@@ -99,12 +101,12 @@ def _legs(spec: BakeoffSpec, ev: dict[str, Any] | None) -> tuple[list[LegCost], 
     # Sweep sizes and ablations are legs that run every seed too: they are part of the bill.
     for leg in expand(spec).legs:
         price = price_for(leg.instance_type, leg.price_per_hour, refreshed)
-        figures = (ev or {}).get("legs", {}).get(leg.name) or {}
-        billed = [r["billable_s"] for r in figures.get("runs", []) if r.get("billable_s")]
+        figures = (ev.get("legs", {}) if ev else {}).get(leg.name)
+        billed = [s for r in (figures.get("runs", []) if figures else []) if (s := r.get("billable_s"))]
         if billed:
             hours = sum(billed) / len(billed) / 3600
             basis = f"mean billed time of {len(billed)} job(s) of the previous run"
-            if figures.get("emulated"):
+            if figures and figures.get("emulated"):
                 basis += " (emulated locally: not the target hardware's time)"
         else:
             hours, basis = leg.max_runtime_s / 3600, "max_runtime_s (an upper bound: no run to measure)"
@@ -137,7 +139,8 @@ def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: i
     check_design(max(first, 2), cap)
     margin: float | None = p.margin
     if p.margin_type == "relative":
-        base = ((ev or {}).get("legs", {}).get(spec.baseline) or {}).get("metric", {}).get("mean")
+        base_leg = (ev.get("legs", {}) if ev else {}).get(spec.baseline)
+        base = base_leg.get("metric", {}).get("mean") if base_leg else None
         margin = p.margin * abs(base) if base is not None else None
     sigma, pairs, source = _spread(ev) if ev else (None, 0, "no previous run (--from RUN)")
     spent = None
@@ -147,7 +150,8 @@ def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: i
         costs = [r.get("cost_usd") for r, _ in runs]
         spent = Spend(seeds_per_leg=max((len(leg.get("runs", [])) for leg in ev.get("legs", {}).values()), default=0),
                       jobs=len(runs), instance_hours=hours,
-                      cost_usd=sum(costs) if costs and all(c is not None for c in costs) else None)
+                      cost_usd=sum(c for c in costs if c is not None)
+                      if costs and all(c is not None for c in costs) else None)
     designs: list[Design] = []
     pilot = None
     if sigma is None or margin is None:

@@ -5,10 +5,13 @@ and pipelines.sagemaker.sequential run the rounds, pipelines.advice.budget price
 is bakeoff_runtime.sequential."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.errors import SpecError
 from pipelines.spec.model import BakeoffSpec
+
+if TYPE_CHECKING:
+    from bakeoff_runtime.documents import Evaluation
 
 DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds
 
@@ -55,7 +58,7 @@ def next_size(n: int, first: int, max_seeds: int) -> int:
     return min(max_seeds, n + first)
 
 
-def futile_checks(evaluation: dict[str, Any], looks: list[int], max_seeds: int, spending: str) -> list[str]:
+def futile_checks(evaluation: Evaluation, looks: list[int], max_seeds: int, spending: str) -> list[str]:
     """The undecided parity checks that look undecidable even at the cap (sequential.futile);
     empty unless every undecided check is one of them and each is a paired comparison."""
     from bakeoff_runtime import sequential as seq

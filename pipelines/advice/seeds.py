@@ -2,20 +2,23 @@
 whether the declared seeds can decide the verdict at all."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from bakeoff_runtime.backend_table import row
+from bakeoff_runtime.documents import DocumentError, Evaluation, read_evaluation
 from pipelines.errors import SpecError
 from pipelines.spec.model import BakeoffSpec
 
 
-def _previous_evaluation(path: Path) -> tuple[dict, Path]:
+def _previous_evaluation(path: Path) -> tuple[Evaluation, Path]:
     candidates = [path] if path.is_file() else [path / "evaluation" / "evaluation.json", path / "evaluation.json"]
     for candidate in candidates:
         if candidate.is_file():
             try:
-                return json.loads(candidate.read_text()), candidate
+                return read_evaluation(candidate), candidate
+            except DocumentError as exc:  # JSON, but not an evaluation this bakeoff reads
+                raise SpecError(str(exc).removeprefix(f"{candidate}: "), file=str(candidate),
+                                field="--from") from None
             except ValueError:
                 raise SpecError("is not valid JSON; give a run directory or its evaluation.json",
                                 file=str(candidate), field="--from") from None
@@ -48,7 +51,8 @@ def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:
             continue
         margin = parity.margin
         if parity.margin_type == "relative":
-            base_mean = (evaluation.get("legs", {}).get(spec.baseline, {}).get("metric") or {}).get("mean")
+            base_leg = evaluation.get("legs", {}).get(spec.baseline)
+            base_mean = base_leg["metric"].get("mean") if base_leg and base_leg.get("metric") else None
             if not base_mean:
                 continue
             margin *= abs(base_mean)

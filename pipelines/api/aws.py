@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime.documents import DocumentError, Evaluation, read_evaluation
 from pipelines.errors import RunError, SpecError
 
 from ._support import Progress, SpecLike, as_spec, note, ops_for, public
@@ -209,7 +210,7 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
     ops = ops_for(session, region or loaded.storage.region, profile)
     executions: list[str] = []
 
-    def run_round(compiled: Any) -> dict[str, Any]:
+    def run_round(compiled: Any) -> Evaluation:
         ops.deploy(compiled, progress=lambda m: note(progress, m, kind="upload"))
         arn = ops.start(compiled.name, {k: str(v) for k, v in (parameters or {}).items()})
         executions.append(arn)
@@ -374,14 +375,17 @@ def render_report(evaluation_path: Path, out_dir: Path) -> Path:
     return out_dir / "report.html"
 
 
-def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) -> dict[str, Any]:
+def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) -> Evaluation:
     """The verdict of a local run directory, decided again from its jobs when they changed
     after it was written (or it was never written): a stale verdict is never shown."""
     from pipelines.local.executor import stale_evaluation
 
     why = stale_evaluation(run_dir)
     if why is None:
-        return dict(json.loads(path.read_text()))
+        try:
+            return read_evaluation(path)
+        except DocumentError as exc:  # written by a bakeoff that reads other documents
+            raise SpecError(str(exc)) from None
     if not (run_dir / "spec.json").exists() or not (run_dir / "pipeline.json").exists():
         if path.exists():
             raise RunError(f"{run_dir}: {why}, and it holds no spec to decide again from; run `bakeoff run SPEC "
@@ -397,10 +401,10 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) ->
                         f"somewhere writable (cp -r {run_dir} DEST) and run `bakeoff report DEST`")
     note(progress, f"{run_dir}: {why}; deciding again from its jobs")
     spec = BakeoffSpec.model_validate(json.loads((run_dir / "spec.json").read_text()))
-    return dict(LocalExecutor(spec, run_dir, progress=EventProgress(progress)).reevaluate().evaluation)
+    return LocalExecutor(spec, run_dir, progress=EventProgress(progress)).reevaluate().evaluation.copy()
 
 
-def apply_billable_time(evaluation: dict[str, Any], billable: dict[tuple[str, int], float]) -> dict[str, Any]:
+def apply_billable_time(evaluation: Evaluation, billable: dict[tuple[str, int], float]) -> Evaluation:
     """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job: every cost field,
     through the evaluation step's own cost function. (Here, not beside the terminal summary in
     pipelines/cli/summary.py: the API uses it, and the API sits below the CLI.)"""

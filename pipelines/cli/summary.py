@@ -1,10 +1,14 @@
 """The terminal summary of an evaluation.json: the same for a local run and a SageMaker execution."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from bakeoff_runtime.report_format import size
 from pipelines.terminal_text import data
+
+if TYPE_CHECKING:
+    from bakeoff_runtime.documents import Evaluation, LegFigures
 
 
 def _num(v, fmt="{:.4g}"):
@@ -41,7 +45,7 @@ def _cold_warm(cache) -> str:
     return f"{_num(cold, '{:.1f}s')} ({cache['cold_runs']}) / {_num(warm, '{:.1f}s')} ({cache['warm_runs']})"
 
 
-def render_summary(evaluation: dict[str, Any], console) -> None:
+def render_summary(evaluation: Evaluation, console) -> None:
     from rich.table import Table
 
     verdict = evaluation["verdict"]
@@ -57,7 +61,7 @@ def render_summary(evaluation: dict[str, Any], console) -> None:
     table.add_column("")
     for name in legs:
         table.add_column(data(name), justify="right")
-    rows = [
+    rows: list[tuple[str, Callable[[LegFigures], str | None]]] = [
         ("instance", lambda f: f["instance_type"]),
         ("runs on", lambda f: f.get("emulated_on") or f["backend"]),
         ("backend", lambda f: f"{f['backend']} {f.get('precision') or ''}".strip()),

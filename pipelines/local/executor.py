@@ -23,9 +23,10 @@ import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bakeoff_runtime import contract, mlflow_net
+from bakeoff_runtime.documents import Evaluation, evaluation_config_from, read_evaluation
 from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from pipelines.hashing import digest
 from pipelines.names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP, parse_step_name, precompile_step
@@ -51,7 +52,7 @@ LOCAL_BUCKET = "bakeoff-local"
 @dataclass
 class RunResult:
     out_dir: Path
-    evaluation: dict[str, Any]
+    evaluation: Evaluation
     evaluation_path: Path
     executed: list[str]
     skipped: list[str]
@@ -318,7 +319,7 @@ class LocalExecutor:
         ctx = self._context(compiled.name, params, keys, steps)
         executed: list[str] = []
         skipped: list[str] = []
-        evaluation: dict[str, Any] | None = None
+        evaluation: Evaluation | None = None
         path = self.out / "evaluation" / "evaluation.json"
         gate: list[dict[str, str]] = []
         for node in step_graph.run_order(definition, _is_training_job):
@@ -520,7 +521,7 @@ class LocalExecutor:
 
     # --- the Evaluate step and the gate ---------------------------------------------------
     def _evaluate(self, steps: dict[str, Any], ctx: Context, subs: Substitutions, store: LocalS3,
-                  rule_original: dict | None, *, installed_code: bool = False) -> tuple[dict, Path]:
+                  rule_original: dict | None, *, installed_code: bool = False) -> tuple[Evaluation, Path]:
         """`installed_code`: run this bakeoff's evaluate.py, not the one in the run's code bundle
         (deciding a run directory again: its bundle is data, never run)."""
         from estimators.prices import price_for
@@ -548,7 +549,8 @@ class LocalExecutor:
         prices = {leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in legs}
         config_uri = next(uri for name, (uri, _) in job.inputs.items() if name == "config")
         config_path = store.path(config_uri)
-        config = json.loads((config_path if config_path.is_file() else next(config_path.rglob("*.json"))).read_text())
+        config_file = config_path if config_path.is_file() else next(config_path.rglob("*.json"))
+        config = evaluation_config_from(json.loads(config_file.read_text()), str(config_file))
         config = subs.evaluation_config(config, prices)  # the printed substitution: emulated figures, prices
         # The Preflight step's findings and the collective checks reach the step as its inputs, as
         # on SageMaker (compiler._records). What is added below is this run directory's own record,
@@ -569,7 +571,8 @@ class LocalExecutor:
             config["rule_original"] = rule_original
             config["rule_change_reason"] = self.rule_change
         self.progress.note("evaluation: deciding parity (the Evaluate step)")
-        outcome = run_processing(job, eval_dir, store, self._process, config_override=config)
+        outcome = run_processing(job, eval_dir, store, self._process,
+                                 config_override=cast("dict[str, Any]", config))  # written as JSON
         out_dir = job.outputs["evaluation"][0]
         produced = out_dir / step["PropertyFiles"][0]["FilePath"]
         if outcome.exit_code != 0 or not produced.exists():
@@ -586,7 +589,7 @@ class LocalExecutor:
             local = job.outputs[pf["OutputName"]][0]
             ctx.property_files[(EVALUATE_STEP, pf["PropertyFileName"])] = local / pf["FilePath"]
         path = eval_dir / "evaluation.json"
-        return json.loads(path.read_text()), path
+        return read_evaluation(path), path
 
     def _jobs_at_once(self, deciding_again: bool) -> int:
         """Training jobs at once when the jobs ran: this run's `--jobs`, or, deciding a run
@@ -609,7 +612,7 @@ class LocalExecutor:
                 self.progress.note(f"gate: {taken_step['step']}: {taken_step['message']}")
         return gate
 
-    def _record_look(self, evaluation: dict[str, Any]) -> None:
+    def _record_look(self, evaluation: Evaluation) -> None:
         looks.record(self.out, self._look, self._look_jobs, self.spec.seed_list, self.sequential, evaluation)
 
     # --- preflight: the same executor, the Preflight step's request ------------------------

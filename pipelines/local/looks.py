@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime.contract import parse_training_step_name
+from bakeoff_runtime.documents import Evaluation, Looks
 from bakeoff_runtime.report_format import seed_span
 from pipelines.errors import SpecError
 
@@ -112,12 +113,13 @@ def training_steps(definition: dict[str, Any]) -> tuple[dict[str, str], list[int
 
 
 def record(out: Path, number: int, jobs: dict[str, str], seeds: list[int], sequential: dict[str, Any] | None,
-           evaluation: dict[str, Any]) -> None:
+           evaluation: Evaluation) -> None:
     """Add this decision to the record (or update the look it repeats)."""
     looks = [x for x in read(out) if int(x.get("look", 0)) != number]
+    parity = evaluation.get("parity")
     decided = {"look": number, "jobs": dict(sorted(jobs.items())), "seeds": sorted(seeds),
                "design": design_of(sequential), "verdict": evaluation.get("verdict"),
-               "alpha": (evaluation.get("parity") or {}).get("alpha"),
+               "alpha": parity.get("alpha") if parity else None,
                "decided_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     seq = evaluation.get("sequential") or {}
     if sequential:
@@ -135,7 +137,7 @@ def sequential_of(out: Path, jobs: dict[str, str]) -> dict[str, Any] | None:
     return same[-1].get("sequential") if same else None
 
 
-def for_evaluation(out: Path, number: int) -> dict[str, Any]:
+def for_evaluation(out: Path, number: int) -> Looks:
     """What the evaluation states of the looks: this one's number and the ones before it (without
     their job keys, which say nothing to a reader)."""
     earlier = [{k: v for k, v in x.items() if k != "jobs"} for x in read(out) if int(x.get("look", 0)) < number]

@@ -17,6 +17,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime.documents import Evaluation
 from pipelines.advice.budget import plan_budget
 from pipelines.advice.rounds import check_design, default_cap, futile_checks, grow, next_size, with_seeds
 from pipelines.errors import SpecError
@@ -26,7 +27,7 @@ from .executor import LocalExecutor, RunResult
 from .files import write_json_atomically
 
 
-def _spend(evaluation: dict[str, Any]) -> dict[str, float | None]:
+def _spend(evaluation: Evaluation) -> dict[str, float | None]:
     """Instance-hours and cost of every job the verdict read."""
     hours = 0.0
     cost: float | None = 0.0
@@ -34,10 +35,11 @@ def _spend(evaluation: dict[str, Any]) -> dict[str, float | None]:
         count = int(leg.get("instance_count") or 1)
         for run in leg.get("runs", []):
             hours += (run.get("billable_s") or 0.0) * count / 3600
-            if run.get("cost_usd") is None:
+            run_cost = run.get("cost_usd")
+            if run_cost is None:
                 cost = None if run.get("billable_s") else cost
             elif cost is not None:
-                cost += run["cost_usd"]
+                cost += run_cost
     return {"instance_hours": hours, "cost_usd": cost}
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime import contract, script_contract
+from bakeoff_runtime.documents import EvaluationConfig
 from pipelines.plan.model import Plan
 
 from .store import LocalS3
@@ -199,10 +200,10 @@ class Substitutions:
         inputs = {name: value for name, value in job.inputs.items() if name != "code"}
         return dataclasses.replace(job, command=command, inputs=inputs)
 
-    def evaluation_config(self, config: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
+    def evaluation_config(self, config: EvaluationConfig, prices: dict[str, Any]) -> EvaluationConfig:
         """The compiled evaluation config as a local run needs it: emulated figures, local prices
         and cost basis, the local MLflow store."""
-        out = json.loads(json.dumps(config))
+        out: EvaluationConfig = json.loads(json.dumps(config))
         out["emulated"] = True
         out["cost_basis"] = ("emulated: local wall time x on-demand price of the instance the leg stands for; "
                              "not indicative of the target hardware")

@@ -19,6 +19,7 @@ from typing import Any
 
 from bakeoff_runtime import contract, porting
 from bakeoff_runtime.backend_table import PREFLIGHT_BACKEND, row
+from bakeoff_runtime.documents import EvaluationConfig, MlflowConfig
 from estimators.compile_cache import cache_key, cache_uri
 from estimators.prices import price_for
 from estimators.registry import instance_of
@@ -500,9 +501,9 @@ def _records(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[An
     return inputs, ["--records", EVAL_RECORDS, *fetched]
 
 
-def _eval_config(plan: Plan) -> dict[str, Any]:
+def _eval_config(plan: Plan) -> EvaluationConfig:
     spec = plan.spec
-    mlflow = {}
+    mlflow: MlflowConfig = {}
     if spec.mlflow.enabled and spec.mlflow.tracking_uri:
         mlflow = {"tracking_uri": spec.mlflow.tracking_uri, "experiment": spec.experiment}
     config = evaluation_config(

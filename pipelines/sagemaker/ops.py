@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bakeoff_runtime.contract import parse_training_step_name
+from bakeoff_runtime.documents import Evaluation, evaluation_from
 from pipelines.aws_session import aws, region_of
 from pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut
 
@@ -283,7 +284,7 @@ class SageMakerOps:
         return looks
 
     # --- report ---------------------------------------------------------------------
-    def fetch_evaluation(self, execution_arn: str) -> tuple[dict[str, Any], dict[tuple[str, int], float]]:
+    def fetch_evaluation(self, execution_arn: str) -> tuple[Evaluation, dict[tuple[str, int], float]]:
         """evaluation.json of an execution and each training job's BillableTimeInSeconds."""
         steps = self.execution_steps(execution_arn)
         billable: dict[tuple[str, int], float] = {}
@@ -301,7 +302,7 @@ class SageMakerOps:
                     billable[named] = float(seconds)
         return self._evaluation(execution_arn, steps), billable
 
-    def _evaluation(self, execution_arn: str, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def _evaluation(self, execution_arn: str, steps: list[dict[str, Any]] | None = None) -> Evaluation:
         """evaluation.json of an execution, read from its Evaluate step's output alone (a look needs
         only the verdict: describing every training job for its billed time is the report's work)."""
         evaluation_uri = None
@@ -320,4 +321,4 @@ class SageMakerOps:
         bucket, _, key = evaluation_uri[len("s3://"):].partition("/")
         with aws(f"read {evaluation_uri}"):
             body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        return json.loads(body)
+        return evaluation_from(json.loads(body), evaluation_uri)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from bakeoff_runtime.documents import Evaluation
 from pipelines.advice.rounds import check_design, default_cap, grow, next_size, with_seeds
 from pipelines.errors import RunError
 from pipelines.names import EVALUATE_STEP, parse_step_name
@@ -74,9 +75,9 @@ def round_pipeline(spec: BakeoffSpec, seeds: list[int], looks: list[int], max_se
     return with_design(compiled, {"looks": list(looks), "max_seeds": max_seeds, "spending": spending})
 
 
-def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipeline], dict[str, Any]],
+def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipeline], Evaluation],
                       max_seeds: int | None = None, spending: str | None = None,
-                      **compile_kwargs: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                      **compile_kwargs: Any) -> tuple[Evaluation, list[dict[str, Any]]]:
     """Rounds until pass, fail or the cap. `run_round(compiled)` upserts the pipeline, starts an
     execution, waits for it and returns its evaluation.json (ops.py's deploy/start/wait do that).
     Returns the last evaluation and one record per round."""
@@ -111,11 +112,11 @@ ROUND_RETRIES = 2
 
 def ops_round(ops: Any, parameters: dict[str, str] | None = None,
               progress: Callable[[str], None] = lambda m: None,
-              retries: int = ROUND_RETRIES) -> Callable[[CompiledPipeline], dict[str, Any]]:
+              retries: int = ROUND_RETRIES) -> Callable[[CompiledPipeline], Evaluation]:
     """A `run_round` from SageMakerOps (or anything with its deploy/start/wait/status/retry/
     fetch_evaluation): upsert the grown pipeline, start it, wait for it (retrying an execution
     whose training steps failed) and read its evaluation.json."""
-    def run_round(compiled: CompiledPipeline) -> dict[str, Any]:
+    def run_round(compiled: CompiledPipeline) -> Evaluation:
         ops.deploy(compiled, progress=progress)
         arn = ops.start(compiled.name, parameters)
         progress(f"round started: {arn}")

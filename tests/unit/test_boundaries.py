@@ -18,14 +18,16 @@ TORCH = ("torch", "torch_xla", "torch_neuronx")
 # The bakeoff_runtime modules the orchestration side may import: importing one loads no torch and no
 # MLflow (checked below, in a fresh interpreter). "" is the package itself (its __init__).
 TORCH_FREE = (
-    # the contract: environment, names, the step-line format, schema ids; job outputs and their digest
-    "", "contract", "script_contract", "inert_text", "job_outputs", "output_digest",
+    # the contract: environment, names, the step-line format, schema ids, the typed documents that cross
+    # the seam (evaluation config, job summary, job record, evaluation); job outputs and their digest
+    "", "contract", "script_contract", "documents", "inert_text", "job_outputs", "output_digest",
     # process and package helpers both sides use
     "parent_death", "package_install", "mlflow_install", "mlflow_net",
     # what each backend is (spec, estimators, compiler and container read it)
     "backend_table",
     # the verdict: the statistics and the evaluation that decides (numpy/scipy, no torch)
-    "stats", "sequential", "multiplicity", "evaluation", "validity", "scaling", "porting", "report_format",
+    "stats", "parity_tests", "sequential", "multiplicity", "evaluation", "validity", "scaling", "porting",
+    "report_format",
 )
 
 
