@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
-from . import multiplicity, porting, scaling, sequential, stats, validity
+from . import group_sequential, multiplicity, porting, scaling, stats, validity
 from .contract import EVALUATION_SCHEMA  # one id for the writer here and the reader (documents.py)
 from .documents import (
     Check,
@@ -654,7 +654,7 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
     figures = {name: _leg_figures(name, legs_cfg[name], runs, parity, target, emulated)
                for name, runs in runs_by_leg.items()}
     checks = [_stability_check(name, base, runs_by_leg, float(parity["alpha"])) for name in legs_cfg]
-    design = sequential.from_config(config.get("sequential"), float(parity["alpha"]))
+    design = group_sequential.from_config(config.get("sequential"), float(parity["alpha"]))
     look_alpha = design["nominal_alpha"][-1] if design else None
     compared = [n for n in legs_cfg if n != base and n not in scaling.ablation_legs(config)]
     checks += [_parity_check(name, base, values, parity, power, look_alpha, max(1, len(compared)))

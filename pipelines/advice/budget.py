@@ -128,7 +128,7 @@ def _spend(seeds: float, legs: list[LegCost]) -> Spend:
 
 
 def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: int | None = None) -> BudgetPlan:
-    from bakeoff_runtime import sequential as seq
+    from bakeoff_runtime import group_sequential as seq
     from bakeoff_runtime import stats
 
     ev = _evaluation(Path(from_run)) if from_run else None

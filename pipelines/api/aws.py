@@ -202,7 +202,7 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
     SageMaker's step cache serves them and only the new seeds train (checked before each update).
     Stops at pass or fail, or at `max_seeds` (default 4x the first round) with inconclusive and its
     recommendation. The group-sequential design (alpha spent per look) is in each round's evaluation."""
-    from pipelines.sagemaker import sequential
+    from pipelines.sagemaker import more_seeds
 
     loaded = as_spec(spec)
     if not role_arn:
@@ -219,7 +219,7 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
         evaluation, billable = ops.fetch_evaluation(arn)
         return apply_billable_time(evaluation, billable)
 
-    evaluation, rounds = sequential.run_until_decided(loaded, run_round=run_round, max_seeds=max_seeds,
+    evaluation, rounds = more_seeds.run_until_decided(loaded, run_round=run_round, max_seeds=max_seeds,
                                                       bucket=bucket, role_arn=role_arn, region=ops.region)
     evaluation = json.loads(json.dumps(evaluation, default=str))
     return Decision(verdict=evaluation["verdict"], exit_code=exit_code_of(evaluation["verdict"]),

@@ -125,9 +125,9 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
     out = Path(out_dir)
     if until_decided:
         try:
-            from pipelines.local.sequential import run_until_decided
+            from pipelines.local.until_decided import run_until_decided
         except ImportError:
-            raise SpecError("until_decided needs pipelines.local.sequential, which this install lacks") from None
+            raise SpecError("until_decided needs pipelines.local.until_decided, which this install lacks") from None
         result = run_until_decided(loaded, out, max_seeds=max_seeds, **options)
     else:
         from pipelines.local import LocalExecutor

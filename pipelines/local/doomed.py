@@ -1,6 +1,6 @@
 """Stop a doomed leg early: after each seed a leg and the baseline both finished, compare the
 leg's validation curve with the baseline's of the same seed (same eval steps) by the rule in
-bakeoff_runtime/sequential.py `doomed`: diverged, or beyond the margin by more than 3 SD of the
+bakeoff_runtime/group_sequential.py `doomed`: diverged, or beyond the margin by more than 3 SD of the
 eval noise at each of its last two evals. The noise is the SD of the paired end-of-training
 differences of the seeds already finished other than the one judged, from at least 3 of them,
 and "3 SD" is a t quantile at the same one-sided level (0.00135, or 0.01 over the seeds a run may
@@ -97,7 +97,7 @@ class DoomWatch:
         steps = sorted(set(mine) & set(base))
         if not steps:
             return None
-        from bakeoff_runtime import sequential as seq
+        from bakeoff_runtime import group_sequential as seq
         from bakeoff_runtime import stats
 
         if self.margin is None:  # a relative margin: only divergence is judged here

@@ -555,7 +555,7 @@ class LocalExecutor:
         # The Preflight step's findings and the collective checks reach the step as its inputs, as
         # on SageMaker (compiler._records). What is added below is this run directory's own record,
         # which reaches a SageMaker execution another way: a round's design (the round's config
-        # asset: sagemaker/sequential.with_design), the looks taken before (judged before the
+        # asset: sagemaker/more_seeds.with_design), the looks taken before (judged before the
         # execution starts: api/aws._check_looks) and the rule fixed before the data (the
         # ParityMargin parameter, in evaluate.py).
         if self.sequential:

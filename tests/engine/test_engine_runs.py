@@ -83,7 +83,7 @@ def test_a_hung_job_is_stopped_at_its_max_runtime_and_leaves_its_reason(monkeypa
 
 
 def test_a_regression_clear_after_the_first_round_stops_there_with_fail(tmp_path):
-    from pipelines.local.sequential import run_until_decided
+    from pipelines.local.until_decided import run_until_decided
     from pipelines.spec.loader import load_spec
 
     spec = load_spec(verdict_spec(tmp_path, legs=[TRN, G5], margin=0.02, seeds=3))

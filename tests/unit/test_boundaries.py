@@ -26,7 +26,7 @@ TORCH_FREE = (
     # what each backend is (spec, estimators, compiler and container read it)
     "backend_table",
     # the verdict: the statistics and the evaluation that decides (numpy/scipy, no torch)
-    "stats", "parity_tests", "sequential", "multiplicity", "evaluation", "validity", "scaling", "porting",
+    "stats", "parity_tests", "group_sequential", "multiplicity", "evaluation", "validity", "scaling", "porting",
     "report_format",
 )
 

@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from bakeoff_runtime import sequential as seq
+from bakeoff_runtime import group_sequential as seq
 from bakeoff_runtime import stats
 from conftest import ROOT
 from pipelines.advice.rounds import grow, next_size, with_seeds
 from pipelines.errors import RunError
 from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.sagemaker.sequential import reuse_problems, round_pipeline
+from pipelines.sagemaker.more_seeds import reuse_problems, round_pipeline
 from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
@@ -174,7 +174,7 @@ def test_finished_seeds_keep_their_cache_keys_when_seeds_grow():
 def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():
     """Against a stand-in for SageMakerOps: each round upserts the same pipeline with more seeds (the
     finished seeds' steps unchanged) and stops at the first decided verdict."""
-    from pipelines.sagemaker.sequential import ops_round, run_until_decided
+    from pipelines.sagemaker.more_seeds import ops_round, run_until_decided
 
     class Ops:
         def __init__(self):
@@ -206,7 +206,7 @@ def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():
 def test_a_sagemaker_round_whose_seed_was_lost_to_infrastructure_is_retried_not_decided_without_it():
     """A job fails its step only for an infrastructure failure (it exits non-zero, so the step cache never
     serves it): the round's execution is retried, which runs that seed again, before its evaluation is read."""
-    from pipelines.sagemaker.sequential import ops_round
+    from pipelines.sagemaker.more_seeds import ops_round
 
     class Ops:
         def __init__(self, failures):

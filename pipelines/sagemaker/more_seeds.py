@@ -81,7 +81,7 @@ def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipelin
     """Rounds until pass, fail or the cap. `run_round(compiled)` upserts the pipeline, starts an
     execution, waits for it and returns its evaluation.json (ops.py's deploy/start/wait do that).
     Returns the last evaluation and one record per round."""
-    from bakeoff_runtime import sequential as seq
+    from bakeoff_runtime import group_sequential as seq
 
     spending = spending or seq.POCOCK
     first = len(spec.seed_list)
