@@ -30,6 +30,14 @@ def precompile_step(leg: str) -> str:
     return f"Precompile-{leg}"
 
 
+COLLECTIVE_STEP_PREFIX = "Collective-"  # as long as "Precompile-": leg names are checked to fit it
+
+
+def collective_step(leg: str) -> str:
+    """A leg's collective check (legs[].collective_check)."""
+    return f"{COLLECTIVE_STEP_PREFIX}{leg}"
+
+
 def parse_step_name(name: str) -> tuple[str, int] | None:
     """(leg, seed) of a training step's name, or None for any other step."""
     return contract.parse_training_step_name(name)

@@ -35,7 +35,7 @@ class DocumentError(ValueError):
     """A file that is not the document its reader expects (wrong schema, not a JSON object)."""
 
 
-# --- the evaluation config (plan/model.evaluation_config, compiler._eval_config, the local engine) ---
+# --- the evaluation config (plan/model.evaluation_config, steps/evaluate.config, the local engine) ---
 class Price(TypedDict):
     usd_per_hour: float | None
     source: str

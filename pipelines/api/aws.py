@@ -378,7 +378,7 @@ def render_report(evaluation_path: Path, out_dir: Path) -> Path:
 def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) -> Evaluation:
     """The verdict of a local run directory, decided again from its jobs when they changed
     after it was written (or it was never written): a stale verdict is never shown."""
-    from pipelines.local.executor import stale_evaluation
+    from pipelines.local.verdict_inputs import stale_evaluation
 
     why = stale_evaluation(run_dir)
     if why is None:

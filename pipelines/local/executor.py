@@ -23,20 +23,20 @@ import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime import contract, mlflow_net
-from bakeoff_runtime.documents import Evaluation, evaluation_config_from, read_evaluation
+from bakeoff_runtime.documents import Evaluation
 from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from pipelines.hashing import digest
-from pipelines.names import EVALUATE_STEP, GATE_STEP, PREFLIGHT_STEP, parse_step_name, precompile_step
+from pipelines.names import GATE_STEP, PREFLIGHT_STEP
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.model import BakeoffSpec
 
 from . import looks, step_graph
-from .definition import Context, parameter_values, resolve, walk_condition
+from .definition import Context, parameter_values, resolve
 from .files import write_json_atomically
-from .jobs import JobContainer, JobProcess, Outcome, publish_outputs, run_processing, run_training
+from .jobs import JobContainer, JobProcess, Outcome, publish_outputs, run_training
 from .lock import RunLock
 from .progress import Progress
 from .slots import default_jobs
@@ -177,7 +177,7 @@ class LocalExecutor:
 
     def _jobs(self, plan: Plan, steps: dict[str, Any], subs: Substitutions, params) -> tuple[dict, dict]:
         """Each training step's job as run here, and its key."""
-        from .collective import artifact_uris
+        from .artifacts import artifact_uris
 
         jobs, keys = {}, {}
         runtime = local_runtime()
@@ -196,7 +196,7 @@ class LocalExecutor:
         return jobs, keys
 
     def _context(self, name: str, params, keys: dict[str, str], steps: dict[str, Any]) -> Context:
-        from .collective import artifact_uris
+        from .artifacts import artifact_uris
 
         execution_id = "local-" + digest(sorted(keys.values()), 12)
         return Context(params, execution_id, f"arn:aws:sagemaker:local:000000000000:pipeline/{name}/"
@@ -254,8 +254,12 @@ class LocalExecutor:
             self._look_jobs = ran
             self.sequential = self.sequential or looks.sequential_of(self.out, ran)
             self._look = looks.check(self.out, ran, self.spec.seed_list, self.sequential)
-            evaluation, path = self._evaluate(steps, ctx, subs, store, rule.get("original"), installed_code=True)
-            gate = self._gate(steps, GATE_STEP, ctx)
+            from pipelines.steps import evaluate
+            from pipelines.steps import gate as gate_kind
+
+            evaluation, path = evaluate.decide_locally(self, steps, ctx, subs, store, rule.get("original"),
+                                                       installed_code=True)
+            gate = gate_kind.take(self, steps, GATE_STEP, ctx)
             self._record_look(evaluation)
         return RunResult(self.out, evaluation, path, [], [j.name for j in jobs.values()], gate)
 
@@ -308,52 +312,26 @@ class LocalExecutor:
                                "shared the machine (--jobs 1 gives each job the whole machine)")
         for line in plan.bundle.notes():
             self.progress.note(line)
-        from .collective import run_checks  # legs[].collective_check: a failure stops its leg
-        from .doomed import DoomWatch  # a leg already shown broken does not pay for its remaining seeds
-        from .parallel import ParallelJobs
+        from pipelines.steps import KINDS, kind_of, training
 
-        # The definition's own order (step_graph.py), each step run by its kind; the training jobs as
-        # one batch, ordered among themselves by what the definition says of them.
-        pending = {jobs[n].leg for n in order if n not in reuse}
-        stopped: dict[str, str] = {}
-        ctx = self._context(compiled.name, params, keys, steps)
-        executed: list[str] = []
-        skipped: list[str] = []
-        evaluation: Evaluation | None = None
-        path = self.out / "evaluation" / "evaluation.json"
-        gate: list[dict[str, str]] = []
-        for node in step_graph.run_order(definition, _is_training_job):
-            kind = BATCH_KIND if node == step_graph.BATCH else step_kind(steps[node])
-            if kind == "preflight":
-                self._run_preflight_step(steps[node], subs, store, params)
-            elif kind == "collective":
-                stopped.update(run_checks(self, {node: steps[node]}, subs, store, params, plan, pending))
-            elif kind == "precompile":
-                self.progress.note(f"leg {node[len(precompile_step('')):]}: the Precompile step is skipped locally "
-                                   "(neuron_parallel_compile exists only in Neuron images, and PyTorch/XLA on CPU "
-                                   "cannot load cached executables)")
-            elif kind == BATCH_KIND:
-                watch = DoomWatch(self.spec, int(self.sequential["max_seeds"]) if self.sequential else None)
-                runner = ParallelJobs(self, order, jobs, keys, reuse, stopped, watch, ctx, store, self.jobs,
-                                      self.use_gpu, after=step_graph.batch_constraints(definition, _is_training_job))
-                self._parallel = runner
-                self.progress.start(len(order), self.jobs)
-                try:
-                    executed, skipped = runner.run()
-                finally:
-                    self._parallel = None
-                    self.progress.stop()
-            elif kind == "evaluate":
-                evaluation, path = self._evaluate(steps, ctx, subs, store, rule_original)
-            elif kind == "gate":
-                gate = self._gate(steps, node, ctx)
-            else:
+        from .run_state import LocalRun
+
+        # The definition's own order (step_graph.py), each step run by its kind (pipelines/steps/); the
+        # training jobs as one batch, ordered among themselves by what the definition says of them.
+        run = LocalRun(executor=self, plan=plan, definition=definition, steps=steps, subs=subs, store=store,
+                       params=params, ctx=self._context(compiled.name, params, keys, steps), order=order, jobs=jobs,
+                       keys=keys, reuse=reuse, pending={jobs[n].leg for n in order if n not in reuse},
+                       rule_original=rule_original)
+        for node in step_graph.run_order(definition, training.is_step):
+            kind = "training" if node == step_graph.BATCH else kind_of(steps[node])
+            if kind is None:
                 raise RunError(f"step {node} ({steps[node].get('Type')}): the local engine has no way to run a step "
                                "of this kind; deploy the definition to SageMaker to run it")
-        if evaluation is None:
+            KINDS[kind].run_local(run, node)
+        if run.evaluation is None or run.evaluation_path is None:
             raise RunError("the definition has no Evaluate step: nothing decided the bake-off")
-        self._record_look(evaluation)
-        return RunResult(self.out, evaluation, path, executed, skipped, gate)
+        self._record_look(run.evaluation)
+        return RunResult(self.out, run.evaluation, run.evaluation_path, run.executed, run.skipped, run.gate)
 
     def _stop_if_nobody_reports_the_metric(self, job_dirs: list[Path]) -> None:
         from .metric_watch import unreported
@@ -434,21 +412,6 @@ class LocalExecutor:
         publish_outputs(job_dir, job.output_path, training_job_name, store, meta)
         return summary
 
-    def _run_preflight_step(self, step: dict[str, Any], subs: Substitutions, store: LocalS3, params) -> None:
-        request = resolve(step["Arguments"], Context(params, "", ""))
-        job = subs.training(PREFLIGHT_STEP, request, self.out / "preflight" / "step")
-        self.progress.note("running the Preflight step first (the pipeline's first step)")
-        job_dir = self.out / "preflight" / "step"
-        job_dir.mkdir(parents=True, exist_ok=True)
-        outcome = self.container(job, job_dir, store, self._process, lambda line: None)
-        from .collective import artifact_uris, publish
-
-        publish(job_dir, artifact_uris({PREFLIGHT_STEP: step})[PREFLIGHT_STEP], store)  # the Evaluate step reads it
-        if outcome.exit_code != 0:
-            failure = job_dir / "opt" / "ml" / "output" / "failure"
-            why = failure.read_text().strip().splitlines()[0] if failure.exists() else f"exit {outcome.exit_code}"
-            raise RunError(f"the Preflight step stopped the pipeline before any training job: {why} "
-                           f"(see {job_dir / 'stdout.log'}; `bakeoff preflight` explains each problem)")
 
     # --- the parity rule ------------------------------------------------------------------
     def _check_rule(self, reuse: set[str]) -> dict | None:
@@ -520,97 +483,7 @@ class LocalExecutor:
         (self.out / "pipeline.json").write_text(compiled.to_json(indent=2))
 
     # --- the Evaluate step and the gate ---------------------------------------------------
-    def _evaluate(self, steps: dict[str, Any], ctx: Context, subs: Substitutions, store: LocalS3,
-                  rule_original: dict | None, *, installed_code: bool = False) -> tuple[Evaluation, Path]:
-        """`installed_code`: run this bakeoff's evaluate.py, not the one in the run's code bundle
-        (deciding a run directory again: its bundle is data, never run)."""
-        from estimators.prices import price_for
-        from pipelines.advice.price_list import cached
 
-        eval_dir = self.out / "evaluation"
-        eval_dir.mkdir(parents=True, exist_ok=True)
-        # A verdict of an earlier run must never outlive a failed evaluation of this one.
-        for stale in ("evaluation.json", "report.html", "report.md", "gate.json", "inputs.json"):
-            (eval_dir / stale).unlink(missing_ok=True)
-        fingerprint = input_fingerprint(self.out)
-        step = steps[EVALUATE_STEP]
-        request = resolve(step["Arguments"], ctx)
-        (eval_dir / "request.json").write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
-        steps_file = eval_dir / "execution-steps.json"
-        steps_file.write_text(json.dumps({"PipelineExecutionSteps": [
-            {"StepName": name, "Metadata": {"TrainingJob": {"Arn": f"arn:aws:sagemaker:local:000000000000:"
-                                                                   f"training-job/{job}"}}}
-            for name, job in sorted(ctx.training_job_names.items())]}, indent=2))
-        job = subs.processing(request, eval_dir, steps_file)
-        if installed_code:
-            job = subs.installed_evaluation(job)
-        refreshed = cached(self.spec.storage.region)
-        legs = self._plan.spec.legs if self._plan else self.spec.legs  # with a sweep's derived legs
-        prices = {leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in legs}
-        config_uri = next(uri for name, (uri, _) in job.inputs.items() if name == "config")
-        config_path = store.path(config_uri)
-        config_file = config_path if config_path.is_file() else next(config_path.rglob("*.json"))
-        config = evaluation_config_from(json.loads(config_file.read_text()), str(config_file))
-        config = subs.evaluation_config(config, prices)  # the printed substitution: emulated figures, prices
-        # The Preflight step's findings and the collective checks reach the step as its inputs, as
-        # on SageMaker (compiler._records). What is added below is this run directory's own record,
-        # which reaches a SageMaker execution another way: a round's design (the round's config
-        # asset: sagemaker/more_seeds.with_design), the looks taken before (judged before the
-        # execution starts: api/aws._check_looks) and the rule fixed before the data (the
-        # ParityMargin parameter, in evaluate.py).
-        if self.sequential:
-            config["sequential"] = self.sequential
-        at_once = self._jobs_at_once(installed_code)
-        if at_once > 1:  # the speed figures shared this machine's cores: the report says so
-            config["jobs_at_once"] = at_once
-        config["looks"] = looks.for_evaluation(self.out, self._look)
-        if rule_original and "unrecorded" in rule_original:
-            config["rule_unrecorded"] = rule_original["unrecorded"]
-            config["rule_change_reason"] = self.rule_change
-        elif rule_original is not None:
-            config["rule_original"] = rule_original
-            config["rule_change_reason"] = self.rule_change
-        self.progress.note("evaluation: deciding parity (the Evaluate step)")
-        outcome = run_processing(job, eval_dir, store, self._process,
-                                 config_override=cast("dict[str, Any]", config))  # written as JSON
-        out_dir = job.outputs["evaluation"][0]
-        produced = out_dir / step["PropertyFiles"][0]["FilePath"]
-        if outcome.exit_code != 0 or not produced.exists():
-            log = (eval_dir / "stdout.log").read_text(errors="replace").strip().splitlines() or ["no output"]
-            raise RunError(f"the evaluation step failed: {log[-1][:300]} (see {eval_dir / 'stdout.log'}); no verdict "
-                           "was written")
-        for item in out_dir.iterdir():  # beside the run, where people look for them (whole, or not at all)
-            if item.is_file():
-                tmp = eval_dir / f".{item.name}.tmp"
-                shutil.copy2(item, tmp)
-                tmp.replace(eval_dir / item.name)
-        write_json_atomically(eval_dir / "inputs.json", {"fingerprint": fingerprint})
-        for pf in step.get("PropertyFiles", []):
-            local = job.outputs[pf["OutputName"]][0]
-            ctx.property_files[(EVALUATE_STEP, pf["PropertyFileName"])] = local / pf["FilePath"]
-        path = eval_dir / "evaluation.json"
-        return read_evaluation(path), path
-
-    def _jobs_at_once(self, deciding_again: bool) -> int:
-        """Training jobs at once when the jobs ran: this run's `--jobs`, or, deciding a run
-        directory again, what its plan.json recorded (1 where it recorded none)."""
-        if not deciding_again:
-            return self.jobs
-        try:
-            return int(json.loads((self.out / "plan.json").read_text())["local"].get("jobs_at_once") or 1)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return 1
-
-    def _gate(self, steps: dict[str, Any], name: str, ctx: Context) -> list[dict[str, str]]:
-        """The Condition step: the path it takes through its If/Else steps (gate.json)."""
-        gate = [{"step": taken, "type": s["Type"], **({"message": str(resolve(s["Arguments"]["ErrorMessage"], ctx))}
-                                                      if s["Type"] == "Fail" else {})}
-                for taken, s in walk_condition(steps[name], ctx)]
-        write_json_atomically(self.out / "evaluation" / "gate.json", gate)
-        for taken_step in gate:
-            if taken_step["type"] == "Fail":
-                self.progress.note(f"gate: {taken_step['step']}: {taken_step['message']}")
-        return gate
 
     def _record_look(self, evaluation: Evaluation) -> None:
         looks.record(self.out, self._look, self._look_jobs, self.spec.seed_list, self.sequential, evaluation)
@@ -643,27 +516,6 @@ class LocalExecutor:
         return json.loads(report.read_text())
 
 
-def input_fingerprint(run_dir: Path) -> str:
-    """What a verdict was decided from: every job's record and every published job output."""
-    run_dir = Path(run_dir)
-    files = sorted([*run_dir.glob("jobs/*/job.json"), *run_dir.glob("s3/**/output/output.tar.gz")])
-    return digest([(p.relative_to(run_dir).as_posix(), digest(p.read_bytes())) for p in files])
-
-
-def stale_evaluation(run_dir: Path) -> str | None:
-    """Why the verdict in `run_dir` no longer describes its jobs, or None when it does."""
-    evaluation = Path(run_dir) / "evaluation" / "evaluation.json"
-    if not evaluation.exists():
-        return "it has no verdict (the last evaluation did not finish)"
-    try:
-        recorded = json.loads((evaluation.parent / "inputs.json").read_text())["fingerprint"]
-    except (FileNotFoundError, ValueError, KeyError):
-        return "its verdict does not record what it was decided from"
-    if recorded != input_fingerprint(run_dir):
-        return "its jobs changed after the verdict was written"
-    return None
-
-
 def _job_dir(plan: Plan, step_name: str) -> str:
     return next(j.name for j in plan.jobs if j.step_name == step_name)
 
@@ -675,33 +527,6 @@ def _finished(job_dir: Path, key: str) -> bool:
         return False
     return meta.get("job_key") == key and meta.get("status") in ("completed", "diverged") \
         and (job_dir / "opt" / "ml" / "model" / "summary.json").exists()
-
-
-BATCH_KIND = "training"
-
-
-def _is_training_job(step: dict[str, Any]) -> bool:
-    return step.get("Type") == "Training" and parse_step_name(str(step.get("Name"))) is not None
-
-
-def step_kind(step: dict[str, Any]) -> str | None:
-    """What a top-level step of a bakeoff definition is, as the local engine runs it."""
-    name, kind = str(step.get("Name")), step.get("Type")
-    if kind == "Training":
-        from pipelines.sagemaker.compiler import COLLECTIVE_STEP_PREFIX
-
-        if name == PREFLIGHT_STEP:
-            return "preflight"
-        if name.startswith(COLLECTIVE_STEP_PREFIX):
-            return "collective"
-        if name.startswith(precompile_step("")):
-            return "precompile"
-        return BATCH_KIND if parse_step_name(name) else None
-    if kind == "Processing" and name == EVALUATE_STEP:
-        return "evaluate"
-    if kind == "Condition" and name == GATE_STEP:
-        return "gate"
-    return None
 
 
 def _now() -> float:
@@ -743,7 +568,7 @@ def _stored_channels(definition: dict[str, Any]) -> dict[str, str]:
     """The data channels as the run uploaded them (channel -> S3 URI), from its definition's
     parameters: deciding again must not need the data's folder, which may have moved."""
     defaults = {p.get("Name"): p.get("DefaultValue") for p in definition.get("Parameters", []) if isinstance(p, dict)}
-    from pipelines.sagemaker.compiler import data_parameter_name
+    from pipelines.steps.request import data_parameter_name
 
     out: dict[str, str] = {}
     for step in definition.get("Steps", []):

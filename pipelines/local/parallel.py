@@ -155,7 +155,7 @@ class ParallelJobs:
     def _record_doomed(self, slot: _Slot) -> None:
         import shutil
 
-        from .collective import record_stopped
+        from .artifacts import record_stopped
 
         job = slot.job
         if slot.thread is not None:  # it ran (set aside): nothing it wrote may be read as its result

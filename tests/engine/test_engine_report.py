@@ -198,7 +198,7 @@ def test_a_truncated_summary_is_a_lost_run_not_a_crash_or_a_stale_pass(passed_ru
 
 def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passed_run, tmp_path, monkeypatch,
                                                                             capsys):
-    from pipelines.local import executor as executor_module
+    from pipelines.local import jobs as jobs_module
     from pipelines.local.jobs import Outcome
 
     root = _fresh_copy(passed_run, tmp_path)
@@ -209,7 +209,7 @@ def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passe
         (eval_dir / "stdout.log").write_text("Traceback (most recent call last):\nMemoryError\n")
         return Outcome(1, 0.1)
 
-    monkeypatch.setattr(executor_module, "run_processing", crashing)
+    monkeypatch.setattr(jobs_module, "run_processing", crashing)  # what the Evaluate step kind runs
     # Every job is reused: only the Evaluate step runs (and crashes).
     code, _, err = bakeoff_cli(monkeypatch, capsys, None, "run", root / "bakeoff.yaml", "--out", out, "--no-mlflow")
     assert code == 4, err

@@ -38,7 +38,7 @@ def _run_dir(tmp_path, verdict_values=([2.40, 2.41, 2.40], [2.41, 2.40, 2.41])):
     from evaluation_inputs import CONFIG, _jobs
 
     from bakeoff_runtime.evaluation import evaluate
-    from pipelines.local.executor import input_fingerprint
+    from pipelines.local.verdict_inputs import input_fingerprint
 
     run = tmp_path / "run"
     (run / "evaluation").mkdir(parents=True)

@@ -165,7 +165,9 @@ def test_the_evaluate_step_receives_each_legs_check_as_an_input():
 
 
 def test_records_past_the_input_limit_travel_as_arguments_and_none_is_lost():
-    from pipelines.sagemaker.compiler import COLLECTIVE_STEP_PREFIX, MAX_PROCESSING_INPUTS, _records
+    from pipelines.names import COLLECTIVE_STEP_PREFIX
+    from pipelines.steps.evaluate import records as _records
+    from pipelines.steps.request import MAX_PROCESSING_INPUTS
 
     legs = [f"leg{i}" for i in range(12)]
     steps = [{"Name": "Preflight"}, *({"Name": f"{COLLECTIVE_STEP_PREFIX}{leg}"} for leg in legs),

@@ -31,8 +31,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plan", ("pipelines.plan",)),
     # Advice before spending: seeds, rounds, cost, prices, regions (reads the spec; the plan does not need it).
     ("advice", ("pipelines.advice",)),
-    # The two engines (the compiler lives in pipelines.sagemaker; the local engine runs its definition).
-    ("engine", ("pipelines.local", "pipelines.sagemaker")),
+    # The two engines (the compiler lives in pipelines.sagemaker; the local engine runs its definition), and
+    # the step kinds both use: each kind's module compiles its step and runs it locally (pipelines/steps/).
+    ("engine", ("pipelines.local", "pipelines.sagemaker", "pipelines.steps")),
     # The Python API, and the views it shares with the CLI.
     ("api", ("pipelines.api",)),
     # The command line (and the package root, whose exports are the API's).
@@ -42,7 +43,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # look's record of its jobs is shared by both (pipelines/local/looks.py: backend-neutral, kept where it is).
 ENGINE_CROSSING = {("pipelines.local", "pipelines.sagemaker"): {"pipelines.sagemaker.compiler",
                                                                  "pipelines.sagemaker.expressions"},
-                   ("pipelines.sagemaker", "pipelines.local"): {"pipelines.local.looks"}}
+                   ("pipelines.sagemaker", "pipelines.local"): {"pipelines.local.looks"},
+                   # A step kind writes its request with the definition's expressions, never through the compiler,
+                   # which assembles the kinds (pipelines/steps/*: compile_step; the compiler imports them).
+                   ("pipelines.steps", "pipelines.sagemaker"): {"pipelines.sagemaker.expressions"}}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

@@ -6,9 +6,10 @@ import pytest
 from conftest import ROOT
 from pipelines.errors import RunError
 from pipelines.local import step_graph
-from pipelines.local.executor import _is_training_job, step_kind
 from pipelines.sagemaker import compile_pipeline
 from pipelines.spec.loader import load_spec
+from pipelines.steps import kind_of as step_kind
+from pipelines.steps.training import is_step as _is_training_job
 
 
 def _definition(*overrides: str) -> dict:

@@ -1,0 +1,59 @@
+"""The Precompile-<leg> step (`legs[].precompile`): neuron_parallel_compile over the leg's own
+launch, filling its compile cache before its training steps start.
+
+Not run locally: neuron_parallel_compile exists only in Neuron images, and PyTorch/XLA on CPU
+cannot load cached executables, so the local engine says so and goes on.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from bakeoff_runtime import contract
+from pipelines.names import precompile_step
+from pipelines.plan.model import Plan, PlannedJob
+
+from . import training
+from .request import TRAIN_COMMAND, StepInputs, s3
+
+if TYPE_CHECKING:
+    from pipelines.local.run_state import LocalRun
+
+KIND = "precompile"
+PRECOMPILE_STEPS = 10
+
+
+def is_step(step: dict[str, Any]) -> bool:
+    return step.get("Type") == "Training" and str(step.get("Name")).startswith(precompile_step(""))
+
+
+def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> dict[str, Any]:
+    """neuron_parallel_compile over the leg's exact launch (only the step count differs),
+    writing to the same compile-cache location the leg's training jobs read."""
+    step, _ = training.compile_step(plan, job, inputs)
+    args = step["Arguments"]
+    hps = {**args["HyperParameters"], "max_steps": str(PRECOMPILE_STEPS)}
+    if int(json.loads(hps.get("eval_interval", "0"))) > 0:
+        # Cross one evaluation inside the loop: the validation graphs, and the training graph
+        # that follows them, are extracted too, not only the first steps'.
+        hps["eval_interval"] = str(PRECOMPILE_STEPS // 2)
+    args["HyperParameters"] = dict(sorted(hps.items()))
+    command = TRAIN_COMMAND.format(script=shlex.quote(job.script)).replace(
+        "exec python3 launch.py", "exec neuron_parallel_compile python3 launch.py")
+    args["AlgorithmSpecification"]["ContainerEntrypoint"] = ["/bin/sh", "-c", command]
+    precompile = contract.ENV["precompile"]
+    args["Environment"] = dict(sorted({**args["Environment"], precompile: "1"}.items()))
+    args["OutputDataConfig"] = {**args["OutputDataConfig"],
+                                "S3OutputPath": s3(inputs.bucket, inputs.prefix, plan.spec.name, "precompile", job.leg)}
+    args["Tags"] = [t for t in args["Tags"] if t["Key"] != "bakeoff:seed"] + [{"Key": "bakeoff:step",
+                                                                                 "Value": "precompile"}]
+    args.pop("CheckpointConfig", None)
+    step["Name"] = precompile_step(job.leg)
+    return step
+
+
+def run_local(run: LocalRun, node: str) -> None:
+    run.executor.progress.note(f"leg {node[len(precompile_step('')):]}: the Precompile step is skipped locally "
+                               "(neuron_parallel_compile exists only in Neuron images, and PyTorch/XLA on CPU "
+                               "cannot load cached executables)")
