@@ -74,6 +74,10 @@ class BackendRow:
     instances_note: str = ""
     """Added when a leg puts it on an instance kind that cannot run it."""
 
+    spec_help: str = ""
+    """What the spec's `backend` field says of it, after its name (the field's description, CLI help
+    and JSON Schema come from the table: spec_backend_help)."""
+
 
 _ONE_PROCESS = "one process (global batch kept)"
 
@@ -85,7 +89,8 @@ BACKENDS: dict[str, BackendRow] = {row.name: row for row in (
         # CPU_NUM_DEVICES=2 hangs in XLA's rendezvous (tests/e2e/test_one_algorithm.py).
         local_one_process_why="PyTorch/XLA's CPU client cannot run collectives across processes, so one process "
                               "stands for all {devices} devices (global batch kept)",
-        local_needs_gpu=False, default_baseline=False, no_image=None),
+        local_needs_gpu=False, default_baseline=False, no_image=None,
+        spec_help="PyTorch/XLA as torch-neuronx, trn1/trn2"),
     BackendRow(
         # TorchNeuron, the native "neuron" device: a closed beta in Neuron images for trn2/trn3 only, so it
         # has neither a published image nor a local emulation (estimators/images.py, TORCHNEURON).
@@ -96,7 +101,7 @@ BACKENDS: dict[str, BackendRow] = {row.name: row for row in (
         local_needs_gpu=False, default_baseline=False,
         no_image="(TorchNeuron, the native `neuron` device) has no published training image (a closed beta on "
                  "Trn2/Trn3)",
-        instances_note="TorchNeuron is trn2/trn3 only"),
+        instances_note="TorchNeuron is trn2/trn3 only", spec_help="native device, trn2+"),
     BackendRow(
         "cuda", "bakeoff_runtime.backends.cuda:CudaBackend", torch_device="cuda", accelerator="gpu",
         torch_neuronx=False, eager=True, collective_group="nccl", local_emulation=True, local_multi_process=False,
@@ -120,6 +125,12 @@ def row(name: str) -> BackendRow:
         return BACKENDS[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; known: {', '.join(sorted(BACKENDS))}") from None
+
+
+def spec_backend_help() -> str:
+    """The spec's `backend` field's description: every row, in table order."""
+    names = ", ".join(f"`{r.name}` ({r.spec_help})" if r.spec_help else f"`{r.name}`" for r in BACKENDS.values())
+    return f"Backend adapter: {names}. Default: the instance kind's default."
 
 
 def backends_where(wanted: Callable[[BackendRow], bool]) -> list[str]:

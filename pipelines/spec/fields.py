@@ -5,9 +5,11 @@ that knows its field, and the strict base model. A leaf below pipelines.spec.leg
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from bakeoff_runtime.backend_table import BACKENDS
 
 NAME_RE = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
 S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<key>/[^\s]*)?$")
@@ -18,7 +20,11 @@ IMAGE_RE = re.compile(
 SCRIPT_RE = re.compile(r"[A-Za-z0-9._/-]+")
 ROLE_ARN_RE = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/[\w+=,.@\-/]{1,512}$")
 
-Backend = Literal["neuron", "torchneuron", "cuda", "cpu"]
+if TYPE_CHECKING:
+    Backend = str
+else:
+    # The table's rows, in its order: the JSON Schema's enum and the validator follow a new row.
+    Backend = Literal[tuple(BACKENDS)]
 Precision = Literal["fp32", "bf16"]
 
 

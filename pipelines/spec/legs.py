@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from bakeoff_runtime.backend_table import backends_where, row
+from bakeoff_runtime.backend_table import backends_where, row, spec_backend_help
 from estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
 from estimators.registry import kind_for_backend
 from pipelines.spec.fields import (
@@ -42,9 +42,7 @@ class Leg(_Model):
     name: str = Field(..., description="Short name, used in step names, tags and reports (letters, digits, -).")
     instance_type: str = Field(..., description="SageMaker training instance type, e.g. ml.trn1.32xlarge.")
     instance_count: Int = Field(1, ge=1, le=64, description="Instances per training job.")
-    backend: Backend | None = Field(None, description="Backend adapter: `neuron` (PyTorch/XLA as torch-neuronx, "
-                                    "trn1/trn2), `torchneuron` (native device, trn2+), `cuda`, `cpu`. "
-                                    "Default: the instance kind's default.")
+    backend: Backend | None = Field(None, description=spec_backend_help())
     image: str | None = Field(None, description="Training image URI. Default: a pinned AWS Deep Learning "
                               "Container for the backend.")
     precision: Precision = Field("bf16", description="`bf16` (autocast, fp32 master weights) or `fp32`.")
