@@ -151,6 +151,7 @@ def cmd_instances(args) -> int:
 
 
 def cmd_images(args) -> int:
+    from bakeoff_runtime.backend_table import BACKENDS
     from estimators.images import LOOKED_UP, SOURCES, registry_account
     from pipelines import api
 
@@ -160,7 +161,9 @@ def cmd_images(args) -> int:
         for r in result.root:
             print(f"{'*' if r.default else ' '} {r.backend:7} {r.uri}")
             print(f"          {r.framework}, {r.python}, {r.detail}" + (f"; {r.note}" if r.note else ""))
-        print("backend torchneuron: no published image (TorchNeuron is a closed beta on Trn2/Trn3); give `image:`")
+        for name, row in BACKENDS.items():
+            if row.no_image:
+                print(f"backend {name} {row.no_image}; give `image:`")
         print("sources: " + "; ".join(f"{k}: {v}" for k, v in SOURCES.items()))
 
     return emit(args, api.images(args.region), text)
