@@ -82,6 +82,11 @@ def worker_command(env: TrainingEnv, script: Path, args: list[str]) -> list[str]
     return [sys.executable, str(Path(__file__).resolve()), str(script), *args]
 
 
+def under_torchrun(cmd: list[str]) -> bool:
+    """Whether worker_command's command starts torchrun (rather than the one worker itself)."""
+    return cmd[1:3] == ["-m", "torch.distributed.run"]
+
+
 def run_worker(env: TrainingEnv, script: Path, args: list[str]) -> int:
     """Inside a worker process: the script itself, with a crash recorded. A script-mode script
     runs behind the step hook (bakeoff_runtime.script_probe), which writes what it saw however
@@ -132,12 +137,13 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
     merged = on_line is not None
     client = _start_mlflow_client() if mlflow_client else None
     handed, fds = client.hand_over() if client is not None else ({}, ())
+    worker_env = {**os.environ, WORKER: "1", **distributed_environment(env), **(extra_env or {}), **handed}
     try:
-        child = subprocess.Popen(cmd, env={**os.environ, WORKER: "1", **distributed_environment(env),
-                                           **(extra_env or {}), **handed},
-                                 start_new_session=True, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT if merged else subprocess.PIPE, pass_fds=fds,
-                                 text=True, errors="replace", bufsize=1, preexec_fn=dies_with_parent())
+        child = _warm_worker(cmd, worker_env, merged, fds, script_mode=on_line is not None)
+        if child is None:
+            child = subprocess.Popen(cmd, env=worker_env, start_new_session=True, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT if merged else subprocess.PIPE, pass_fds=fds,
+                                     text=True, errors="replace", bufsize=1, preexec_fn=dies_with_parent())
     finally:
         if client is not None:
             client.release()  # the worker holds the pipes now: its end is the client's end
@@ -213,6 +219,23 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
               "decides with it (BAKEOFF_CONTINUE_ON_FAILURE=1)", file=sys.stderr, flush=True)
         return 0
     return exit_code
+
+
+def _warm_worker(cmd: list[str], worker_env: dict[str, str], merged: bool, fds, script_mode: bool):
+    """The worker forked by the leg's warm interpreter (bakeoff_runtime.warm_server), where the local
+    engine started one; None to start it cold. Only a lone worker of bakeoff's own trainer: torchrun
+    starts its workers itself, and a script-mode script is the user's, run as SageMaker runs it."""
+    from bakeoff_runtime.warm_worker import ADDRESS_ENV, start
+
+    address = os.environ.get(ADDRESS_ENV)
+    if not address or script_mode or under_torchrun(cmd):
+        return None
+    child = start(address, cmd, worker_env, merged=merged, pass_fds=fds)
+    if isinstance(child, str):
+        print(f"[bakeoff] starting the worker cold: {child}", flush=True)
+        return None
+    print(f"[bakeoff] the worker (pid {child.pid}) was forked from the leg's warm interpreter", flush=True)
+    return child
 
 
 def _start_mlflow_client():
@@ -292,14 +315,14 @@ def main(argv: list[str]) -> int:
     if settings is not None:
         return run_script(env, script, argv[1:], settings)
     cmd = worker_command(env, script, argv[1:])
-    if len(cmd) > 3:
+    if under_torchrun(cmd):
         print(f"[bakeoff] launching {devices_per_host(env)} process(es) per host on {env.host_count} host(s); "
               f"host {env.current_host} is node {env.host_rank}, meeting on {env.master_addr}:{env.master_port}",
               flush=True)
     from bakeoff_runtime.mlflow_sink import logs_to_mlflow
 
     # One worker, started by this process (torchrun's would not inherit the client's pipes).
-    client = len(cmd) == 3 and script.name not in REPORTS_ELSEWHERE and logs_to_mlflow(os.environ)
+    client = not under_torchrun(cmd) and script.name not in REPORTS_ELSEWHERE and logs_to_mlflow(os.environ)
     return supervise(env, cmd, script, mlflow_client=client)
 
 

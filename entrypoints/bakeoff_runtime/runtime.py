@@ -520,7 +520,7 @@ class Runtime:
             "first_train_loss": self._first_loss,
             "model": self._model_record,
             "environment": {**host_environment(), **self.backend.versions(),
-                            "backend_device": self.backend.describe()},
+                            "backend_device": self.backend.describe(), **_worker_start()},
             **self.extra,
             **extra,
         }
@@ -630,6 +630,15 @@ class Runtime:
         except Exception:
             pass
         return False
+
+
+def _worker_start() -> dict[str, str]:
+    """How this process started, where that changes a figure: a worker forked from a leg's warm
+    interpreter (local runs, bakeoff_runtime.warm_server) shares the pages torch's import mapped,
+    and its peak host memory counts only those it touched."""
+    if os.environ.get("BAKEOFF_WARM_FORKED") != "1":
+        return {}
+    return {"worker_start": "forked from the leg's warm interpreter (peak host memory: only the pages it touched)"}
 
 
 class Stopped(KeyboardInterrupt):

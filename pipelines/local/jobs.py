@@ -22,6 +22,7 @@ from bakeoff_runtime import contract, parent_death
 
 from .store import LocalS3
 from .substitutions import LocalProcessingJob, LocalTrainingJob, host_environment
+from .warm import WarmPool
 
 STOP_GRACE_S = 10  # SIGTERM, then this long, then SIGKILL (SageMaker gives 120 s)
 
@@ -37,10 +38,11 @@ class Outcome:
 class JobProcess:
     """A job's process group: started, watched, stopped on time or on request."""
 
-    def __init__(self) -> None:
+    def __init__(self, warm: WarmPool | None = None) -> None:
         self.proc: subprocess.Popen | None = None
         self._cancelled = False
         self._lock = threading.Lock()
+        self.warm = warm  # the run's warm interpreters, for a training job's worker (warm.py)
 
     def cancel(self) -> None:
         """Stop it for good: running, or still to start (a job whose worker has not started its
@@ -150,6 +152,8 @@ def run_training(job: LocalTrainingJob, job_dir: Path, store: LocalS3, process: 
                  on_line: Callable[[str], None]) -> Outcome:
     opt_ml = lay_out(job, job_dir, store)
     env = {**host_environment(), **job.environment}
+    if process.warm is not None:
+        env.update(process.warm.environment(job.leg, env, len(job.hosts)))
     if len(job.hosts) == 1:
         return process.run(list(job.command), env, opt_ml, job_dir / "stdout.log", job.max_runtime_s, on_line)
     return _run_hosts(job, job_dir, opt_ml, env, on_line)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import queue
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from pipelines.errors import RunError
 
 from .jobs import JobProcess
 from .slots import rendezvous_environment, thread_environment, threads_per_process, warms_locally
+from .warm import WarmPool, warm_start_enabled
 
 
 @dataclass
@@ -73,6 +75,11 @@ class ParallelJobs:
             backend = BACKENDS.get(job.environment.get(ENV["backend"], ""))
             self.slots[name] = _Slot(i, name, job, keys[name], weight=width,
                                      gpu=gpu and backend is not None and backend.local_needs_gpu)
+        # A warm interpreter per leg forks its jobs' workers (warm.py); BAKEOFF_WARM_START=0 in the shell: none.
+        python = getattr(executor, "python", None) or sys.executable
+        self.warm = WarmPool(python, executor.out / "warm") if warm_start_enabled() else None
+        for slot in self.slots.values():
+            slot.process.warm = self.warm
         firsts: dict[str, str] = {}  # leg -> its first job in the plan's order
         for name in order:
             job = jobs[name]
@@ -115,6 +122,9 @@ class ParallelJobs:
         except BaseException:
             self._abandon()
             raise
+        finally:
+            if self.warm is not None:
+                self.warm.close()
         executed = [self.jobs[n].name for n in self.order if n not in self.reuse]
         skipped = [self.jobs[n].name for n in self.order if n in self.reuse]
         return executed, skipped

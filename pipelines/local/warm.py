@@ -1,0 +1,103 @@
+"""One warm interpreter per leg of a local run: a process that has imported torch (and, for an
+emulated trn leg, torch_xla) and forks the leg's job workers, so that a leg's later jobs skip
+those imports (bakeoff_runtime.warm_server; launch.py asks it for its worker). Started with the
+leg's first job, from that job's environment less what differs per job, so that what torch read
+at import is what each job would have read; a job it cannot serve exactly starts cold, as on
+SageMaker, where none exists.
+
+Only for jobs of one process on one host that need no GPU: torchrun starts its own workers, and
+a GPU leg's job is left as SageMaker would run it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from bakeoff_runtime.backend_table import BACKENDS
+from bakeoff_runtime.contract import ENV
+
+# Read by launch.py through bakeoff_runtime.warm_worker.ADDRESS_ENV (container side, not importable here).
+ADDRESS_ENV = "BAKEOFF_WARM_WORKER"
+# Differ from one job of a leg to the next; the warm interpreter is started without them.
+PER_JOB = (ENV["job_key"], ENV["opt_ml"], ADDRESS_ENV, "PWD", "OLDPWD")
+
+
+def warm_start_enabled(environ: Mapping[str, str] = os.environ) -> bool:
+    return environ.get("BAKEOFF_WARM_START", "1") != "0"
+
+
+def eligible(environment: Mapping[str, str], hosts: int) -> bool:
+    """Whether a job's worker may come from its leg's warm interpreter."""
+    backend = BACKENDS.get(environment.get(ENV["backend"], ""))
+    processes = int(environment.get(ENV["nproc_per_node"], "1") or 1)
+    return hosts == 1 and processes == 1 and backend is not None and not backend.local_needs_gpu
+
+
+def server_environment(job_environment: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in job_environment.items() if k not in PER_JOB}
+
+
+class WarmPool:
+    """The warm interpreters of one batch of jobs, by leg; `close()` ends them."""
+
+    def __init__(self, python: str, log_dir: Path) -> None:
+        self.python = python
+        self.log_dir = log_dir
+        self._dir: str | None = None
+        self._servers: dict[str, tuple[str, subprocess.Popen]] = {}
+        self._failed: dict[str, str] = {}  # leg -> why its warm interpreter could not be started
+        self._lock = threading.Lock()
+
+    def environment(self, leg: str, environment: Mapping[str, str], hosts: int = 1) -> dict[str, str]:
+        """What to add to a job's environment for its launcher to find its leg's warm
+        interpreter (started now if it is the leg's first job); nothing for a job it cannot serve."""
+        if not eligible(environment, hosts) or leg in self._failed:
+            return {}
+        with self._lock:
+            if leg not in self._servers:
+                try:
+                    self._servers[leg] = self._start(leg, server_environment(environment))
+                except OSError as exc:  # the job starts cold, as it always could
+                    self._failed[leg] = str(exc)
+                    return {}
+            address, proc = self._servers[leg]
+        return {ADDRESS_ENV: address} if proc.poll() is None else {}
+
+    def _start(self, leg: str, environment: dict[str, str]) -> tuple[str, subprocess.Popen]:
+        from pipelines.plan.bundle import entrypoints_dir
+
+        if self._dir is None:
+            # A private directory (0700) in /tmp: a Unix socket's path is limited to 107 bytes, and
+            # only this user may ask for a fork.
+            self._dir = tempfile.mkdtemp(prefix="bakeoff-warm-")
+        address = os.path.join(self._dir, f"{len(self._servers)}.sock")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        server = entrypoints_dir() / "bakeoff_runtime" / "warm_server.py"
+        with open(self.log_dir / f"warm-{leg}.log", "w") as log:
+            # Its own session (the terminal's Ctrl-C is the run's to handle). It ends when its stdin
+            # does: when `close` closes it, or when this process ends, even by kill -9.
+            proc = subprocess.Popen([self.python, str(server), address], env=environment, cwd=self._dir,
+                                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        return address, proc
+
+    def close(self) -> None:
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for _, proc in servers:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        for _, proc in servers:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
