@@ -37,6 +37,7 @@ from typing import Any, cast
 
 import torch
 
+from .backend_table import BACKENDS
 from .backends import get_backend
 from .contract import TrainingEnv
 from .fingerprint import model_record, seed_everything  # noqa: F401  (re-exported)
@@ -162,13 +163,18 @@ class Runtime:
 
     def _start_backend(self, env: TrainingEnv, environ) -> None:
         self._xla_cache = None
-        if self.backend_name == "neuron" and environ.get("PJRT_DEVICE", "").upper() == "CPU" and self.rank == 0:
+        row = BACKENDS.get(self.backend_name)
+        self._torch_device = row.torch_device if row else "cpu"
+        self._torch_neuronx = bool(row and row.torch_neuronx)
+        # PyTorch/XLA on the CPU (an emulated trn leg, the Preflight step): its own persistent cache.
+        if self._torch_device == "xla" and environ.get("PJRT_DEVICE", "").upper() == "CPU" and self.rank == 0:
             from .compile_cache import xla_persistent_cache
 
             self._xla_cache = xla_persistent_cache(self.cache_location)  # before anything compiles
         self.backend = get_backend(self.backend_name, self.precision, self.local_rank)
         self.preflight = None
-        if environ.get("BAKEOFF_PREFLIGHT") == "1" and self.backend_name == "neuron" and self.rank == 0:
+        # The probes read PyTorch/XLA's metrics (bakeoff_runtime/preflight.py).
+        if environ.get("BAKEOFF_PREFLIGHT") == "1" and self._torch_device == "xla" and self.rank == 0:
             from .preflight import Preflight
 
             self.preflight = Preflight(self.backend, env.model_dir)
@@ -225,7 +231,7 @@ class Runtime:
         self._inductor_restore = restore(location, self._inductor_dir)
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self._inductor_dir)
         self._isa_replayed = False
-        if self.backend_name == "cpu":
+        if self._torch_device == "cpu":  # inductor's CPU code generation probes the vector ISA
             from .compile_cache import remember_vec_isa_probe
 
             self._isa_replayed = remember_vec_isa_probe(self._inductor_dir)
@@ -250,7 +256,7 @@ class Runtime:
             out = xla_cache_outcome(self._xla_cache) or {}  # a state in, a state out
             return {"kind": "xla-persistent", **out,
                     "state": "warm" if out.get("hits") else "cold"}
-        if self.backend_name == "neuron" and self.cache_location:
+        if self._torch_neuronx and self.cache_location:
             return {"kind": "neuron", "location": self.cache_location, "state": "unknown",
                     "note": "the Neuron compiler's cache (NEURON_COMPILE_CACHE_URL); hits are in its log"}
         return None

@@ -54,7 +54,10 @@ def preload_modules(environ) -> list[str]:
     modules = ["torch"]
     if environ.get("BAKEOFF_TORCH_COMPILE") != "1":
         modules.append("torch._dynamo")  # torch.optim imports it on a first param group (~0.5 s)
-    if environ.get("BAKEOFF_BACKEND") == "neuron" and environ.get("PJRT_DEVICE", "").upper() == "CPU":
+    from bakeoff_runtime.backend_table import BACKENDS  # torch-free; dropped with the rest before a job runs
+
+    row = BACKENDS.get(environ.get("BAKEOFF_BACKEND", ""))
+    if row is not None and row.torch_device == "xla" and environ.get("PJRT_DEVICE", "").upper() == "CPU":
         modules += ["torch_xla", "torch_xla.core.xla_model", "torch_xla.debug.metrics"]
     return modules
 
