@@ -53,6 +53,35 @@ def bakeoff(*args, cwd=None, env=None, timeout=600):
                           timeout=timeout)
 
 
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """`bakeoff(*args, cwd=, env=)` run in this process: the console script's own entry point
+    (`pipelines.cli.main:main`: the real parser, argparse's exit 2, display, error lines, exit codes),
+    returning what `bakeoff` returns (returncode, stdout, stderr), without a Python start-up per command.
+    For tests of what a command prints and exits with; a test about the process itself (its start-up
+    imports, hash seed, signals) runs `bakeoff`."""
+    def run(*args, cwd=None, env=None, timeout=None):
+        from pipelines.cli.main import main
+
+        argv = [str(a) for a in args]
+        capsys.readouterr()  # what came before is not this command's
+        with monkeypatch.context() as m:
+            for key, value in (env or {}).items():
+                m.setenv(key, value)
+            if cwd is not None:
+                m.chdir(cwd)
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse; what the interpreter would make of it
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if not isinstance(exc.code, int | None):
+                    print(exc.code, file=sys.stderr)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["bakeoff", *argv], code, out, err)
+
+    return run
+
+
 def processes_using(path: Path) -> list[str]:
     """Command lines of live processes whose command line or environment mentions `path` (a run directory):
     what a stopped run must not leave behind."""
@@ -89,6 +118,22 @@ def tiny_run(tmp_path_factory):
     return {"spec": spec_path, "out": out, "proc": proc}
 
 
+# --- AWS clients ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session", autouse=True)
+def _one_botocore_loader():
+    """Every botocore session made in this process reads the service models through one Loader, which keeps
+    what it parsed: the same files, read once, where each new session (the API makes one per call when it is
+    given none) would parse sagemaker's megabytes of JSON again (about a second). Nothing else changes."""
+    import functools
+
+    import botocore.session
+
+    real = botocore.session.create_loader
+    botocore.session.create_loader = functools.lru_cache(maxsize=None)(real)
+    yield
+    botocore.session.create_loader = real
+
+
 # --- moto on 127.0.0.1 (helpers: moto_aws.py) ---------------------------------------------------------------
 @pytest.fixture(scope="session")
 def moto_server():
@@ -117,9 +162,15 @@ def moto_server():
 
 @pytest.fixture
 def aws(moto_server, monkeypatch):
-    """Environment pointing every boto3 client at the moto server, and a fresh bucket."""
+    """Environment pointing every boto3 client at the moto server, reset to a new account for this test (what
+    earlier tests on this worker made is gone: a deploy reads every earlier execution of its pipeline, each a
+    ListPipelineExecutionSteps that moto answers 500 and botocore retries), and a fresh bucket."""
+    import urllib.request
+
     import boto3
     from moto_aws import API_BUCKET as BUCKET
+
+    urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"), timeout=60).close()
 
     env = {"AWS_ENDPOINT_URL": moto_server, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
@@ -153,6 +204,30 @@ def aws_env(moto_env, monkeypatch):
     return moto_env
 
 
+# --- a new local MLflow store (tests/unit/test_mlflow_*.py) -------------------------------------------------
+@pytest.fixture(scope="session")
+def _new_mlflow_db(tmp_path_factory):
+    """A new MLflow sqlite store as its first client creates it (the tables and their migrations, the Default
+    experiment): seconds of work, done once per session."""
+    from mlflow.tracking import MlflowClient
+
+    db = tmp_path_factory.mktemp("mlflow-new") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
+    return db
+
+
+@pytest.fixture
+def mlflow_db(_new_mlflow_db, tmp_path):
+    """The tracking URI of tmp_path/mlflow.db, a new and empty MLflow store (a copy of the session's): what the
+    first client to open `sqlite:///tmp_path/mlflow.db` would have found after creating it, as a local
+    bake-off's jobs find the store the executor created before them."""
+    import shutil
+
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(_new_mlflow_db, db)
+    return f"sqlite:///{db}"
+
+
 # --- the report's known evaluation (inputs: report_inputs.py) -----------------------------------------------
 @pytest.fixture(scope="module")
 def evaluation(tmp_path_factory):
@@ -175,6 +250,15 @@ E2E = Path(__file__).resolve().parent / "e2e"
 def _misplaced(nodeid: str) -> None:
     pytest.fail(f"{nodeid} is marked `slow` outside tests/e2e: move it to tests/e2e (which marks every test "
                 "there `slow` itself) or drop the marker", pytrace=False)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """`-m "not slow"` (`make test-fast`) selects nothing under tests/e2e, whose every test the hook below
+    marks `slow`: the folder is not even imported then (its modules import torch, aws_cdk..., seconds of
+    collection in each xdist worker for tests that would all be deselected)."""
+    if (config.getoption("markexpr", "") or "").strip() == "not slow" and Path(collection_path).resolve() == E2E:
+        return True
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects anything

@@ -119,7 +119,9 @@ def test_an_undecidable_comparison_stops_at_the_cap_inconclusive_with_a_recommen
 
 
 def test_the_report_says_when_the_jobs_shared_the_machine_and_deciding_again_keeps_it(monkeypatch, capsys, tmp_path):
-    spec = verdict_spec(tmp_path, seeds=2)
+    # MLflow off in the spec too: `bakeoff report DIR` decides again with the spec's MLflow setting
+    # (creating a local MLflow store, seconds of migrations), which is not what this test is about.
+    spec = verdict_spec(tmp_path, seeds=2, mlflow={"enabled": False})
     shared, alone = tmp_path / "shared", tmp_path / "alone"
     code, out, err = bakeoff_cli(monkeypatch, capsys, FakeContainer(Recipe()), "run", spec, "--out", shared,
                                  "--no-mlflow", "--jobs", "2")

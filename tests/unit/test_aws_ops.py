@@ -16,7 +16,7 @@ from jobtree import seal
 from moto_aws import BUCKET, QUICKSTART, ROLE, _client, _make_jobs, _recorded_steps
 
 from bakeoff_runtime.output_digest import DIGEST_FILE
-from conftest import ENTRYPOINTS, ROOT, bakeoff
+from conftest import ENTRYPOINTS
 from pipelines.api.aws import apply_billable_time
 from pipelines.errors import AwsError
 from pipelines.sagemaker import compile_pipeline
@@ -24,8 +24,8 @@ from pipelines.sagemaker.ops import SageMakerOps
 from pipelines.spec.loader import load_spec
 
 
-def test_deploy_requires_a_role(moto_env):
-    proc = bakeoff("deploy", QUICKSTART, "--bucket", BUCKET, env=moto_env)
+def test_deploy_requires_a_role(moto_env, cli):
+    proc = cli("deploy", QUICKSTART, "--bucket", BUCKET, env=moto_env)
     assert proc.returncode == 2 and "--role is required" in proc.stderr
 
 
@@ -175,10 +175,14 @@ def _bare_env(tmp_path, **extra):
     return env
 
 
-def test_no_region_and_no_credentials_are_one_line_not_a_traceback(tmp_path):
-    def run(*args):
-        return subprocess.run([str(ROOT / ".venv" / "bin" / "bakeoff"), *args], capture_output=True, text=True,
-                              env=_bare_env(tmp_path), timeout=120)
+def test_no_region_and_no_credentials_are_one_line_not_a_traceback(tmp_path, monkeypatch, cli):
+    import os
+
+    def run(*args):  # the CLI in this process, in an environment with nothing of AWS in it
+        with monkeypatch.context() as m:
+            for key in [k for k in os.environ if k.startswith("AWS_")]:
+                m.delenv(key)
+            return cli(*args, env={k: v for k, v in _bare_env(tmp_path).items() if k.startswith("AWS_")})
 
     no_region = run("start", "bakeoff-quickstart")
     assert no_region.returncode == 4 and "Traceback" not in no_region.stderr

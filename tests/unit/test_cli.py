@@ -31,8 +31,8 @@ def test_startup_imports_nothing_heavy():
     assert out == ""
 
 
-def test_validate_shows_the_derivation():
-    proc = bakeoff("validate", ROOT / "examples" / "quickstart.yaml")
+def test_validate_shows_the_derivation(cli):
+    proc = cli("validate", ROOT / "examples" / "quickstart.yaml")
     assert proc.returncode == 0, proc.stderr
     assert "leg trn1: 1 x ml.trn1.32xlarge (32 devices)" in proc.stdout
     assert "per-device batch 4 x accumulation 1 = global 32" in proc.stdout
@@ -54,39 +54,39 @@ def test_data_prepares_channels_with_sha256(tmp_path):
     assert json.loads((again / "manifest.json").read_text())["channels"] == manifest["channels"]
 
 
-def test_instances_lists_catalog_with_prices():
-    proc = bakeoff("instances")
+def test_instances_lists_catalog_with_prices(cli):
+    proc = cli("instances")
     assert proc.returncode == 0
     assert "ml.trn1.32xlarge" in proc.stdout and "ml.p4d.24xlarge" in proc.stdout
 
 
-def test_ui_without_a_run_is_bad_input(tmp_path):
-    proc = bakeoff("ui", tmp_path)
+def test_ui_without_a_run_is_bad_input(tmp_path, cli):
+    proc = cli("ui", tmp_path)
     assert proc.returncode == 2 and "no MLflow store" in proc.stderr
 
 
-def test_every_example_validates():
+def test_every_example_validates(cli):
     for spec in sorted((ROOT / "examples").glob("*.yaml")):
-        proc = bakeoff("validate", spec)
+        proc = cli("validate", spec)
         assert proc.returncode == 0, (spec, proc.stderr)
 
 
-def test_validate_warns_when_the_seeds_cannot_decide(tmp_path):
+def test_validate_warns_when_the_seeds_cannot_decide(tmp_path, cli):
     import json
 
     from evaluation_inputs import CONFIG, _jobs
 
     from bakeoff_runtime.evaluation import evaluate
 
-    one = bakeoff("validate", ROOT / "examples" / "quickstart.yaml", "--set", "seeds=1")
+    one = cli("validate", ROOT / "examples" / "quickstart.yaml", "--set", "seeds=1")
     assert one.returncode == 0 and "warning: seeds: 1 cannot decide anything" in one.stdout
     # A previous run whose per-seed differences spread by ~0.1 against the quickstart's 0.1 margin.
     ev = evaluate(CONFIG, _jobs(tmp_path / "jobs", [2.40, 2.61, 2.32], [2.41, 2.45, 2.40]))
     (tmp_path / "run" / "evaluation").mkdir(parents=True)
     (tmp_path / "run" / "evaluation" / "evaluation.json").write_text(json.dumps(ev))
-    proc = bakeoff("validate", ROOT / "examples" / "quickstart.yaml", "--set", "seeds=3", "--from", tmp_path / "run")
+    proc = cli("validate", ROOT / "examples" / "quickstart.yaml", "--set", "seeds=3", "--from", tmp_path / "run")
     assert proc.returncode == 0, proc.stderr
     line = next(x for x in proc.stdout.splitlines() if "parity:trn~gpu" in x)
     assert "3 seeds pass legs that truly agree only" in line and "seeds would reach 80%" in line
-    missing = bakeoff("validate", ROOT / "examples" / "quickstart.yaml", "--from", tmp_path / "nothing")
+    missing = cli("validate", ROOT / "examples" / "quickstart.yaml", "--from", tmp_path / "nothing")
     assert missing.returncode == 2 and "has no evaluation.json" in missing.stderr

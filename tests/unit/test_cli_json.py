@@ -12,25 +12,26 @@ from conftest import ROOT, bakeoff
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
 
-def _json(*args, env=None, code=0):
-    proc = bakeoff(*args, "--json", env=env)
+def _json(cli, *args, env=None, code=0):
+    proc = cli(*args, "--json", env=env)
     assert proc.returncode == code, proc.stderr[-2000:]
     return json.loads(proc.stdout)
 
 
-def test_offline_commands_print_the_api_result(tmp_path, monkeypatch):
+def test_offline_commands_print_the_api_result(tmp_path, monkeypatch, cli):
     from pipelines import api
 
     monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path))  # no Price List cache: bundled prices only
     env = {"BAKEOFF_CACHE_DIR": str(tmp_path)}
-    assert _json("validate", QUICKSTART, "--set", "seeds=3") == \
+    assert _json(cli, "validate", QUICKSTART, "--set", "seeds=3") == \
         api.validate(QUICKSTART, overrides=["seeds=3"]).model_dump(mode="json")
-    assert _json("instances") == api.instances().model_dump(mode="json")
-    assert _json("images", "--region", "eu-west-1") == api.images("eu-west-1").model_dump(mode="json")
-    assert _json("prices", "--region", "us-west-2", env=env) == api.prices("us-west-2").model_dump(mode="json")
-    assert _json("plan", QUICKSTART, "--max-seeds", "12") == api.plan(QUICKSTART, max_seeds=12).model_dump(mode="json")
+    assert _json(cli, "instances") == api.instances().model_dump(mode="json")
+    assert _json(cli, "images", "--region", "eu-west-1") == api.images("eu-west-1").model_dump(mode="json")
+    assert _json(cli, "prices", "--region", "us-west-2", env=env) == api.prices("us-west-2").model_dump(mode="json")
+    assert _json(cli, "plan", QUICKSTART, "--max-seeds", "12") == \
+        api.plan(QUICKSTART, max_seeds=12).model_dump(mode="json")
     synthesized = api.synth(QUICKSTART, bucket=BUCKET)
-    assert _json("synth", QUICKSTART, "--bucket", BUCKET) == synthesized.model_dump(mode="json")
+    assert _json(cli, "synth", QUICKSTART, "--bucket", BUCKET) == synthesized.model_dump(mode="json")
 
 
 def _run_dir(tmp_path, verdict_values=([2.40, 2.41, 2.40], [2.41, 2.40, 2.41])):
@@ -48,24 +49,24 @@ def _run_dir(tmp_path, verdict_values=([2.40, 2.41, 2.40], [2.41, 2.40, 2.41])):
     return run
 
 
-def test_report_json_is_the_evaluation_with_its_files(tmp_path):
+def test_report_json_is_the_evaluation_with_its_files(tmp_path, cli):
     from pipelines import report
 
     run = _run_dir(tmp_path)
-    printed = _json("report", run)
+    printed = _json(cli, "report", run)
     result = report(run)
     assert printed == result.model_dump(mode="json")
     assert printed["verdict"] == "pass" and printed["legs"]  # the evaluation, as `report --json` always printed
     assert printed["files"]["report"] == str(run / "evaluation" / "report.html")
 
 
-def test_quiet_prints_nothing_and_the_exit_code_carries_the_verdict(tmp_path):
+def test_quiet_prints_nothing_and_the_exit_code_carries_the_verdict(tmp_path, cli):
     for args in (("validate", QUICKSTART), ("instances",), ("report", _run_dir(tmp_path))):
-        proc = bakeoff(*args, "--quiet")
+        proc = cli(*args, "--quiet")
         assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", args
-    failed = bakeoff("report", _run_dir(tmp_path / "f", ([2.90, 2.91, 2.90], [2.40, 2.41, 2.40])), "-q")
+    failed = cli("report", _run_dir(tmp_path / "f", ([2.90, 2.91, 2.90], [2.40, 2.41, 2.40])), "-q")
     assert failed.returncode == 1 and failed.stdout == ""
-    bad = bakeoff("validate", tmp_path / "missing.yaml", "--quiet")
+    bad = cli("validate", tmp_path / "missing.yaml", "--quiet")
     assert bad.returncode == 2 and bad.stderr.startswith("bakeoff: error:")  # errors still show
 
 
@@ -82,20 +83,21 @@ def test_piped_output_is_plain_and_never_wrapped(tmp_path):
     assert any(line.startswith("verdict: pass") for line in lines)
 
 
-def test_aws_commands_print_the_api_result(aws, tmp_path):
+def test_aws_commands_print_the_api_result(aws, tmp_path, cli):
     from pipelines import api
 
     env = dict(aws)
-    deployed = _json("deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=env)
+    deployed = _json(cli, "deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=env)
     again = api.deploy(QUICKSTART, role_arn=ROLE, bucket=BUCKET)
     assert deployed == {**again.model_dump(mode="json"), "action": deployed["action"],
                         "uploaded": deployed["uploaded"], "already_present": deployed["already_present"]}
     assert again.action == "updated" and sorted(again.already_present) == sorted(deployed["uploaded"]
                                                                                 + deployed["already_present"])
-    started = _json("start", "bakeoff-quickstart", "--param", "MaxSteps=10", env=env)
+    started = _json(cli, "start", "bakeoff-quickstart", "--param", "MaxSteps=10", env=env)
     handle = api.Execution.model_validate(started)
     assert handle.parameters == {"MaxSteps": "10"} and handle.pipeline_name == "bakeoff-quickstart"
-    assert _json("wait", handle.arn, "--poll", "0.1", env=env) == api.wait(handle, poll_s=0.1).model_dump(mode="json")
+    assert _json(cli, "wait", handle.arn, "--poll", "0.1", env=env) == \
+        api.wait(handle, poll_s=0.1).model_dump(mode="json")
 
 
 def test_status_and_stop_json_in_process(aws, monkeypatch, capsys):

@@ -6,7 +6,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT, bakeoff
+from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import device_check  # noqa: E402
@@ -19,7 +19,7 @@ def _check(out_dir, *args):
                           timeout=120)
 
 
-def test_the_dry_run_says_what_it_would_run_and_its_spec_is_valid(tmp_path):
+def test_the_dry_run_says_what_it_would_run_and_its_spec_is_valid(tmp_path, cli):
     proc = _check(tmp_path, "--dry-run", "--steps", "40")
     assert proc.returncode == 0, proc.stderr
     assert f"would run: {sys.executable.rsplit('/', 1)[0]}/bakeoff run {tmp_path / 'device-check.yaml'}" in proc.stdout
@@ -28,7 +28,7 @@ def test_the_dry_run_says_what_it_would_run_and_its_spec_is_valid(tmp_path):
     gpu = next(leg for leg in spec["legs"] if leg["name"] == "gpu")
     assert gpu["backend"] == "cuda" and gpu["precision"] == "bf16" and gpu["compile"] == "torch_compile"
     assert spec["training"]["max_steps"] == 40 and spec["parity"]["baseline"] == "cpu"
-    assert bakeoff("validate", tmp_path / "device-check.yaml").returncode == 0
+    assert cli("validate", tmp_path / "device-check.yaml").returncode == 0
     assert not (tmp_path / "run").exists(), "a dry run ran something"
 
 

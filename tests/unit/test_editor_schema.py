@@ -6,15 +6,15 @@ from unittest import mock
 import pytest
 import yaml
 
-from conftest import ROOT, bakeoff
+from conftest import ROOT
 
 SCHEMA = ROOT / "bakeoff.schema.json"
 EXAMPLES = (sorted((ROOT / "examples").glob("*.yaml"))
             + sorted((ROOT / "pipelines" / "cli" / "templates").glob("*/*.yaml")))
 
 
-def test_committed_schema_is_what_bakeoff_schema_writes():
-    proc = bakeoff("schema")
+def test_committed_schema_is_what_bakeoff_schema_writes(cli):
+    proc = cli("schema")
     assert proc.returncode == 0
     assert SCHEMA.read_text() == proc.stdout, "run `bakeoff schema -o bakeoff.schema.json` and commit it"
 
@@ -70,8 +70,8 @@ def test_readme_and_custom_example_read_steps_the_same_way():
     assert "rt.rank * per_rank" in example and "x[mine]" in example
 
 
-def test_examples_say_device_not_devices_for_one(tmp_path):
-    proc = bakeoff("validate", ROOT / "examples" / "custom_script.yaml")
+def test_examples_say_device_not_devices_for_one(tmp_path, cli):
+    proc = cli("validate", ROOT / "examples" / "custom_script.yaml")
     assert proc.returncode == 0
     assert "(1 device)" in proc.stdout and "1 devices" not in proc.stdout
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import ROOT, bakeoff, tiny_spec, write_spec
+from conftest import ROOT, tiny_spec, write_spec
 from estimators import images
 from pipelines.errors import SpecError
 from pipelines.sagemaker.compiler import compile_pipeline
@@ -81,11 +81,11 @@ def test_an_unknown_region_is_refused_with_the_nearest(tmp_path):
     assert err.value.field == "storage.region" and "did you mean 'eu-west-1'" in err.value.message
 
 
-def test_bakeoff_images_prints_the_table_with_sources():
-    proc = bakeoff("images", "--region", "af-south-1")
+def test_bakeoff_images_prints_the_table_with_sources(cli):
+    proc = cli("images", "--region", "af-south-1")
     assert proc.returncode == 0, proc.stderr
     assert "626614931356.dkr.ecr.af-south-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.29.1" \
            in proc.stdout
     assert "aws-neuron/deep-learning-containers" in proc.stdout
-    rows = json.loads(bakeoff("images", "--json").stdout)
+    rows = json.loads(cli("images", "--json").stdout)
     assert {r["backend"] for r in rows if r["default"]} == {"neuron", "cuda", "cpu"}

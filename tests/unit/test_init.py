@@ -3,7 +3,6 @@ import json
 
 import pytest
 
-from conftest import bakeoff
 from pipelines.cli.init import TEMPLATES, init_project
 from pipelines.spec.model import BakeoffSpec
 
@@ -19,12 +18,12 @@ def _script_for(target, template):
 
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
-def test_init_then_validate(tmp_path, template):
+def test_init_then_validate(tmp_path, template, cli):
     target = tmp_path / "My Project_1"
-    made = bakeoff("init", target, "--template", template, *_script_for(target, template))
+    made = cli("init", target, "--template", template, *_script_for(target, template))
     assert made.returncode == 0, made.stderr
     assert (target / "bakeoff.yaml").exists() and (target / "src" / "train.py").exists()
-    checked = bakeoff("validate", target / "bakeoff.yaml")
+    checked = cli("validate", target / "bakeoff.yaml")
     assert checked.returncode == 0, checked.stderr
     # The name comes from the folder, made into a valid spec name.
     assert "ok: My-Project-1," in checked.stdout
@@ -55,10 +54,10 @@ def test_hf_template_is_the_builtin_trainer_with_data(tmp_path):
     assert (tmp_path / "data" / "validation" / "validation.bin").exists()
 
 
-def test_init_never_overwrites(tmp_path):
+def test_init_never_overwrites(tmp_path, cli):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "train.py").write_text("mine\n")
-    refused = bakeoff("init", tmp_path)
+    refused = cli("init", tmp_path)
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "already exists" in refused.stderr
     assert "Traceback" not in refused.stderr
@@ -67,12 +66,12 @@ def test_init_never_overwrites(tmp_path):
     assert (tmp_path / "src" / "train.py").read_text() == "mine\n"
 
 
-def test_init_into_a_file_is_bad_input(tmp_path):
+def test_init_into_a_file_is_bad_input(tmp_path, cli):
     (tmp_path / "f").write_text("")
-    proc = bakeoff("init", tmp_path / "f")
+    proc = cli("init", tmp_path / "f")
     assert proc.returncode == 2 and "not a directory" in proc.stderr
 
 
-def test_unknown_template_is_bad_input(tmp_path):
-    proc = bakeoff("init", tmp_path / "x", "--template", "nope")
+def test_unknown_template_is_bad_input(tmp_path, cli):
+    proc = cli("init", tmp_path / "x", "--template", "nope")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr

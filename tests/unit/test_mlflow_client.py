@@ -34,10 +34,10 @@ print(json.dumps({{"ready": ready, "result": result,
 """
 
 
-def test_a_sink_made_outside_launch_starts_its_own_client_and_its_process_never_imports_mlflow(tmp_path):
+def test_a_sink_made_outside_launch_starts_its_own_client_and_its_process_never_imports_mlflow(tmp_path, mlflow_db):
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_db  # sqlite:///tmp_path/mlflow.db, new
     out = _fresh(SINK.format(uri=uri, art=str(tmp_path / "art")))
     assert out["ready"] and out["mlflow_modules"] == []
     assert out["result"]["error"] is None and out["result"]["dropped"] == 0
@@ -61,9 +61,9 @@ def test_mlflow_that_will_not_import_is_said_once_and_nothing_waits_for_the_run(
     assert out["stderr"].count("MLflow logging disabled") == 1
 
 
-def test_a_client_process_that_dies_costs_the_job_nothing_but_its_run(tmp_path):
+def test_a_client_process_that_dies_costs_the_job_nothing_but_its_run(tmp_path, mlflow_db):
     code = SINK.replace('ready = sink.wait_ready(120)',
                         'ready = sink.wait_ready(120)\nsink._client.kill()\nsink._answers.join(60)')
-    out = _fresh(code.format(uri=f"sqlite:///{tmp_path / 'mlflow.db'}", art=str(tmp_path / "art")))
+    out = _fresh(code.format(uri=mlflow_db, art=str(tmp_path / "art")))
     assert out["ready"] and "the MLflow client process ended (killed by SIGKILL)" in out["result"]["error"]
     assert out["stderr"].count("MLflow logging disabled") == 1

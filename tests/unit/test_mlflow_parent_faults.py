@@ -7,7 +7,7 @@ from validity_inputs import CONFIG, _bakeoff
 from bakeoff_runtime.mlflow_parent import log_parent
 
 
-def test_a_refused_experiment_tag_costs_the_parent_run_nothing(tmp_path, monkeypatch):
+def test_a_refused_experiment_tag_costs_the_parent_run_nothing(tmp_path, monkeypatch, mlflow_db):
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
@@ -19,7 +19,7 @@ def test_a_refused_experiment_tag_costs_the_parent_run_nothing(tmp_path, monkeyp
         raise MlflowException("AccessDenied: not authorized to perform sagemaker-mlflow:SetExperimentTag")
 
     monkeypatch.setattr(MlflowClient, "set_experiment_tag", refuse)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_db  # sqlite:///tmp_path/mlflow.db, new
     result = log_parent({"tracking_uri": uri, "experiment": "faults", "artifact_location": str(tmp_path / "art")},
                         ev, path, jobs_dir=tmp_path / "jobs")
     assert result.get("parent_run_id"), result
@@ -32,13 +32,13 @@ def test_a_refused_experiment_tag_costs_the_parent_run_nothing(tmp_path, monkeyp
     assert CONFIG["legs"].keys() == {c.data.tags["bakeoff.leg"] for c in children}
 
 
-def test_names_mlflow_refuses_are_renamed_once_and_the_rest_is_logged(tmp_path, capsys):
+def test_names_mlflow_refuses_are_renamed_once_and_the_rest_is_logged(tmp_path, capsys, mlflow_db):
     """MLflow refuses a whole batch over one name: `lr(peak)` used to empty a job's run, or the parent's."""
     from mlflow.tracking import MlflowClient
 
     from bakeoff_runtime.mlflow_sink import MlflowSink
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_db  # sqlite:///tmp_path/mlflow.db, new
     sink = MlflowSink(uri, "names", "trn-s0", tags={"bakeoff.leg": "trn"},
                       params={"leg": "trn", "seed": 0, "lr(peak)": 0.1}, artifact_location=str(tmp_path / "art"))
     sink.log_metrics({"val<acc>": 0.5, "loss": 2.0}, step=1)
@@ -54,7 +54,8 @@ def test_names_mlflow_refuses_are_renamed_once_and_the_rest_is_logged(tmp_path, 
     assert "MLflow logging disabled" not in err
 
 
-def test_the_parent_run_logs_around_an_odd_hyperparameter_name_and_is_never_left_running(tmp_path, monkeypatch):
+def test_the_parent_run_logs_around_an_odd_hyperparameter_name_and_is_never_left_running(tmp_path, monkeypatch,
+                                                                                          mlflow_db):
     from mlflow.tracking import MlflowClient
 
     from bakeoff_runtime import mlflow_parent
@@ -63,7 +64,7 @@ def test_the_parent_run_logs_around_an_odd_hyperparameter_name_and_is_never_left
     path = tmp_path / "evaluation.json"
     path.write_text(json.dumps(ev))
     monkeypatch.setattr(mlflow_parent, "shared_hyperparameters", lambda runs: ({"lr(peak)": "0.1", "wd": "0"}, []))
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_db  # sqlite:///tmp_path/mlflow.db, new
     cfg = {"tracking_uri": uri, "experiment": "odd", "artifact_location": str(tmp_path / "art")}
     result = log_parent(cfg, ev, path, jobs_dir=tmp_path / "jobs")
     parent = MlflowClient(tracking_uri=uri).get_run(result["parent_run_id"])

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import bakeoff, tiny_spec, write_spec
+from conftest import tiny_spec, write_spec
 from pipelines.advice.price_class import PRICE_CLASS_RATIO, nearest_gpu, price_class_warnings
 from pipelines.advice.price_list import parse_regions
 from pipelines.advice.regions import SNAPSHOT, offered, region_warnings
@@ -112,17 +112,17 @@ def test_availability_cache_is_used_when_present(tmp_path, empty_cache):
     assert ok is True and "2026-11-02" in basis and found.regions == ("ap-northeast-1", "us-east-1")
 
 
-def test_validate_prints_both_warnings(tmp_path, empty_cache):
+def test_validate_prints_both_warnings(tmp_path, empty_cache, cli):
     path = write_spec(tmp_path / "spec.yaml", tiny_spec(legs=_legs(trn="ml.trn1.2xlarge"),
                                                         storage={"region": "eu-west-1"}))
     big = tiny_spec(legs=_legs(), storage={"region": "us-east-1"})
     big["training"]["global_batch_size"] = 64
-    out = bakeoff("validate", path, env={"BAKEOFF_CACHE_DIR": str(empty_cache)})
+    out = cli("validate", path, env={"BAKEOFF_CACHE_DIR": str(empty_cache)})
     assert out.returncode == 0, out.stderr
     assert "warning: price class: leg trn1" in out.stdout
     assert "warning: region: leg trn1: ml.trn1.2xlarge is not offered in eu-west-1" in out.stdout
     quiet = write_spec(tmp_path / "quiet.yaml", big)
-    out = bakeoff("validate", quiet, env={"BAKEOFF_CACHE_DIR": str(empty_cache)})
+    out = cli("validate", quiet, env={"BAKEOFF_CACHE_DIR": str(empty_cache)})
     assert out.returncode == 0, out.stderr
     assert "price class" not in out.stdout and "region:" not in out.stdout
 

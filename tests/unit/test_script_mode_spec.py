@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from conftest import ROOT, bakeoff, write_spec
+from conftest import ROOT, write_spec
 
 ASSETS = ROOT / "tests" / "assets" / "script_mode"
 METRICS = [{"name": "train_loss", "regex": r"step \d+: loss ([0-9.]+)"},
@@ -44,18 +44,18 @@ def _spec(tmp_path, **over):
     ({"hyperparameters": {"seed": 3}}, "hyperparameters.seed", "carries the seed"),
     ({"legs.0.arguments": ["x" * 300]}, "legs[0].arguments", "at most 256"),
 ])
-def test_script_mode_refuses_what_it_cannot_do_in_one_line(tmp_path, over, field, words):
-    proc = bakeoff("validate", _spec(tmp_path, **over))
+def test_script_mode_refuses_what_it_cannot_do_in_one_line(tmp_path, over, field, words, cli):
+    proc = cli("validate", _spec(tmp_path, **over))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
     assert "Traceback" not in proc.stderr and field in line and words in line, line
 
 
-def test_per_leg_arguments_need_script_mode(tmp_path):
+def test_per_leg_arguments_need_script_mode(tmp_path, cli):
     spec = write_spec(tmp_path / "b.yaml", {
         "name": "rt", "legs": [{"name": "trn1", "instance_type": "ml.trn1.2xlarge", "arguments": ["--x"]},
                                {"name": "g5", "instance_type": "ml.g5.xlarge"}]})
-    proc = bakeoff("validate", spec)
+    proc = cli("validate", spec)
     assert proc.returncode == 2 and "legs[0].arguments" in proc.stderr and "mode: script" in proc.stderr
 
 
@@ -86,26 +86,26 @@ def test_the_compiled_definition_runs_the_script_as_sagemaker_would(tmp_path):
     assert settings["seed_argument"] == "seed" and settings["metrics"][1]["name"] == "val_loss"
 
 
-def test_bakeoff_init_writes_a_script_mode_spec_around_an_existing_script(tmp_path):
+def test_bakeoff_init_writes_a_script_mode_spec_around_an_existing_script(tmp_path, cli):
     shutil.copy(ASSETS / "plain_loop" / "train.py", tmp_path / "train.py")
-    proc = bakeoff("init", tmp_path, "--template", "script", "--script", tmp_path / "train.py")
+    proc = cli("init", tmp_path, "--template", "script", "--script", tmp_path / "train.py")
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "bakeoff.yaml").read_text()
     assert "mode: script" in text and "seed: {argument: seed}" in text and "arguments: [--device, xla]" in text
-    assert bakeoff("validate", tmp_path / "bakeoff.yaml").returncode == 0
-    missing = bakeoff("init", tmp_path / "other", "--template", "script")
+    assert cli("validate", tmp_path / "bakeoff.yaml").returncode == 0
+    missing = cli("init", tmp_path / "other", "--template", "script")
     assert missing.returncode == 2 and "--script PATH" in missing.stderr
 
 
-def test_requirements_without_wheels_are_refused_when_the_jobs_have_no_network(tmp_path):
+def test_requirements_without_wheels_are_refused_when_the_jobs_have_no_network(tmp_path, cli):
     spec = _spec(tmp_path, security={"network_isolation": True})
     (tmp_path / "plain_loop" / "requirements.txt").write_text("numpy\n")
-    proc = bakeoff("validate", spec)
+    proc = cli("validate", spec)
     assert proc.returncode == 2 and "entrypoint.script_mode.install_requirements" in proc.stderr
     assert "pip download -r requirements.txt -d wheels" in proc.stderr
     (tmp_path / "plain_loop" / "wheels").mkdir()
     (tmp_path / "plain_loop" / "wheels" / "numpy-2.0-py3-none-any.whl").write_bytes(b"not really a wheel")
-    assert bakeoff("validate", spec).returncode == 0
+    assert cli("validate", spec).returncode == 0
 
 
 @pytest.mark.parametrize("folder, entry, legs, metric", [
@@ -115,7 +115,7 @@ def test_requirements_without_wheels_are_refused_when_the_jobs_have_no_network(t
      [["--device=xla"], []], "val_loss"),
     ("hf_trainer", {"hf_trainer_state": True, "seed": {"argument": "seed"}}, [[], []], "eval_loss"),
 ])
-def test_every_test_script_synthesizes_a_definition_botocore_accepts(tmp_path, folder, entry, legs, metric):
+def test_every_test_script_synthesizes_a_definition_botocore_accepts(tmp_path, folder, entry, legs, metric, cli):
     # The MNIST-style CNN is the example's own script (examples/script_mode), not a copy of it.
     source = ROOT / "examples" / folder if folder == "script_mode" else ASSETS / folder
     shutil.copytree(source, tmp_path / folder)
@@ -125,7 +125,7 @@ def test_every_test_script_synthesizes_a_definition_botocore_accepts(tmp_path, f
         "legs": [{"name": "trn1", "instance_type": "ml.trn1.32xlarge", "arguments": legs[0]},
                  {"name": "p4d", "instance_type": "ml.p4d.24xlarge", "arguments": legs[1]}],
         "seeds": 3, "parity": {"metric": metric, "margin": 0.1}})
-    proc = bakeoff("synth", spec, "-o", tmp_path / "definition.json")
+    proc = cli("synth", spec, "-o", tmp_path / "definition.json")
     assert proc.returncode == 0, proc.stderr
     from pipelines.sagemaker.validate import definition_problems
 
@@ -135,15 +135,15 @@ def test_every_test_script_synthesizes_a_definition_botocore_accepts(tmp_path, f
     assert train["AlgorithmSpecification"]["ContainerArguments"] == ["train.py", *legs[0]]
 
 
-def test_preflight_says_what_a_script_mode_bake_off_does_instead(tmp_path):
-    proc = bakeoff("preflight", _spec(tmp_path))
+def test_preflight_says_what_a_script_mode_bake_off_does_instead(tmp_path, cli):
+    proc = cli("preflight", _spec(tmp_path))
     assert proc.returncode == 2 and "entrypoint.mode" in proc.stderr and "PT_XLA_DEBUG_LEVEL" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("name", ["my train.py", "t$(id>x).py", "../outside.py", "/abs/train.py"])
-def test_a_script_name_a_shell_could_read_is_refused_in_one_line(tmp_path, name):
-    proc = bakeoff("validate", _spec(tmp_path, **{"entrypoint.script": name}))
+def test_a_script_name_a_shell_could_read_is_refused_in_one_line(tmp_path, name, cli):
+    proc = cli("validate", _spec(tmp_path, **{"entrypoint.script": name}))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
     assert "entrypoint.script" in line and "relative path inside source_dir" in line, line

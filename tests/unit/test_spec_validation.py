@@ -4,7 +4,7 @@ import json
 import pytest
 import yaml
 
-from conftest import bakeoff, tiny_spec, write_spec
+from conftest import tiny_spec, write_spec
 from pipelines.errors import SpecError
 from pipelines.spec.loader import load_spec
 
@@ -124,9 +124,9 @@ def test_invalid_yaml(tmp_path):
     assert "not valid YAML" in err.message
 
 
-def test_cli_bad_input_is_one_line_exit_2(tmp_path):
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, cli):
     path = write_spec(tmp_path / "bad.yaml", _leg(tiny_spec(), 0, instance_type="ml.trn9.big"))
-    proc = bakeoff("validate", path)
+    proc = cli("validate", path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -134,8 +134,8 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     assert lines[0].startswith(f"bakeoff: error: {path}:") and "legs[0].instance_type" in lines[0]
 
 
-def test_cli_missing_file_exit_2(tmp_path):
-    proc = bakeoff("run", tmp_path / "nope.yaml", "--out", tmp_path / "o")
+def test_cli_missing_file_exit_2(tmp_path, cli):
+    proc = cli("run", tmp_path / "nope.yaml", "--out", tmp_path / "o")
     assert proc.returncode == 2 and "no such file" in proc.stderr
 
 
@@ -170,8 +170,8 @@ def test_schema_has_a_description_on_every_field():
     assert not missing, missing
 
 
-def test_cli_schema_is_json(tmp_path):
-    proc = bakeoff("schema")
+def test_cli_schema_is_json(tmp_path, cli):
+    proc = cli("schema")
     assert proc.returncode == 0
     schema = json.loads(proc.stdout)
     assert "legs" in schema["properties"] and schema["additionalProperties"] is False

@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 from scipy import stats as st
-from statsmodels.stats.weightstats import ttost_ind, ttost_paired
 
 from bakeoff_runtime import stats
 
@@ -29,6 +28,8 @@ PAIRED_CASES = [
 
 @pytest.mark.parametrize("base,leg,margin", PAIRED_CASES)
 def test_paired_tost_matches_statsmodels(base, leg, margin):
+    from statsmodels.stats.weightstats import ttost_paired  # here: its import is half a second of collection
+
     r = stats.compare(base, leg, margin=margin, alpha=0.05)
     seeds = sorted(base)
     p, lower, upper = ttost_paired(np.array([leg[s] for s in seeds]), np.array([base[s] for s in seeds]),
@@ -50,6 +51,8 @@ def test_paired_interval_is_the_t_interval_of_the_differences():
 
 
 def test_welch_is_used_only_for_what_cannot_be_paired_and_matches_statsmodels():
+    from statsmodels.stats.weightstats import ttost_ind
+
     base, leg = {0: 2.40, 1: 2.42, 2: 2.41}, {5: 2.43, 6: 2.41, 7: 2.44}
     r = stats.compare(base, leg, margin=0.05, alpha=0.05)
     assert r["test"] == "welch" and r["n_pairs"] == 0
@@ -184,10 +187,16 @@ def test_the_outlier_check_flags_one_far_seed_and_rarely_normal_differences():
     rng = np.random.default_rng(11)
     for n in (4, 6, 10):
         samples = [list(rng.normal(0, 1, n)) for _ in range(3000)]
-        flagged = np.mean([stats.outlier(d, 0.05) is not None for d in samples])
+        found = [stats.outlier(d, 0.05) for d in samples]
+        flagged = np.mean([f is not None for f in found])
         assert flagged <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 3000), (n, flagged)
-        shipped = np.mean([stats.outlier(d) is not None for d in samples])  # the check's own level, 0.01
-        assert shipped <= stats.OUTLIER_ALPHA + 2 * math.sqrt(0.01 * 0.99 / 3000), (n, shipped)
+        # The check's own level, 0.01, over the same 3000 samples: what it flags has p <= 0.01 < 0.05, so the
+        # check flagged it at 0.05 above. It is asked again of those samples alone (half the calls: the check
+        # is most of this test's time); the others count as not flagged.
+        shipped = [stats.outlier(d) for d, f in zip(samples, found, strict=True) if f is not None]
+        assert all(s is None or s["p_value"] <= stats.OUTLIER_ALPHA for s in shipped)
+        shipped_rate = sum(s is not None for s in shipped) / len(samples)
+        assert shipped_rate <= stats.OUTLIER_ALPHA + 2 * math.sqrt(0.01 * 0.99 / 3000), (n, shipped_rate)
     assert stats.unseen_rate(3, 0.05) == pytest.approx(1 - 0.05 ** (1 / 3))
 
 

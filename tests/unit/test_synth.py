@@ -233,8 +233,8 @@ def test_published_schema_loose_check_with_each_known_gap_listed(quickstart):
     (["--set", "legs.0.instance_count=0"], "legs[0].instance_count: Input should be greater than or equal to 1"),
     (["--role", "my-role"], "'my-role' is not an IAM role ARN"),
 ])
-def test_bad_input_is_one_line_exit_2(tmp_path, args, expect):
-    proc = bakeoff("synth", QUICKSTART, "-o", tmp_path / "d.json", *args)
+def test_bad_input_is_one_line_exit_2(tmp_path, args, expect, cli):
+    proc = cli("synth", QUICKSTART, "-o", tmp_path / "d.json", *args)
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip()
     assert "\n" not in line and "Traceback" not in line
@@ -310,14 +310,14 @@ def test_a_spot_leg_checkpoints_a_tenth_of_the_run_when_the_spec_sets_no_interva
     assert hps == {max(1, spec.training.steps // 10)}  # every leg alike: the fairness contract
 
 
-def test_network_isolation_refuses_precompile_and_says_trn_jobs_compile_cold(tmp_path):
-    from conftest import bakeoff, tiny_spec, write_spec
+def test_network_isolation_refuses_precompile_and_says_trn_jobs_compile_cold(tmp_path, cli):
+    from conftest import tiny_spec, write_spec
 
     data = tiny_spec(security={"network_isolation": True})
-    proc = bakeoff("validate", write_spec(tmp_path / "ok.yaml", data))
+    proc = cli("validate", write_spec(tmp_path / "ok.yaml", data))
     assert proc.returncode == 0 and "cannot reach the S3 compile cache" in proc.stdout, proc.stdout + proc.stderr
     data["legs"][0]["precompile"] = True
-    proc = bakeoff("validate", write_spec(tmp_path / "bad.yaml", data))
+    proc = cli("validate", write_spec(tmp_path / "bad.yaml", data))
     assert proc.returncode == 2 and "legs[0].precompile" in proc.stderr and "isolated job" in proc.stderr
 
 
