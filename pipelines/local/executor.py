@@ -35,7 +35,7 @@ from pipelines.spec.model import BakeoffSpec
 
 from . import looks, step_graph
 from .definition import Context, parameter_values, resolve
-from .files import write_json_atomically
+from .files import recorded_local, write_json_atomically
 from .jobs import JobContainer, JobProcess, Outcome, publish_outputs, run_training
 from .lock import RunLock
 from .progress import Progress
@@ -221,6 +221,8 @@ class LocalExecutor:
         from pipelines.sagemaker.compiler import compile_plan, pipeline_name
 
         with RunLock(self.out), _forward_signals(self):
+            if recorded_local(self.out).get("mlflow") is False:  # a run made with --no-mlflow logs nothing now
+                self.mlflow = False
             stored = self._stored_definition()
             store = LocalS3(self.out / "s3")
             plan = build_plan(self.spec, bundle=self._uploaded_bundle(stored, store), local_gpu=self.use_gpu)
@@ -478,12 +480,10 @@ class LocalExecutor:
     def _write_records(self, plan: Plan, compiled, subs: Substitutions, params: dict[str, Any]) -> None:
         (self.out / "spec.json").write_text(json.dumps(self.spec.canonical(), indent=2, sort_keys=True) + "\n")
         body = {**plan.to_json(), "local": {"substitutions": subs.describe(), "parameters": params,
-                                            "runtime": local_runtime(), "jobs_at_once": self.jobs}}
+                                            "runtime": local_runtime(), "jobs_at_once": self.jobs,
+                                            "mlflow": bool(self.mlflow)}}
         (self.out / "plan.json").write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
         (self.out / "pipeline.json").write_text(compiled.to_json(indent=2))
-
-    # --- the Evaluate step and the gate ---------------------------------------------------
-
 
     def _record_look(self, evaluation: Evaluation) -> None:
         looks.record(self.out, self._look, self._look_jobs, self.spec.seed_list, self.sequential, evaluation)
@@ -583,10 +583,7 @@ def _stored_channels(definition: dict[str, Any]) -> dict[str, str]:
 
 
 def _recorded_parameters(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        params = json.loads((run_dir / "plan.json").read_text()).get("local", {}).get("parameters")
-    except (OSError, ValueError, AttributeError):
-        return None
+    params = recorded_local(run_dir).get("parameters")
     return params if isinstance(params, dict) and params else None
 
 

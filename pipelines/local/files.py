@@ -1,5 +1,6 @@
 """Writing the files that carry a decision (the rule, job records, the verdict's inputs and
-gate, the sequential record): whole or not at all, even across a crash or a power cut."""
+gate, the sequential record): whole or not at all, even across a crash or a power cut; and reading
+back what a run recorded of itself."""
 from __future__ import annotations
 
 import json
@@ -34,3 +35,12 @@ def write_json_atomically(path: Path, body: Any, **dump: Any) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def recorded_local(run_dir: Path) -> dict[str, Any]:
+    """What plan.json recorded of the run on this machine (its `local` section), or nothing."""
+    try:
+        local = json.loads((run_dir / "plan.json").read_text()).get("local")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return local if isinstance(local, dict) else {}

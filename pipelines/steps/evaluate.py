@@ -247,9 +247,11 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
 def _jobs_at_once(x: LocalExecutor, deciding_again: bool) -> int:
     """Training jobs at once when the jobs ran: this run's `--jobs`, or, deciding a run
     directory again, what its plan.json recorded (1 where it recorded none)."""
+    from pipelines.local.files import recorded_local
+
     if not deciding_again:
         return x.jobs
     try:
-        return int(json.loads((x.out / "plan.json").read_text())["local"].get("jobs_at_once") or 1)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return int(recorded_local(x.out).get("jobs_at_once") or 1)
+    except (ValueError, TypeError):
         return 1

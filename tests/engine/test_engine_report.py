@@ -220,3 +220,17 @@ def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passe
     monkeypatch.undo()
     proc = _bakeoff(monkeypatch, capsys, "report", out)
     assert proc.returncode == 0 and "it has no verdict" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_deciding_again_a_run_made_without_mlflow_logs_nothing_to_mlflow(tmp_path, monkeypatch, capsys):
+    from pipelines import api
+
+    spec = verdict_spec(tmp_path, seeds=2)  # the spec logs to MLflow; the run was made with --no-mlflow
+    out = tmp_path / "out"
+    assert api.run_local(spec, out, mlflow=False, container=FakeContainer(Recipe())).exit_code == 0
+    assert not (out / "mlflow").exists()
+    tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
+    _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())
+    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json")
+    assert "deciding again" in proc.stderr and proc.returncode == 3, proc.stderr[-2000:]
+    assert not (out / "mlflow").exists(), "deciding again made an MLflow store for a run that logged none"
