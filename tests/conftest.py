@@ -108,16 +108,6 @@ def corpus(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory):
-    """One real bake-off through the local executor: xla:cpu leg + cpu leg, 2 seeds, MLflow on."""
-    root = tmp_path_factory.mktemp("tiny_run")
-    spec_path = write_spec(root / "tiny.yaml", tiny_spec())
-    out = root / "out"
-    proc = bakeoff("run", spec_path, "--out", out)
-    return {"spec": spec_path, "out": out, "proc": proc}
-
-
 # --- AWS clients ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session", autouse=True)
 def _one_botocore_loader():

@@ -7,6 +7,7 @@ import json
 import pytest
 from moto_aws import API_BUCKET as BUCKET
 from moto_aws import QUICKSTART, ROLE, session_with
+from shared_runs import copied_tiny_run  # noqa: F401  (the fixture `tiny_run`: a copy of the one real run)
 
 
 def test_run_local_prints_nothing_and_reports_progress_as_events(tiny_run, capfd):

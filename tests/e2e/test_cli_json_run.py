@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from shared_runs import copied_tiny_run  # noqa: F401  (the fixture `tiny_run`: a copy of the one real run)
+
 from conftest import bakeoff
 
 

@@ -2,6 +2,8 @@
 import json
 import shutil
 
+from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
+
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
 
 

@@ -59,8 +59,9 @@ def test_sigterm_stops_the_job_group_keeps_what_finished_and_a_rerun_resumes(tmp
     summary = json.loads((out / "jobs" / "g5-s0" / "opt" / "ml" / "model" / "summary.json").read_text())
     assert summary["failure_kind"] == "interrupted" and "SIGTERM" in summary["reason"]
     assert not (out / "evaluation" / "evaluation.json").exists()
-    # The lock went with the run: a re-run is allowed, and runs only what did not finish.
-    again = bakeoff("run", spec, "--out", out, "--no-mlflow")
+    # The lock went with the run: a re-run is allowed, and runs only what did not finish. The three jobs
+    # left side by side: each sleeps through its planted slow steps, so at once, not in two rounds.
+    again = bakeoff("run", spec, "--out", out, "--no-mlflow", "--jobs", "3")
     assert again.returncode == 0, again.stderr[-2000:]
     assert "m5-s0: unchanged, not re-run" in again.stderr and "g5-s0: completed" in again.stderr, again.stderr
     assert _job(out, "g5-s0")["status"] == "completed"
@@ -89,7 +90,8 @@ def test_sigterm_with_jobs_side_by_side_stops_every_one_and_a_rerun_resumes_them
         stopped = _job(out, name)
         assert stopped["status"] == "failed" and "interrupted" in stopped["reason"], (name, stopped)
     assert not (out / "jobs" / "m5-s1").exists()  # never started after the signal
-    again = bakeoff("run", spec, "--out", out, "--no-mlflow", "--jobs", "2")
+    # Every job side by side in the re-run (the planted slow steps sleep): one round, not two.
+    again = bakeoff("run", spec, "--out", out, "--no-mlflow", "--jobs", "4")
     assert again.returncode == 0, again.stderr[-2000:]
     assert all(_job(out, n)["status"] == "completed" for n in (*first, "m5-s1", "g5-s1"))
 

@@ -3,6 +3,8 @@
 and the gate are read from the definition."""
 import json
 
+from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
+
 from conftest import bakeoff
 from pipelines.local.executor import LOCAL_BUCKET
 from pipelines.sagemaker import compile_pipeline

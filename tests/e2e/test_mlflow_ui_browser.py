@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
 
 from bakeoff_runtime.mlflow_sink import CHILD_PARAMS
 from conftest import ROOT, bakeoff, tiny_spec, write_spec

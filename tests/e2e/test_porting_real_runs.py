@@ -1,6 +1,8 @@
 """The "what porting cost" section from real local runs, with and without a preflight."""
 import json
 
+from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
+
 from bakeoff_runtime.report import render_html, render_markdown
 
 

@@ -49,7 +49,7 @@ def checked_and_trained(tmp_path_factory):
     spec["legs"][0].update(instance_type="ml.trn1.2xlarge", collective_check=True)
     compiled, store, steps, params = _compiled(tmp, "collective", spec)
     # PyTorch/XLA's CPU device does not sum across processes: the check's processes use gloo here, as in
-    # the local engine (pipelines/local/collective.py), at the leg's world size.
+    # the local engine (pipelines/steps/collective.py), at the leg's world size.
     check, check_dir = run_training(_request(steps, "Collective-trn1", params), "collective-job", tmp / "collective",
                                     store, {**ON_XLA_CPU, "BAKEOFF_COLLECTIVE_BACKEND": "gloo"})
     artifacts = {"Collective-trn1": model_uri(steps["Collective-trn1"]["Arguments"], "collective-job")}

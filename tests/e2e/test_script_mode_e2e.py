@@ -63,7 +63,8 @@ def test_an_unchanged_argparse_script_gets_a_verdict_from_its_printed_metrics(tm
 
 
 def test_a_trn_leg_whose_script_chose_the_host_cpu_does_not_pass(tmp_path):
-    proc, ev = _plain(tmp_path, trn_args=())
+    # One seed a leg: the backend check fails the bake-off on its own, whatever the seeds say.
+    proc, ev = _plain(tmp_path, trn_args=(), seeds=1)
     assert ev["verdict"] == "fail" and proc.returncode == 1
     check = _check(ev, "backend:trn1")
     assert check["status"] == "failed" and "trained on cpu, not xla" in check["why"]
@@ -74,7 +75,7 @@ def test_a_trn_leg_whose_script_chose_the_host_cpu_does_not_pass(tmp_path):
 
 
 def test_a_fallback_in_the_step_shows_on_the_first_screen(tmp_path):
-    proc, ev = _plain(tmp_path, plant="nonzero")
+    proc, ev = _plain(tmp_path, plant="nonzero", seeds=1)  # a check of each job's step: one seed a leg shows it
     check = _check(ev, "blockers:trn1")
     assert check["status"] == "warning", check
     assert check["recompiles_after_warmup"] > 2 or check["fallback_ops"], check
@@ -131,8 +132,9 @@ def test_a_nanogpt_style_script_configured_by_key_equals_value_runs_unchanged(tm
 
 def test_tied_weights_that_the_move_to_xla_unties_fail_the_same_model_check(tmp_path):
     # The script ties its embedding and output weights; PyTorch/XLA's .to() copies them apart.
+    # One seed a leg: the same-model check compares the legs' models, not seeds, and fails the bake-off alone.
     proc, ev = _run(tmp_path, "keyvalue_gpt", GPT_ENTRY, legs=[{**TRN, "arguments": ["--device=xla"]}, GPU],
-                    hyperparameters={"max_iters": 20})
+                    hyperparameters={"max_iters": 20}, seeds=1)
     check = _check(ev, "same-model")
     assert ev["verdict"] == "fail" and check["status"] == "failed"
     assert "trn1 has 2,048 more parameters than g5" in check["why"] and "1 more tensor of shape 64x32" in check["why"]
