@@ -36,7 +36,7 @@ from pipelines.spec.model import BakeoffSpec
 from . import looks, step_graph
 from .definition import Context, parameter_values, resolve
 from .files import recorded_local, write_json_atomically
-from .jobs import JobContainer, JobProcess, Outcome, publish_outputs, run_training
+from .jobs import JobContainer, JobProcess, Outcome, ProcessingRunner, publish_outputs, run_processing, run_training
 from .lock import RunLock
 from .progress import Progress
 from .slots import default_jobs
@@ -79,9 +79,10 @@ class LocalExecutor:
                  use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
                  rule_change: str | None = None, parameters: dict[str, str] | None = None, progress=None,
                  sequential: dict[str, Any] | None = None, jobs: int | None = None,
-                 container: JobContainer | None = None):
+                 container: JobContainer | None = None, processor: ProcessingRunner | None = None):
         """`container`: how each training request's container is run (default `jobs.run_training`, the
-        request's own command); the seam the engine's tests use to run a torch-free fake in its place."""
+        request's own command); the seam the engine's tests use to run a torch-free fake in its place.
+        `processor`: how the Evaluate step's request is run (default `jobs.run_processing`)."""
         self.spec = spec
         self.out = Path(out_dir).resolve()
         self.force = force
@@ -94,6 +95,7 @@ class LocalExecutor:
         self.parameters = dict(parameters or {})
         self.sequential = sequential  # a round of `--until-decided`: its looks, for the Evaluate step
         self.container: JobContainer = container if container is not None else run_training
+        self.processor: ProcessingRunner = processor if processor is not None else run_processing
         self._process = JobProcess()  # the one-at-a-time steps' (Preflight, collective checks, Evaluate)
         # Training jobs at once (slots.py); 1 is one after another, as before `--jobs`.
         self.jobs = max(1, int(jobs)) if jobs else default_jobs()

@@ -208,6 +208,14 @@ def publish_outputs(job_dir: Path, output_uri: str, training_job_name: str, stor
     return uri
 
 
+class ProcessingRunner(Protocol):
+    """How the Evaluate step's processing request is run (default `run_processing`: its own command,
+    in a process of its own); the seam the engine's tests use to run the same evaluation in theirs."""
+
+    def __call__(self, job: LocalProcessingJob, eval_dir: Path, store: LocalS3, process: JobProcess,
+                 config_override: dict[str, Any] | None = None) -> Outcome: ...
+
+
 def run_processing(job: LocalProcessingJob, eval_dir: Path, store: LocalS3, process: JobProcess,
                    config_override: dict[str, Any] | None = None) -> Outcome:
     """The Evaluate step: inputs copied from the store, the command run, outputs uploaded."""

@@ -176,7 +176,6 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
     from pipelines.local import looks
     from pipelines.local.definition import resolve
     from pipelines.local.files import write_json_atomically
-    from pipelines.local.jobs import run_processing
     from pipelines.local.verdict_inputs import input_fingerprint
 
     eval_dir = x.out / "evaluation"
@@ -223,7 +222,7 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
         config["rule_original"] = rule_original
         config["rule_change_reason"] = x.rule_change
     x.progress.note("evaluation: deciding parity (the Evaluate step)")
-    outcome = run_processing(job, eval_dir, store, x._process,
+    outcome = x.processor(job, eval_dir, store, x._process,
                              config_override=cast("dict[str, Any]", config))  # written as JSON
     out_dir = job.outputs["evaluation"][0]
     produced = out_dir / step["PropertyFiles"][0]["FilePath"]

@@ -21,9 +21,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.local.jobs import JobProcess, Outcome, lay_out
+from pipelines.local.jobs import JobProcess, Outcome, lay_out, run_processing
 from pipelines.local.store import LocalS3
-from pipelines.local.substitutions import LocalTrainingJob, host_environment
+from pipelines.local.substitutions import LocalProcessingJob, LocalTrainingJob, host_environment
 
 FAKE_JOB = Path(__file__).with_name("fake_job.py")
 
@@ -104,10 +104,12 @@ def verdict_spec(tmp_path: Path, legs=CPU_LEGS, margin: float = 0.05, seeds=3, p
         "parity": {"metric": "val_mse", "margin": margin, "baseline": "g5"}, **extra})
 
 
-def bakeoff_cli(monkeypatch, capsys, container: FakeContainer | None, *args) -> tuple[int, str, str]:
+def bakeoff_cli(monkeypatch, capsys, container: FakeContainer | None, *args,
+                processor=None) -> tuple[int, str, str]:
     """`bakeoff ARGS` in this process, as `conftest.bakeoff` runs it in a subprocess: the real parser,
     display, error lines and exit codes. `run` reaches the engine through `api.run_local`, given the
-    fake container here; None: the command must run no training job (a refusal, a re-decision)."""
+    fake container here; None: the command must run no training job (a refusal, a re-decision). Its
+    Evaluate step runs in this process (`evaluate_here`) unless `processor` says otherwise."""
     from functools import partial
 
     from pipelines import api
@@ -115,13 +117,67 @@ def bakeoff_cli(monkeypatch, capsys, container: FakeContainer | None, *args) -> 
 
     capsys.readouterr()  # what came before is not this command's
     with monkeypatch.context() as m:
-        if container is not None:
-            m.setattr(api, "run_local", partial(api.run_local, container=container))
-        else:
-            m.setattr(api, "run_local", partial(api.run_local, container=_no_container))
+        m.setattr(api, "run_local", partial(api.run_local, container=container or _no_container,
+                                            processor=processor or evaluate_here))
         code = main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def evaluate_here(job: LocalProcessingJob, eval_dir: Path, store: LocalS3, process: JobProcess,
+                  config_override: dict | None = None) -> Outcome:
+    """The Evaluate step's request as `jobs.run_processing` runs it (its inputs staged from the store,
+    the config override written, its outputs uploaded), but its command's evaluate.py run in this
+    process: the same arguments, environment, working directory and log, the same exit code. What it
+    saves is a Python start-up and numpy/scipy's import per bake-off; the process boundary itself is
+    exercised by tests/e2e."""
+    return run_processing(job, eval_dir, store, _EvaluateInThisProcess(), config_override)  # type: ignore[arg-type]
+
+
+class _EvaluateInThisProcess:
+    """What `JobProcess.run` is to run_processing, for the Evaluate step's command only."""
+
+    def run(self, command: list[str], env: dict[str, str], cwd: Path, log: Path, max_runtime_s: float,
+            on_line=None) -> Outcome:
+        import contextlib
+        import os
+        import time
+        import traceback
+
+        # `sh -c SCRIPT evaluate ARGS...` as compiled, or `PYTHON evaluate.py ARGS...` (deciding again).
+        args = command[4:] if len(command) > 1 and command[1] == "-c" else command[2:]
+        started, saved_env, saved_cwd = time.time(), dict(os.environ), os.getcwd()
+        with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            os.environ.clear()
+            os.environ.update(env)
+            os.chdir(cwd)
+            try:
+                code = _evaluate_module().main([str(a) for a in args])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+            except Exception:  # what the interpreter prints, and its exit status
+                traceback.print_exc()
+                code = 1
+            finally:
+                os.environ.clear()
+                os.environ.update(saved_env)
+                os.chdir(saved_cwd)
+        return Outcome(code, time.time() - started)
+
+
+def _evaluate_module():
+    """This checkout's entrypoints/evaluate.py, imported once (the bundle's copy is the same file)."""
+    import importlib.util
+
+    from pipelines.plan.bundle import EVALUATE_SCRIPT, entrypoints_dir
+
+    if "bakeoff_evaluate_step" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("bakeoff_evaluate_step", entrypoints_dir() / EVALUATE_SCRIPT)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bakeoff_evaluate_step"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["bakeoff_evaluate_step"]
 
 
 def _no_container(job, job_dir, store, process, on_line) -> Outcome:

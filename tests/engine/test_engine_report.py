@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fake_container import FakeContainer, Recipe, bakeoff_cli, verdict_spec
+from fake_container import FakeContainer, Recipe, bakeoff_cli, evaluate_here, verdict_spec
 
 
 def _bakeoff(monkeypatch, capsys, *args, cwd=None):
@@ -48,7 +48,8 @@ def passed_run(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("passed")
     spec = verdict_spec(root, seeds=2, mlflow={"enabled": False})
-    result = api.run_local(spec, root / "out", mlflow=False, container=FakeContainer(Recipe()))
+    result = api.run_local(spec, root / "out", mlflow=False, container=FakeContainer(Recipe()),
+                           processor=evaluate_here)
     assert result.exit_code == 0, result.evaluation.get("summary")
     return root
 
@@ -198,7 +199,6 @@ def test_a_truncated_summary_is_a_lost_run_not_a_crash_or_a_stale_pass(passed_ru
 
 def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passed_run, tmp_path, monkeypatch,
                                                                             capsys):
-    from pipelines.local import jobs as jobs_module
     from pipelines.local.jobs import Outcome
 
     root = _fresh_copy(passed_run, tmp_path)
@@ -209,9 +209,9 @@ def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passe
         (eval_dir / "stdout.log").write_text("Traceback (most recent call last):\nMemoryError\n")
         return Outcome(1, 0.1)
 
-    monkeypatch.setattr(jobs_module, "run_processing", crashing)  # what the Evaluate step kind runs
     # Every job is reused: only the Evaluate step runs (and crashes).
-    code, _, err = bakeoff_cli(monkeypatch, capsys, None, "run", root / "bakeoff.yaml", "--out", out, "--no-mlflow")
+    code, _, err = bakeoff_cli(monkeypatch, capsys, None, "run", root / "bakeoff.yaml", "--out", out, "--no-mlflow",
+                               processor=crashing)
     assert code == 4, err
     assert "the evaluation step failed: MemoryError" in err and "no verdict was written" in err
     for stale in ("evaluation.json", "report.html", "report.md", "gate.json"):
@@ -227,7 +227,8 @@ def test_deciding_again_a_run_made_without_mlflow_logs_nothing_to_mlflow(tmp_pat
 
     spec = verdict_spec(tmp_path, seeds=2)  # the spec logs to MLflow; the run was made with --no-mlflow
     out = tmp_path / "out"
-    assert api.run_local(spec, out, mlflow=False, container=FakeContainer(Recipe())).exit_code == 0
+    assert api.run_local(spec, out, mlflow=False, container=FakeContainer(Recipe()),
+                         processor=evaluate_here).exit_code == 0
     assert not (out / "mlflow").exists()
     tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
     _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())

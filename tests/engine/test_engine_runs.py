@@ -6,7 +6,7 @@ import json
 import shutil
 
 from conftest import processes_using, tiny_spec, write_spec
-from fake_container import TRN, FakeContainer, Recipe, bakeoff_cli, verdict_spec
+from fake_container import TRN, FakeContainer, Recipe, bakeoff_cli, evaluate_here, verdict_spec
 
 G5 = {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}
 
@@ -88,7 +88,8 @@ def test_a_regression_clear_after_the_first_round_stops_there_with_fail(tmp_path
 
     spec = load_spec(verdict_spec(tmp_path, legs=[TRN, G5], margin=0.02, seeds=3))
     container = FakeContainer(Recipe(offset={"trn1": 0.1}))  # tests/assets/verdict's lr_on_neuron, in effect
-    result = run_until_decided(spec, tmp_path / "out", max_seeds=9, mlflow=False, container=container)
+    result = run_until_decided(spec, tmp_path / "out", max_seeds=9, mlflow=False, container=container,
+                               processor=evaluate_here)
     assert result.verdict == "fail" and result.exit_code == 1
     record = json.loads((tmp_path / "out" / "sequential.json").read_text())
     assert record["looks"] == [3] and len(record["rounds"]) == 1 and record["jobs_run"] == 6
@@ -101,7 +102,8 @@ def test_an_undecidable_comparison_stops_at_the_cap_inconclusive_with_a_recommen
 
     container = FakeContainer(Recipe(unpaired={"m5": 0.05}))  # tests/assets/verdict's reshuffle_leg=m5
     spec = verdict_spec(tmp_path, margin=0.01, seeds=2)
-    result = api.run_local(spec, tmp_path / "out", until_decided=True, max_seeds=4, mlflow=False, container=container)
+    result = api.run_local(spec, tmp_path / "out", until_decided=True, max_seeds=4, mlflow=False, container=container,
+                           processor=evaluate_here)
     assert result.verdict == "inconclusive" and result.exit_code == 3
     assert result.evaluation["recommendation"]["why"]
     record = json.loads((tmp_path / "out" / "sequential.json").read_text())
