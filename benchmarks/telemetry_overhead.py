@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "entrypoints"))
 
 import torch  # noqa: E402
 
-from bakeoff_runtime.contract import TrainingEnv  # noqa: E402
+from bakeoff_runtime.contract import ENV, TrainingEnv  # noqa: E402
 from bakeoff_runtime.reference.model import LMConfig, TinyLM  # noqa: E402
 from bakeoff_runtime.runtime import Runtime  # noqa: E402
 
@@ -31,9 +31,9 @@ def make_runtime(tmp: Path, steps: int, mlflow: bool) -> Runtime:
     env = TrainingEnv(model_dir=tmp / "model", output_dir=tmp / "out", output_data_dir=tmp / "out" / "data",
                       input_dir=tmp / "in", input_config_dir=tmp / "in" / "config", checkpoint_dir=tmp / "ck",
                       hyperparameters={"seed": 0, "leg": "bench", "max_steps": steps, "log_interval": 10})
-    environ = {"BAKEOFF_BACKEND": "cpu", "BAKEOFF_PRECISION": "fp32"}
+    environ = {ENV["backend"]: "cpu", ENV["precision"]: "fp32"}
     if mlflow:
-        environ.update(MLFLOW_TRACKING_URI=f"sqlite:///{tmp / 'mlflow.db'}", BAKEOFF_MLFLOW_EXPERIMENT="bench")
+        environ.update({"MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}", ENV["mlflow_experiment"]: "bench"})
     rt = Runtime(env, environ=environ)
     rt.telemetry.stdout = io.StringIO()  # the line is formatted and written; a terminal is not measured
     return rt

@@ -39,7 +39,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bakeoff_runtime.contract import parse_step_line
+from bakeoff_runtime.contract import ENV, parse_step_line
 from pipelines.local.substitutions import host_environment
 from pipelines.local.warm import ADDRESS_ENV, server_environment
 
@@ -95,7 +95,7 @@ def run_job(layout: Path, job: str, code: Path, work: Path, extra_env: dict[str,
     code_copy(code, opt_ml / "code")
     env = job_environment(layout, job)
     # A job of its own (no earlier attempt for the MLflow sink to replace), in its own tree.
-    env.update(BAKEOFF_OPT_ML=str(opt_ml), BAKEOFF_JOB_KEY=uuid.uuid4().hex[:16], **(extra_env or {}))
+    env.update({ENV["opt_ml"]: str(opt_ml), ENV["job_key"]: uuid.uuid4().hex[:16], **(extra_env or {})})
     first = None
     log = []
     started = time.time()
@@ -140,7 +140,7 @@ def main() -> None:
             sys.exit(f"--baseline {args.baseline}: no entrypoints/launch.py there")
         variants = {"baseline": (base, {}), **variants}
     if args.floor:
-        variants["new_without_mlflow"] = (ROOT / "entrypoints", {"BAKEOFF_MLFLOW_EXPERIMENT": ""})
+        variants["new_without_mlflow"] = (ROOT / "entrypoints", {ENV["mlflow_experiment"]: ""})
     if args.warm:  # run in this order, one warm interpreter per round and kind (run_warm)
         variants["new_warm_first"] = (ROOT / "entrypoints", {})
         variants["new_warm_later"] = (ROOT / "entrypoints", {})

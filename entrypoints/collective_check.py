@@ -15,8 +15,8 @@ NVLink, which that figure does not describe.
 Writes collective.json (rank 0) to --out, else SM_MODEL_DIR; exits 1 with the reason (also
 in SageMaker's failure file) when a result is wrong. BAKEOFF_COLLECTIVE_FAULT_RANK=k makes
 rank k contribute a wrong value: the planted fault the tests use to show a failure is caught.
-Torch and bakeoff_runtime's backend table only: it runs in the training image before anything
-else of bakeoff's runtime is needed.
+Torch and bakeoff_runtime's backend table and contract only: it runs in the training image before
+anything else of bakeoff's runtime is needed.
 """
 from __future__ import annotations
 
@@ -28,15 +28,21 @@ import time
 from pathlib import Path
 
 from bakeoff_runtime.backend_table import BACKENDS
+from bakeoff_runtime.contract import (
+    COLLECTIVE_BACKEND_ENV,
+    COLLECTIVE_BYTES_ENV,
+    COLLECTIVE_FAULT_RANK_ENV,
+    ENV,
+)
 
-FAULT_ENV = "BAKEOFF_COLLECTIVE_FAULT_RANK"
+FAULT_ENV = COLLECTIVE_FAULT_RANK_ENV
 SCHEMA = "bakeoff.collective/1"
 
 
 def backend_and_device(torch, local_rank: int) -> tuple[str, object, object]:
     """(process-group backend, device, sync function) for this leg's backend."""
-    row = BACKENDS.get(os.environ.get("BAKEOFF_BACKEND", ""))
-    wanted = os.environ.get("BAKEOFF_COLLECTIVE_BACKEND") or (row.collective_group if row else "gloo")
+    row = BACKENDS.get(os.environ.get(ENV["backend"], ""))
+    wanted = os.environ.get(COLLECTIVE_BACKEND_ENV) or (row.collective_group if row else "gloo")
     if wanted == "xla":
         import torch_xla
         import torch_xla.core.xla_model as xm
@@ -158,7 +164,7 @@ def write_failure(reason: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="all-reduce/all-gather exactness and bus bandwidth")
     parser.add_argument("--out", help="directory for collective.json (default SM_MODEL_DIR)")
-    parser.add_argument("--bytes", type=int, default=int(os.environ.get("BAKEOFF_COLLECTIVE_BYTES", 1 << 24)),
+    parser.add_argument("--bytes", type=int, default=int(os.environ.get(COLLECTIVE_BYTES_ENV, 1 << 24)),
                         help="bytes per rank in the timed all-reduce (default 16 MiB)")
     parser.add_argument("--iters", type=int, default=5, help="timed iterations per collective")
     args, _ = parser.parse_known_args(argv)  # SageMaker's hyperparameters may follow; they are not ours
@@ -196,10 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         bandwidth = {op: timed(torch, dist, op, world, numel if op == "all_reduce" else max(1, numel // world),
                                device, args.iters, sync)
                      for op in ("all_reduce", "all_gather")}
-        network = os.environ.get("BAKEOFF_NETWORK_GBPS")
+        network = os.environ.get(ENV["network_gbps"])
         result.update(ok=True, bandwidth=bandwidth,
                       comparison=compare(bandwidth, hosts, float(network) if network else None,
-                                         os.environ.get("BAKEOFF_EMULATED_ON")))
+                                         os.environ.get(ENV["emulated_on"])))
         _write(args, rank, result)
         if rank == 0:
             print(f"[bakeoff] collective check passed at world size {world} ({backend}): all-reduce bus "

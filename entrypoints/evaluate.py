@@ -18,7 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bakeoff_runtime.contract import LOCAL_S3_ROOT_ENV, job_name, parse_training_step_name  # noqa: E402
+from bakeoff_runtime.contract import (  # noqa: E402
+    LOCAL_S3_ROOT_ENV,
+    LOCAL_STEPS_ENV,
+    job_name,
+    parse_training_step_name,
+)
 from bakeoff_runtime.documents import read_evaluation_config  # noqa: E402
 from bakeoff_runtime.evaluation import evaluate, write_evaluation  # noqa: E402
 from bakeoff_runtime.job_outputs import load_jobs  # noqa: E402
@@ -79,7 +84,7 @@ def execution_jobs(execution_arn: str, job_prefix: str) -> list[str]:
     """NAME=S3_URI of every training step of the execution, from ListPipelineExecutionSteps
     (a bake-off with more jobs than the step's arguments can name). A cached step names the
     earlier job whose output it reuses, as SageMaker records it."""
-    local = os.environ.get("BAKEOFF_LOCAL_STEPS")
+    local = os.environ.get(LOCAL_STEPS_ENV)
     if local:
         steps = json.loads(Path(local).read_text())["PipelineExecutionSteps"]
     else:

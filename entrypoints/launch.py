@@ -36,17 +36,17 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bakeoff_runtime.backend_table import BACKENDS  # noqa: E402
-from bakeoff_runtime.contract import TrainingEnv  # noqa: E402
+from bakeoff_runtime.contract import ENV, PROCESS_START_ENV, WORKER_ENV, TrainingEnv  # noqa: E402
 
-WORKER = "BAKEOFF_WORKER"
+WORKER = WORKER_ENV
 
 
 def devices_per_host(env: TrainingEnv) -> int:
-    explicit = os.environ.get("BAKEOFF_NPROC_PER_NODE")
+    explicit = os.environ.get(ENV["nproc_per_node"])
     if explicit:
         return int(explicit)
     # One process per device SageMaker counts for the backend's accelerator.
-    row = BACKENDS.get(os.environ.get("BAKEOFF_BACKEND", ""))
+    row = BACKENDS.get(os.environ.get(ENV["backend"], ""))
     accelerator = row.accelerator if row else None
     if accelerator == "neuron" and env.num_neurons:
         return env.num_neurons
@@ -64,7 +64,7 @@ def distributed_environment(env: TrainingEnv) -> dict[str, str]:
             # torchrun_driver.py of the SageMaker SDK sets NCCL's interface from resourceconfig too.
             out.setdefault("NCCL_SOCKET_IFNAME", env.network_interface)
             out.setdefault("GLOO_SOCKET_IFNAME", env.network_interface)
-        row = BACKENDS.get(os.environ.get("BAKEOFF_BACKEND", ""))
+        row = BACKENDS.get(os.environ.get(ENV["backend"], ""))
         if row is not None and row.torch_neuronx:
             # The Neuron runtime's root communicator (rank 0's address). torch-xla would
             # default it to MASTER_ADDR:62182 (torch_xla/_internal/neuron.py); set it
@@ -214,11 +214,16 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
               "fails, is never served from SageMaker's step cache, and a retried execution runs it again",
               file=sys.stderr, flush=True)
         return exit_code
-    if code and os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1":
+    if code and _continue_on_failure():
         print("[bakeoff] the failure is recorded in summary.json; exiting 0 so the pipeline's Evaluate step "
-              "decides with it (BAKEOFF_CONTINUE_ON_FAILURE=1)", file=sys.stderr, flush=True)
+              f"decides with it ({ENV['continue_on_failure']}=1)", file=sys.stderr, flush=True)
         return 0
     return exit_code
+
+
+def _continue_on_failure() -> bool:
+    """The compiled pipeline's setting: a script failure exits 0 (recorded) so Evaluate runs."""
+    return os.environ.get(ENV["continue_on_failure"]) == "1"
 
 
 def _warm_worker(cmd: list[str], worker_env: dict[str, str], merged: bool, fds, script_mode: bool):
@@ -280,7 +285,7 @@ def _infrastructure_cause(env: TrainingEnv, output_tail: str) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    os.environ.setdefault("BAKEOFF_PROCESS_START", repr(time.time()))
+    os.environ.setdefault(PROCESS_START_ENV, repr(time.time()))
     if not argv:
         print("usage: launch.py SCRIPT [ARGS...]", file=sys.stderr)
         return 2
@@ -293,19 +298,19 @@ def main(argv: list[str]) -> int:
     if not script.exists():
         record_failure(env, f"training script {script.name} not found in the code bundle", "script")
         print(f"[bakeoff] ERROR: training script {script} not found", file=sys.stderr)
-        return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 2
+        return 0 if _continue_on_failure() else 2
     blocked = collective_gate(env)
     if blocked:
         record_failure(env, blocked, "collective")
         print(f"[bakeoff] {blocked}", file=sys.stderr, flush=True)
-        return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 1
+        return 0 if _continue_on_failure() else 1
     from bakeoff_runtime.package_install import ensure_packages
 
     missing = ensure_packages(HERE, os.environ)
     if missing:
         record_failure(env, missing, "script")
         print(f"[bakeoff] {missing}", file=sys.stderr, flush=True)
-        return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 1
+        return 0 if _continue_on_failure() else 1
     from bakeoff_runtime.mlflow_install import ensure_mlflow
 
     ensure_mlflow(HERE)
@@ -336,7 +341,7 @@ def run_script(env: TrainingEnv, script: Path, leg_args: list[str], settings) ->
     if job.failure:
         record_failure(env, job.failure, "script")
         print(f"[bakeoff] {job.failure}", file=sys.stderr, flush=True)
-        return 0 if os.environ.get("BAKEOFF_CONTINUE_ON_FAILURE") == "1" else 1
+        return 0 if _continue_on_failure() else 1
     cmd = worker_command(env, script, job.arguments)
     try:
         code = supervise(env, cmd, script, extra_env=job.environment, on_line=job.metrics.feed, expects_report=False)
@@ -409,7 +414,7 @@ def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bo
             # bakeoff_leg/bakeoff_seed: a script-mode job's (its `seed` may be the script's own argument)
             "leg": env.hyperparameters.get("bakeoff_leg", env.hyperparameters.get("leg")),
             "seed": env.hyperparameters.get("bakeoff_seed", env.hyperparameters.get("seed")),
-            "backend": os.environ.get("BAKEOFF_BACKEND"), "job_key": os.environ.get("BAKEOFF_JOB_KEY"),
+            "backend": os.environ.get(ENV["backend"]), "job_key": os.environ.get(ENV["job_key"]),
         }, indent=2))
     if not env.failure_file.exists():
         env.write_failure(reason)

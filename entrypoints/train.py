@@ -12,8 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-STARTED = float(os.environ.get("BAKEOFF_PROCESS_START", time.time()))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bakeoff_runtime.contract import PROCESS_START_ENV  # noqa: E402  (torch-free)
+
+STARTED = float(os.environ.get(PROCESS_START_ENV, time.time()))
 
 import torch  # noqa: E402
 

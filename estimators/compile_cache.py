@@ -16,12 +16,15 @@ import hashlib
 import json
 from typing import Any
 
+from bakeoff_runtime import contract
+
 # Hyperparameters that do not change any compiled graph.
 GRAPH_NEUTRAL = {"seed", "leg", "max_steps", "eval_interval", "log_interval", "checkpoint_interval",
                  "divergence_factor", "warmup_steps", "lr", "min_lr_ratio", "schedule", "eval_batches",
                  "bakeoff_seed", "bakeoff_leg"}  # script mode's own (its script's `seed` argument is above)
 # Environment that does not reach the compiler.
-ENV_NEUTRAL_PREFIXES = ("BAKEOFF_NAME", "BAKEOFF_LEG", "BAKEOFF_SPEC_HASH", "BAKEOFF_MLFLOW", "MLFLOW_")
+ENV_NEUTRAL_PREFIXES = (contract.ENV["name"], contract.ENV["leg"], contract.ENV["spec_hash"],
+                        contract.MLFLOW_ENV_PREFIX, "MLFLOW_")
 
 
 def cache_key_inputs(backend: str, image: str, precision: str, environment: dict[str, str],

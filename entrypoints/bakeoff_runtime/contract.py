@@ -6,7 +6,9 @@
   them never runs); SM_* variables are honoured only where an image sets them. The local
   executor moves the one root (BAKEOFF_OPT_ML, as a mount would) and sets no SM_* variable,
   so a local run cannot lean on what SageMaker would not give.
-* `JobEnvironment`: the BAKEOFF_* variables, each named once, as one frozen value.
+* `JobEnvironment`: the BAKEOFF_* variables of a job's configuration, each named once, as one
+  frozen value; the module constants below it (`*_ENV`) name the rest (process-level plumbing,
+  knobs). Nowhere else spells a BAKEOFF_* name (tests/unit/test_env_names.py).
 * The step line a job prints (`[bakeoff] step=N name=value ...`) and the SageMaker
   metric definitions that parse it, generated from the same format.
 * The schema ids of the files the two sides exchange.
@@ -45,7 +47,7 @@ def _env_field(name: str, default: Any = None, *, doc: str):
 
 @dataclass(frozen=True)
 class JobEnvironment:
-    """Every BAKEOFF_* variable a job reads, with its one name. `to_environ()` writes the
+    """Every BAKEOFF_* variable of a job's configuration, with its one name. `to_environ()` writes the
     ones that are set; `from_environ()` reads them back (unset ones keep their default)."""
 
     name: str = _env_field("BAKEOFF_NAME", "", doc="bake-off name")
@@ -78,6 +80,9 @@ class JobEnvironment:
     master_port: int | None = _env_field("BAKEOFF_MASTER_PORT", doc="rendezvous port (default 7777)")
     checkpoint_dir: str = _env_field("BAKEOFF_CHECKPOINT_DIR", "", doc="checkpoint dir (default /opt/ml/checkpoints)")
     opt_ml: str = _env_field("BAKEOFF_OPT_ML", "", doc="where /opt/ml is: the local platform's per-job tree")
+    # Set by the compiler in a Collective step's request only (pipelines/steps/collective.py):
+    network_gbps: str = _env_field("BAKEOFF_NETWORK_GBPS", "",
+                                   doc="the instance's published network bandwidth, Gbps (collective_check.py)")
 
     def to_environ(self) -> dict[str, str]:
         out = {}
@@ -110,10 +115,60 @@ class JobEnvironment:
 
 
 ENV = {f.name: f.metadata["env"] for f in fields(JobEnvironment)}
-# Variables one side sets for itself (not part of what a job is given).
-WORKER_ENV = "BAKEOFF_WORKER"                # launch.py: this process runs the script
-PROCESS_START_ENV = "BAKEOFF_PROCESS_START"  # launch.py: when the container process started
-LOCAL_S3_ROOT_ENV = "BAKEOFF_LOCAL_S3_ROOT"  # local platform: where s3:// URIs live on this machine
+
+# Every variable's name starts so. Set by: (the names here). Read by: the local engine, which keeps
+# this shell's out of a job (pipelines/local/substitutions.host_environment), and the porting report,
+# which shows their values (bakeoff_runtime/porting.py).
+ENV_PREFIX = "BAKEOFF_"
+# Every MLflow setting's name starts so (mlflow_experiment, mlflow_install, ...). Read by the
+# compile-cache key (estimators/compile_cache.py), which leaves them out: they change no graph.
+MLFLOW_ENV_PREFIX = "BAKEOFF_MLFLOW"
+
+# Process-level plumbing: variables one side sets for itself or for the process it starts, not
+# part of what a job is given. "set by -> read by" on each.
+# launch.py (for the worker it starts) -> launch.py in the worker: this process runs the script.
+WORKER_ENV = "BAKEOFF_WORKER"
+# launch.py (setdefault, at start) -> train.py, hf_causal_lm.py, script_probe, script_launch: when
+# the container process started (time.time()).
+PROCESS_START_ENV = "BAKEOFF_PROCESS_START"
+# The local platform (pipelines/local/substitutions.py) -> evaluate.py: where s3:// URIs live on
+# this machine.
+LOCAL_S3_ROOT_ENV = "BAKEOFF_LOCAL_S3_ROOT"
+# The local platform (substitutions.processing) -> evaluate.py: a JSON file standing for
+# ListPipelineExecutionSteps of this execution.
+LOCAL_STEPS_ENV = "BAKEOFF_LOCAL_STEPS"
+# launch.py (mlflow_sink.Client.start) -> the worker's MLflow sink: the MLflow client process's pid
+# and pipes ("launcher_pid,client_pid,fd,fd"); warm_server rewrites its first part in a forked worker.
+MLFLOW_CLIENT_ENV = "BAKEOFF_MLFLOW_CLIENT"
+# mlflow_install.ensure_mlflow -> use_installed_mlflow in the worker processes: where it installed
+# the MLflow client.
+MLFLOW_PATH_ENV = "BAKEOFF_MLFLOW_PATH"
+# mlflow_install.ensure_mlflow -> the job (and tests): what the install did, as JSON.
+MLFLOW_INSTALL_RESULT_ENV = "BAKEOFF_MLFLOW_INSTALL_RESULT"
+# A knob (tests, a developer) -> mlflow_install.ensure_mlflow: where to install the client
+# (default /tmp/bakeoff-mlflow).
+MLFLOW_TARGET_ENV = "BAKEOFF_MLFLOW_TARGET"
+# A knob -> mlflow_sink.Client.close: seconds to flush what is queued at the end (default 30).
+MLFLOW_FLUSH_TIMEOUT_ENV = "BAKEOFF_MLFLOW_FLUSH_TIMEOUT"
+# The local engine (pipelines/local/warm.py) -> launch.py (bakeoff_runtime.warm_worker): the socket
+# of the leg's warm interpreter. Nothing sets it on SageMaker.
+WARM_WORKER_ENV = "BAKEOFF_WARM_WORKER"
+# bakeoff_runtime.warm_server (in a worker it forked) -> the Runtime's summary: how it started.
+WARM_FORKED_ENV = "BAKEOFF_WARM_FORKED"
+# The user's shell -> the local engine (pipelines/local/warm.py): 0 starts no warm interpreter.
+WARM_START_ENV = "BAKEOFF_WARM_START"
+# The local collective check (pipelines/steps/collective.run_local) and tests -> collective_check.py:
+# the process-group backend, instead of the backend table's.
+COLLECTIVE_BACKEND_ENV = "BAKEOFF_COLLECTIVE_BACKEND"
+# A knob -> collective_check.py: bytes per rank in the timed all-reduce (default 16 MiB).
+COLLECTIVE_BYTES_ENV = "BAKEOFF_COLLECTIVE_BYTES"
+# Tests -> collective_check.py: rank k contributes a wrong value (a planted fault).
+COLLECTIVE_FAULT_RANK_ENV = "BAKEOFF_COLLECTIVE_FAULT_RANK"
+# The user's shell -> the bakeoff CLI (pipelines/cli/main.py): show the traceback of an error.
+DEBUG_ENV = "BAKEOFF_DEBUG"
+# The user's shell -> pipelines/advice/price_list.py: the Price List cache's directory
+# (default ~/.cache/bakeoff).
+CACHE_DIR_ENV = "BAKEOFF_CACHE_DIR"
 
 
 # --- names of a leg x seed -----------------------------------------------------------------

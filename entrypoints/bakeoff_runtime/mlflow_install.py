@@ -23,11 +23,13 @@ import sys
 import time
 from pathlib import Path
 
+from .contract import ENV, MLFLOW_INSTALL_RESULT_ENV, MLFLOW_PATH_ENV, MLFLOW_TARGET_ENV
+
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "mlflow-requirements.txt"
 REQUIREMENTS_SAGEMAKER = HERE / "mlflow-requirements-sagemaker.txt"
 INSTALL_TIMEOUT_S = 300
-RESULT_ENV = "BAKEOFF_MLFLOW_INSTALL_RESULT"
+RESULT_ENV = MLFLOW_INSTALL_RESULT_ENV
 
 
 def _importable(*modules: str) -> bool:
@@ -48,10 +50,10 @@ def ensure_mlflow(code_dir: Path, target: Path | None = None, environ=None) -> d
     (also put into the environment as JSON for the job's summary)."""
     environ = os.environ if environ is None else environ
     uri = environ.get("MLFLOW_TRACKING_URI", "")
-    if environ.get("BAKEOFF_MLFLOW_INSTALL") != "1" or not uri:
+    if environ.get(ENV["mlflow_install"]) != "1" or not uri:
         return {"action": "not needed"}
     needs = ["mlflow"] + (["sagemaker_mlflow"] if uri.startswith("arn:") else [])
-    target = target or Path(environ.get("BAKEOFF_MLFLOW_TARGET", "/tmp/bakeoff-mlflow"))
+    target = target or Path(environ.get(MLFLOW_TARGET_ENV, "/tmp/bakeoff-mlflow"))
     _add_to_path(target, environ)
     if _importable(*needs):
         return _result({"action": "already importable"}, environ)
@@ -81,7 +83,7 @@ def ensure_mlflow(code_dir: Path, target: Path | None = None, environ=None) -> d
     return _result({"action": "failed", "source": source, "seconds": seconds, "error": detail[:300]}, environ)
 
 
-PATH_ENV = "BAKEOFF_MLFLOW_PATH"
+PATH_ENV = MLFLOW_PATH_ENV
 
 
 def _add_to_path(target: Path, environ) -> None:

@@ -36,10 +36,12 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
+from .contract import ENV, MLFLOW_CLIENT_ENV, MLFLOW_FLUSH_TIMEOUT_ENV
+
 _STOP = object()
 BATCH = 500  # metric values per log_batch at most: one round trip per burst, not per value
 # "launcher pid,client pid,stdin fd,stdout fd": the client process launch.py started for its worker.
-CLIENT_ENV = "BAKEOFF_MLFLOW_CLIENT"
+CLIENT_ENV = MLFLOW_CLIENT_ENV
 
 # What identifies a job or differs between legs by design (the batch split follows the devices).
 CHILD_PARAMS = ("leg", "backend", "instance_type", "precision", "seed", "instance_count", "world_size",
@@ -64,7 +66,7 @@ def split_params(params: dict[str, Any], tags: dict[str, str]) -> tuple[dict[str
 def logs_to_mlflow(environ) -> bool:
     """Whether a job with this environment logs to MLflow (the Runtime's settings)."""
     return bool(environ.get("MLFLOW_TRACKING_URI")) and bool(
-        environ.get("BAKEOFF_MLFLOW_EXPERIMENT") or environ.get("MLFLOW_EXPERIMENT_NAME"))
+        environ.get(ENV["mlflow_experiment"]) or environ.get("MLFLOW_EXPERIMENT_NAME"))
 
 
 class Client:
@@ -218,7 +220,7 @@ class MlflowSink:
         """Flush what is queued (bounded by `timeout`) and end the run. The time spent here is
         `wait_s`: MLflow's, not training's (the local executor keeps it out of billable time)."""
         if timeout is None:
-            timeout = float(os.environ.get("BAKEOFF_MLFLOW_FLUSH_TIMEOUT", 30))
+            timeout = float(os.environ.get(MLFLOW_FLUSH_TIMEOUT_ENV, 30))
         started = time.time()
         self._go.set()
         if self._thread is not None:
@@ -431,7 +433,7 @@ def serve() -> None:
     # The job's own settings first, before the training process sends its run's: started by
     # launch.py, this process imports mlflow and opens the store while that one imports torch.
     early_uri = os.environ.get("MLFLOW_TRACKING_URI")
-    early: Any = _open(early_uri, os.environ.get("BAKEOFF_MLFLOW_EXPERIMENT") or
+    early: Any = _open(early_uri, os.environ.get(ENV["mlflow_experiment"]) or
                        os.environ.get("MLFLOW_EXPERIMENT_NAME")) if early_uri else None
     pipe = _Pipe(sys.stdin.fileno())
     first = pipe.next()

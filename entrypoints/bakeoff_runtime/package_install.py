@@ -17,8 +17,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import contract
+
 HERE = Path(__file__).resolve().parent
-ENV = "BAKEOFF_INSTALL_PACKAGES"
+ENV = contract.ENV["install_packages"]
 INSTALL_TIMEOUT_S = 600
 
 

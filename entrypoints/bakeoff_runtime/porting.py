@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .backend_table import BACKENDS
+from .contract import ENV_PREFIX
 from .documents import Evaluation
 from .report_format import md, md_block, md_row
 
@@ -35,7 +36,7 @@ NUMERICS_ENV = ("NEURON_CC_FLAGS", "NEURON_RT_STOCHASTIC_ROUNDING_EN", "XLA_USE_
 # Any other variable's value is left out (it may be a credential under an innocent name); its name
 # and that it differs are shown.
 SHOWN_ENV_PREFIXES = ("NEURON_", "XLA_", "PJRT_", "TORCH", "PYTORCH_", "USE_TORCH", "OMP_", "MKL_", "CUDA_", "NCCL_",
-                      "FI_", "NVIDIA_", "TF_", "BAKEOFF_", "MALLOC_", "TOKENIZERS_")
+                      "FI_", "NVIDIA_", "TF_", ENV_PREFIX, "MALLOC_", "TOKENIZERS_")
 NUMERICS_FIELDS = ("autocast", "master_weights", "stochastic_rounding", "compiler_flags")
 
 

@@ -21,6 +21,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .contract import ENV
+
 _HERE = Path(__file__).resolve().parent
 _INTERNAL = [str(_HERE / n) for n in ("runtime.py", "telemetry.py", "mlflow_sink.py", "preflight.py",
                                       "compile_cache.py", "backends")]
@@ -185,4 +187,4 @@ class Preflight:
 
 
 def enabled() -> bool:
-    return os.environ.get("BAKEOFF_PREFLIGHT") == "1"
+    return os.environ.get(ENV["preflight"]) == "1"

@@ -39,7 +39,7 @@ import torch
 
 from .backend_table import BACKENDS
 from .backends import get_backend
-from .contract import TrainingEnv
+from .contract import ENV, WARM_FORKED_ENV, JobEnvironment, TrainingEnv
 from .fingerprint import model_record, seed_everything  # noqa: F401  (re-exported)
 from .mlflow_sink import MlflowSink
 from .telemetry import Telemetry, host_environment
@@ -70,10 +70,11 @@ class Runtime:
         self.started_at = started_at if started_at is not None else time.time()
         hps = env.hyperparameters
         self.hps = hps
-        self.backend_name = environ.get("BAKEOFF_BACKEND") or hps.get("backend") or "cpu"
-        self.precision = environ.get("BAKEOFF_PRECISION") or hps.get("precision") or "fp32"
+        job = JobEnvironment.from_environ(environ)
+        self.backend_name = job.backend or hps.get("backend") or "cpu"
+        self.precision = job.precision or hps.get("precision") or "fp32"
         self.seed = int(hps.get("seed", 0))
-        self.leg = str(hps.get("leg", environ.get("BAKEOFF_LEG", "leg")))
+        self.leg = str(hps.get("leg", environ.get(ENV["leg"], "leg")))
         self.log_interval = max(1, int(hps.get("log_interval", 10)))
         self.max_steps = int(hps["max_steps"]) if "max_steps" in hps else None
         self.divergence_factor = float(hps.get("divergence_factor", 4.0))
@@ -81,28 +82,28 @@ class Runtime:
         # what a device tensor reads back is 0 (the "first bad step" marker too, which starts at
         # -1), so the finite and divergence checks would end the run at step 0 before the
         # steady-state and validation graphs are ever extracted. They are off in that run.
-        self.extracting_graphs = environ.get("BAKEOFF_PRECOMPILE") == "1"
+        self.extracting_graphs = job.precompile
 
         self.world_size = int(environ.get("WORLD_SIZE", 1))
         self.rank = int(environ.get("RANK", 0))
         self.local_rank = int(environ.get("LOCAL_RANK", 0))
-        self.cache_location = environ.get("BAKEOFF_COMPILE_CACHE") or None
-        self.torch_compile = environ.get("BAKEOFF_TORCH_COMPILE") == "1"
+        self.cache_location = job.compile_cache or None
+        self.torch_compile = job.torch_compile
         info = {
-            "bakeoff": environ.get("BAKEOFF_NAME", ""),
+            "bakeoff": job.name,
             "leg": self.leg,
             "seed": self.seed,
             "backend": self.backend_name,
             "precision": self.precision,
-            "instance_type": environ.get("BAKEOFF_INSTANCE_TYPE") or env.instance_type,
+            "instance_type": job.instance_type or env.instance_type,
             "instance_count": env.host_count,
-            "emulated_on": environ.get("BAKEOFF_EMULATED_ON") or None,
-            "job_key": environ.get("BAKEOFF_JOB_KEY") or None,
-            "spec_hash": environ.get("BAKEOFF_SPEC_HASH") or None,
-            "compile_cache": environ.get("BAKEOFF_COMPILE_CACHE") or None,
+            "emulated_on": job.emulated_on or None,
+            "job_key": job.job_key or None,
+            "spec_hash": job.spec_hash or None,
+            "compile_cache": job.compile_cache or None,
             "world_size": self.world_size,
         }
-        if environ.get("BAKEOFF_PRECOMPILE") == "1":
+        if job.precompile:
             info["precompile"] = True  # neuron_parallel_compile's run: its figures are not results
         self.info = info
         tags = {f"bakeoff.{k}": str(v) for k, v in info.items() if v not in (None, "")}
@@ -113,11 +114,11 @@ class Runtime:
             # client (no fork after that). The run is made once the backend is there, as it was.
             self.sink = MlflowSink(
                 tracking_uri=environ.get("MLFLOW_TRACKING_URI"),
-                experiment=environ.get("BAKEOFF_MLFLOW_EXPERIMENT") or environ.get("MLFLOW_EXPERIMENT_NAME"),
+                experiment=job.mlflow_experiment or environ.get("MLFLOW_EXPERIMENT_NAME"),
                 run_name=f"{self.leg}-s{self.seed}", tags=tags,
                 params=dict(sorted(hps.items())),
-                artifact_location=environ.get("BAKEOFF_MLFLOW_ARTIFACT_LOCATION") or None,
-                job_key=info["job_key"], begin=False,
+                artifact_location=job.mlflow_artifact_location or None,
+                job_key=job.job_key or None, begin=False,
             )
         try:
             self._start_backend(env, environ)
@@ -174,7 +175,7 @@ class Runtime:
         self.backend = get_backend(self.backend_name, self.precision, self.local_rank)
         self.preflight = None
         # The probes read PyTorch/XLA's metrics (bakeoff_runtime/preflight.py).
-        if environ.get("BAKEOFF_PREFLIGHT") == "1" and self._torch_device == "xla" and self.rank == 0:
+        if environ.get(ENV["preflight"]) == "1" and self._torch_device == "xla" and self.rank == 0:
             from .preflight import Preflight
 
             self.preflight = Preflight(self.backend, env.model_dir)
@@ -597,13 +598,13 @@ class Runtime:
             except Diverged as late:
                 self.telemetry.say(diverged=1)
                 self.finish("diverged", reason=str(late))
-                if os.environ.get("BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER") == "1":
+                if _fail_on_blocker():
                     self.env.write_failure(f"preflight: the run diverged: {late}")
                     raise SystemExit(1) from None
                 return False
             body = self.finish("completed")
             blockers = (body.get("preflight") or {}).get("blockers")
-            if blockers and os.environ.get("BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER") == "1":
+            if blockers and _fail_on_blocker():
                 # As a pipeline step: fail before any Trainium job is started.
                 report = json.loads((self.env.model_dir / "preflight.json").read_text())
                 lines = [f"{p['kind']}: {p.get('op') or p.get('cause') or p.get('parameter')} "
@@ -617,7 +618,7 @@ class Runtime:
             # Preflight step, whose gate stops the trn jobs on anything but a completed run).
             self.telemetry.say(diverged=1)
             self.finish("diverged", reason=str(exc))
-            if os.environ.get("BAKEOFF_PREFLIGHT_FAIL_ON_BLOCKER") == "1":
+            if _fail_on_blocker():
                 self.env.write_failure(f"preflight: the run diverged: {exc}")
                 raise SystemExit(1)
             return True
@@ -638,11 +639,16 @@ class Runtime:
         return False
 
 
+def _fail_on_blocker() -> bool:
+    """As the pipeline's Preflight step: a blocker (or a diverged run) fails the job."""
+    return os.environ.get(ENV["preflight_fail_on_blocker"]) == "1"
+
+
 def _worker_start() -> dict[str, str]:
     """How this process started, where that changes a figure: a worker forked from a leg's warm
     interpreter (local runs, bakeoff_runtime.warm_server) shares the pages torch's import mapped,
     and its peak host memory counts only those it touched."""
-    if os.environ.get("BAKEOFF_WARM_FORKED") != "1":
+    if os.environ.get(WARM_FORKED_ENV) != "1":
         return {}
     return {"worker_start": "forked from the leg's warm interpreter (peak host memory: only the pages it touched)"}
 

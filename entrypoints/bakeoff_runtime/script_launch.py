@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .backend_table import BACKENDS
-from .contract import TrainingEnv
+from .contract import ENV, PROCESS_START_ENV, TrainingEnv
 from .script_contract import (
     PROBE_FILE,
     SEED_HP,
@@ -51,7 +51,7 @@ def _requirements(code_dir: Path) -> tuple[str | None, list[str]]:
     cmd = requirements_command(code_dir)
     if cmd is None:
         return None, []
-    if os.environ.get("BAKEOFF_INSTALL_REQUIREMENTS") == "1":
+    if os.environ.get(ENV["install_requirements"]) == "1":
         print(f"[bakeoff] installing requirements.txt: {' '.join(cmd[1:])}", flush=True)
         done = subprocess.run(cmd, cwd=code_dir, capture_output=True, text=True)
         if done.returncode:
@@ -84,11 +84,11 @@ def prepare(env: TrainingEnv, script: Path, leg_args: list[str], settings: Scrip
     # Locally the neuron leg is emulated and the GPU leg may run on the CPU: the counts are of
     # what this job really has, as the toolkit would count them, except that an emulated
     # Neuron leg has as many "NeuronCores" as it runs processes.
-    emulated = os.environ.get("BAKEOFF_EMULATED_ON")
+    emulated = os.environ.get(ENV["emulated_on"])
     neurons = count_neuron_cores()
-    backend = BACKENDS.get(os.environ.get("BAKEOFF_BACKEND", ""))
+    backend = BACKENDS.get(os.environ.get(ENV["backend"], ""))
     if not neurons and emulated and backend is not None and backend.accelerator == "neuron":
-        neurons = int(os.environ.get("BAKEOFF_NPROC_PER_NODE") or 1)
+        neurons = int(os.environ.get(ENV["nproc_per_node"]) or 1)
     environment = sagemaker_environment(env, hps, entry_point=script.name, code_dir=script.parent,
                                         num_gpus=count_gpus(), num_neurons=neurons, user_args=arguments)
     environment.update(seed_environment(settings, int(seed) if seed is not None else None))
@@ -118,7 +118,7 @@ def finish(env: TrainingEnv, settings: ScriptSettings, job: PreparedScript, wall
     series = dict(job.metrics.series)
     sources = ["log regexes"] if settings.metrics else []
     if settings.hf_trainer_state:
-        started = float(os.environ.get("BAKEOFF_PROCESS_START") or 0)
+        started = float(os.environ.get(PROCESS_START_ENV) or 0)
         roots = [env.model_dir, env.output_data_dir, env.checkpoint_dir, Path.cwd()]
         path = find_trainer_state(roots, started)
         if path is not None:

@@ -27,7 +27,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.hooks import RemovableHandle
 
 from .backends import Backend, BackendUnavailable, get_backend
-from .contract import step_line
+from .contract import ENV, PROCESS_START_ENV, step_line
 from .fingerprint import model_record, seed_everything
 from .script_contract import ScriptSettings
 
@@ -159,8 +159,8 @@ def prepare(settings: ScriptSettings, seed: int | None, environ=None) -> StepPro
     environ = os.environ if environ is None else environ
     if seed is not None:
         seed_everything(seed)
-    started = float(environ.get("BAKEOFF_PROCESS_START") or time.time())
-    probe = StepProbe(settings, environ.get("BAKEOFF_BACKEND") or "cpu", environ.get("BAKEOFF_PRECISION") or "fp32",
+    started = float(environ.get(PROCESS_START_ENV) or time.time())
+    probe = StepProbe(settings, environ.get(ENV["backend"]) or "cpu", environ.get(ENV["precision"]) or "fp32",
                       int(environ.get("LOCAL_RANK", 0)), int(environ.get("RANK", 0)), started)
     probe.install()
     return probe

@@ -14,7 +14,7 @@ which never runs here.
 What torch and torch_xla read from the environment at import (thread counts, PJRT_DEVICE,
 XLA_FLAGS, TORCH_* ...) must be what the job would have had: this process starts with the leg's
 environment and forks only for a job whose environment is the same but for the variables in
-PER_JOB, which nothing reads at import (the thread counts are set in the child through torch).
+per_job(), which nothing reads at import (the thread counts are set in the child through torch).
 Anything else differing, another Python, or another user: refused. What the imports themselves
 wrote into the environment (torch_xla: XLA_FLAGS, PJRT_DYNAMIC_PLUGINS, ...) is written into the
 child's too, as the job's own imports would have. Fresh per child, as in a fresh interpreter:
@@ -36,27 +36,32 @@ import struct
 import sys
 from pathlib import Path
 
-# Set per job by the engine or the launcher, read after start-up (or, the thread counts, applied here).
-# PWD and OLDPWD: the container command's `cd` into the job's code directory.
-PER_JOB = frozenset({"BAKEOFF_JOB_KEY", "BAKEOFF_OPT_ML", "BAKEOFF_WORKER", "BAKEOFF_PROCESS_START",
-                     "BAKEOFF_MLFLOW_CLIENT", "BAKEOFF_WARM_FORKED", "BAKEOFF_WARM_WORKER", "OMP_NUM_THREADS",
-                     "MKL_NUM_THREADS", "PWD", "OLDPWD"})
-FORKED_ENV = "BAKEOFF_WARM_FORKED"  # set in a forked worker (the Runtime's summary says so)
 MAX_FDS = 16
 GO = b"g"  # the launcher's word to the forked worker (warm_worker.start)
 PR_SET_PDEATHSIG = 1
+
+
+def per_job() -> frozenset[str]:
+    """The variables set per job by the engine or the launcher, read after start-up (or, the thread
+    counts, applied here). PWD and OLDPWD: the container command's `cd` into the job's code directory."""
+    from bakeoff_runtime import contract  # torch-free; dropped with the rest before a job runs
+
+    return frozenset({contract.ENV["job_key"], contract.ENV["opt_ml"], contract.WORKER_ENV,
+                      contract.PROCESS_START_ENV, contract.MLFLOW_CLIENT_ENV, contract.WARM_FORKED_ENV,
+                      contract.WARM_WORKER_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PWD", "OLDPWD"})
 
 
 def preload_modules(environ) -> list[str]:
     """What this leg's workers import anyway before their first step. A torch.compile leg gets
     torch alone: torch._dynamo reads inductor's settings from the environment at import, which the
     Runtime sets just before compiling."""
-    modules = ["torch"]
-    if environ.get("BAKEOFF_TORCH_COMPILE") != "1":
-        modules.append("torch._dynamo")  # torch.optim imports it on a first param group (~0.5 s)
     from bakeoff_runtime.backend_table import BACKENDS  # torch-free; dropped with the rest before a job runs
+    from bakeoff_runtime.contract import ENV
 
-    row = BACKENDS.get(environ.get("BAKEOFF_BACKEND", ""))
+    modules = ["torch"]
+    if environ.get(ENV["torch_compile"]) != "1":
+        modules.append("torch._dynamo")  # torch.optim imports it on a first param group (~0.5 s)
+    row = BACKENDS.get(environ.get(ENV["backend"], ""))
     if row is not None and row.torch_device == "xla" and environ.get("PJRT_DEVICE", "").upper() == "CPU":
         modules += ["torch_xla", "torch_xla.core.xla_model", "torch_xla.debug.metrics"]
     return modules
@@ -81,7 +86,8 @@ def refusal(request: dict, baseline: dict[str, str]) -> str | None:
     if request.get("executable") != sys.executable:
         return f"another Python ({request.get('executable')}, this interpreter is {sys.executable})"
     env = request.get("env") or {}
-    differ = sorted(k for k in set(env) | set(baseline) if k not in PER_JOB and env.get(k) != baseline.get(k))
+    varies = per_job()
+    differ = sorted(k for k in set(env) | set(baseline) if k not in varies and env.get(k) != baseline.get(k))
     if differ:
         return "its environment differs from the leg's in " + ", ".join(differ[:8])
     omp, mkl = env.get("OMP_NUM_THREADS"), env.get("MKL_NUM_THREADS")
@@ -114,8 +120,9 @@ def serve(address: str) -> None:
     # What the imports set in the environment (torch_xla sets XLA_FLAGS, PJRT_DYNAMIC_PLUGINS, ...,
     # which its client reads later): a fresh worker would have it after the same imports.
     imported = {k: os.environ.get(k) for k in set(os.environ) | set(baseline) if os.environ.get(k) != baseline.get(k)}
-    if broken is None and PER_JOB & set(imported):
-        broken = f"the imports set {', '.join(sorted(PER_JOB & set(imported)))}, which differs per job"
+    varies = per_job()
+    if broken is None and varies & set(imported):
+        broken = f"the imports set {', '.join(sorted(varies & set(imported)))}, which differs per job"
     quiet_blas_pools()
     print(f"[bakeoff] warm interpreter {os.getpid()} ready ({', '.join(preload_modules(baseline))}); "
           f"threads: {thread_count()}", flush=True)
@@ -271,17 +278,19 @@ def _become_worker(request: dict, fds: list[int], conn: socket.socket, sockets: 
     for fd, target in zip(high, targets, strict=True):
         os.dup2(fd, target)  # inheritable, as Popen's pass_fds leaves them
         os.close(fd)
+    from bakeoff_runtime.contract import MLFLOW_CLIENT_ENV, WARM_FORKED_ENV
+
     env = dict(request["env"])
-    if "BAKEOFF_MLFLOW_CLIENT" in env:
+    if MLFLOW_CLIENT_ENV in env:
         # The MLflow client's pipes are handed by the process that starts the worker: here, this one.
-        parts = env["BAKEOFF_MLFLOW_CLIENT"].split(",")
-        env["BAKEOFF_MLFLOW_CLIENT"] = ",".join([str(zygote), *parts[1:]])
+        parts = env[MLFLOW_CLIENT_ENV].split(",")
+        env[MLFLOW_CLIENT_ENV] = ",".join([str(zygote), *parts[1:]])
     for key, value in imported.items():  # the job's environment as its own imports would have left it
         if value is None:
             env.pop(key, None)
         else:
             env[key] = value
-    env[FORKED_ENV] = "1"  # for the summary: its peak host memory counts only the pages it touched
+    env[WARM_FORKED_ENV] = "1"  # for the summary: its peak host memory counts only the pages it touched
     os.environ.clear()
     os.environ.update(env)
     os.chdir(request["cwd"])

@@ -19,8 +19,10 @@ import struct
 import sys
 from collections.abc import Mapping, Sequence
 
+from .contract import WARM_WORKER_ENV
+
 # The warm interpreter's socket, set in the job's environment by the local engine only.
-ADDRESS_ENV = "BAKEOFF_WARM_WORKER"
+ADDRESS_ENV = WARM_WORKER_ENV
 GO = b"g"  # bakeoff_runtime.warm_server.GO
 CONNECT_TIMEOUT_S = 120  # the warm interpreter may still be importing torch for a leg's first job
 

@@ -15,12 +15,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime.contract import CACHE_DIR_ENV
+
 SOURCE = "AWS Price List API (pricing:GetProducts, AmazonSageMaker)"
 KINDS = {"Training": "on_demand", "SpotTraining": "spot"}
 
 
 def cache_path(region: str) -> Path:
-    root = Path(os.environ.get("BAKEOFF_CACHE_DIR") or Path.home() / ".cache" / "bakeoff")
+    root = Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "bakeoff")
     return root / f"prices-{region}.json"
 
 

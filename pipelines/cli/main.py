@@ -292,9 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     except BakeoffError as exc:
         import os
 
-        if os.environ.get("BAKEOFF_DEBUG") and exc.__cause__ is not None:
+        from bakeoff_runtime.contract import DEBUG_ENV
+
+        if os.environ.get(DEBUG_ENV) and exc.__cause__ is not None:
             raise  # the API wrapped something unexpected: show where it came from
-        hint = " (BAKEOFF_DEBUG=1 shows the traceback)" if exc.__cause__ is not None else ""
+        hint = f" ({DEBUG_ENV}=1 shows the traceback)" if exc.__cause__ is not None else ""
         from pipelines.terminal_text import plain
 
         print(f"bakeoff: error: {plain(exc)}{hint}", file=sys.stderr)  # may quote a job's output
@@ -312,12 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug or the machine: one line, exit 4, the traceback only on request
         import os
 
-        if os.environ.get("BAKEOFF_DEBUG"):
+        from bakeoff_runtime.contract import DEBUG_ENV
+
+        if os.environ.get(DEBUG_ENV):
             raise
         from pipelines.terminal_text import plain
 
         first = plain((str(exc).strip().splitlines() or [""])[0][:300])
-        print(f"bakeoff: error: could not run: {type(exc).__name__}: {first} (BAKEOFF_DEBUG=1 shows the "
+        print(f"bakeoff: error: could not run: {type(exc).__name__}: {first} ({DEBUG_ENV}=1 shows the "
               "traceback)", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
 

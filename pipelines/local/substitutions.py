@@ -26,7 +26,7 @@ from .store import LocalS3
 OPT_ML = "/opt/ml"
 LOCAL_HOST_ADDRESS = "127.0.0.1"
 # Variables of this shell that would leak into a job and change what it does.
-_HOST_PREFIXES = ("SM_", "BAKEOFF_", "PJRT_", "MLFLOW_", "NEURON_", "XLA_", "FI_", "RDMAV_", "NCCL_", "RANK",
+_HOST_PREFIXES = ("SM_", contract.ENV_PREFIX, "PJRT_", "MLFLOW_", "NEURON_", "XLA_", "FI_", "RDMAV_", "NCCL_", "RANK",
                   "LOCAL_RANK", "WORLD_SIZE", "MASTER_")
 
 
@@ -90,7 +90,7 @@ class Substitutions:
         lines = [
             f"s3:// URIs -> {self.store.root}/BUCKET/KEY (a local directory store)",
             f"{OPT_ML} -> {self.run_dir}/jobs/JOB/opt/ml; the Evaluate step's {OPT_ML} -> "
-            f"{self.run_dir}/evaluation/opt/ml (BAKEOFF_OPT_ML; no SM_* variable, as on SageMaker)",
+            f"{self.run_dir}/evaluation/opt/ml ({contract.ENV['opt_ml']}; no SM_* variable, as on SageMaker)",
             f"images -> this Python ({self.python}; " + ", ".join(f"{k} {v}" for k, v in rt.items()) + ")",
         ]
         for leg in self.plan.legs:
@@ -100,7 +100,7 @@ class Substitutions:
                          f"{leg.processes_per_host} processes per host) -> {self.hosts} host x "
                          f"{leg.local_processes} process{'es' if leg.local_processes > 1 else ''} on "
                          f"{emu.device_label}" + (f" ({extra})" if extra else "")
-                         + (f", BAKEOFF_BACKEND={emu.backend}" if emu.backend != leg.backend else "")
+                         + (f", {contract.ENV['backend']}={emu.backend}" if emu.backend != leg.backend else "")
                          + f"; per-device batch {leg.batching.per_device_batch_size} x accumulation "
                          f"{leg.batching.gradient_accumulation_steps} -> {leg.local_batching.per_device_batch_size} x "
                          f"{leg.local_batching.gradient_accumulation_steps} (global batch "
@@ -174,7 +174,7 @@ class Substitutions:
                if k != contract.ENV["mlflow_install"]}
         env.update({contract.LOCAL_S3_ROOT_ENV: str(self.store.root), "PYTHONUNBUFFERED": "1",
                     # ListPipelineExecutionSteps, answered from this execution's record
-                    "BAKEOFF_LOCAL_STEPS": str(steps_file)})
+                    contract.LOCAL_STEPS_ENV: str(steps_file)})
         if self.mlflow:
             env["MLFLOW_TRACKING_URI"] = self.mlflow["MLFLOW_TRACKING_URI"]
         command = [self._local_command(p, opt_ml) for p in app["ContainerEntrypoint"]]

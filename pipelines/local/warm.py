@@ -19,16 +19,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bakeoff_runtime.backend_table import BACKENDS
-from bakeoff_runtime.contract import ENV
+from bakeoff_runtime.contract import ENV, WARM_START_ENV, WARM_WORKER_ENV
 
-# Read by launch.py through bakeoff_runtime.warm_worker.ADDRESS_ENV (container side, not importable here).
-ADDRESS_ENV = "BAKEOFF_WARM_WORKER"
+# Read by launch.py through bakeoff_runtime.warm_worker.ADDRESS_ENV.
+ADDRESS_ENV = WARM_WORKER_ENV
 # Differ from one job of a leg to the next; the warm interpreter is started without them.
 PER_JOB = (ENV["job_key"], ENV["opt_ml"], ADDRESS_ENV, "PWD", "OLDPWD")
 
 
 def warm_start_enabled(environ: Mapping[str, str] = os.environ) -> bool:
-    return environ.get("BAKEOFF_WARM_START", "1") != "0"
+    return environ.get(WARM_START_ENV, "1") != "0"
 
 
 def eligible(environment: Mapping[str, str], hosts: int) -> bool:

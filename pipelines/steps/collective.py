@@ -49,7 +49,7 @@ def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> dict[str, A
     dropped = {ENV["mlflow_install"], ENV["mlflow_experiment"], "MLFLOW_TRACKING_URI"}
     env = {k: v for k, v in args["Environment"].items() if k not in dropped}
     if leg.instance.network_gbps:
-        env["BAKEOFF_NETWORK_GBPS"] = str(leg.instance.network_gbps)
+        env[ENV["network_gbps"]] = str(leg.instance.network_gbps)
     args["Environment"] = dict(sorted(env.items()))
     args["AlgorithmSpecification"] = {
         "TrainingImage": args["AlgorithmSpecification"]["TrainingImage"], "TrainingInputMode": "File",
@@ -113,7 +113,8 @@ def run_local(run: LocalRun, node: str) -> None:
     n = local_processes(world)
     job = run.subs.training(node, request, job_dir)
     job = replace(job, environment={**job.environment, ENV["nproc_per_node"]: str(n),
-                                    ENV["master_port"]: str(_free_port()), "BAKEOFF_COLLECTIVE_BACKEND": "gloo"})
+                                    ENV["master_port"]: str(_free_port()),
+                                    contract.COLLECTIVE_BACKEND_ENV: "gloo"})
     x.progress.note(f"leg {leg}: collective check (all-reduce, all-gather) with {n} gloo processes "
                     f"standing for its {world} devices")
     outcome = x.container(job, job_dir, run.store, x._process, lambda line: None)

@@ -17,7 +17,7 @@ def request(**env):
 def test_both_sides_name_the_same_variable():
     assert warm.ADDRESS_ENV == warm_worker.ADDRESS_ENV
     assert warm_worker.GO == warm_server.GO
-    assert set(warm.PER_JOB) <= warm_server.PER_JOB
+    assert set(warm.PER_JOB) <= warm_server.per_job()
 
 
 def test_a_job_of_the_leg_is_served_whatever_its_own_key_and_tree():
