@@ -86,12 +86,15 @@ def test_a_misspelt_parity_metric_stops_after_the_first_seed_with_exit_2(tmp_pat
     last = proc.stderr.strip().splitlines()[-1]
     assert "bakeoff.yaml:" in last and "parity.metric" in last and "(they reported: val_loss)" in last
     assert "Traceback" not in proc.stderr
-    # No job of a later seed completed: with jobs side by side (the default here), one that started beside
-    # the first seed was stopped and recorded so, and a re-run after the fix runs it again.
+    # With jobs side by side (the default here), a later seed that started beside the first seeds either
+    # finished before the check (a warm-started CPU job takes about a second) or was stopped and recorded
+    # so, for a re-run after the fix to run again; none is left running or unrecorded. Which of the two
+    # depends on timing; the order-controlled form is tests/unit/test_parallel_jobs.py.
     jobs = tmp_path / "out" / "jobs"
     assert {"g5-s0", "m5-s0"} <= {p.name for p in jobs.iterdir()}
     for later in (p for p in jobs.iterdir() if not p.name.endswith("-s0")):
         record = json.loads((later / "job.json").read_text())
-        assert record["status"] == "failed" and "interrupted" in record["reason"], record
+        stopped = record["status"] == "failed" and "interrupted" in record["reason"]
+        assert record["status"] == "completed" or stopped, record
     # One job at a time, no job after the first seed starts at all: the engine's rule, whatever the job
     # (tests/engine/test_engine_from_e2e.py, the same spec with the jobs in the fake container).
