@@ -5,6 +5,7 @@ field through `contract.ENV`, or one of its `*_ENV` constants), so a name cannot
 only. Tests may spell the names: they check the real environment.
 """
 import ast
+import functools
 
 from bakeoff_runtime import contract
 from conftest import ROOT
@@ -24,14 +25,16 @@ def _spelled(tree: ast.AST):
             yield node.value.lineno, node.arg
 
 
+@functools.cache
+def _sources() -> tuple:
+    """(path, parsed module) of every checked file but the contract, parsed once for both checks."""
+    return tuple((path, ast.parse(path.read_text(), filename=str(path)))
+                 for top in CHECKED for path in sorted((ROOT / top).rglob("*.py")) if path != CONTRACT)
+
+
 def test_no_bakeoff_name_is_spelled_outside_the_contract():
-    found = []
-    for top in CHECKED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if path == CONTRACT:
-                continue
-            tree = ast.parse(path.read_text(), filename=str(path))
-            found += [f"{path.relative_to(ROOT)}:{line}: {text!r}" for line, text in _spelled(tree)]
+    found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path, tree in _sources()
+             for line, text in _spelled(tree)]
     assert not found, ("BAKEOFF_* names spelled outside entrypoints/bakeoff_runtime/contract.py (name them "
                        "there and use contract.ENV[...] or its *_ENV constants):\n" + "\n".join(found))
 
@@ -48,13 +51,8 @@ def _quoted(tree: ast.AST):
 
 
 def test_no_message_quotes_a_bakeoff_name_of_its_own():
-    found = []
-    for top in CHECKED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if path == CONTRACT:
-                continue
-            tree = ast.parse(path.read_text(), filename=str(path))
-            found += [f"{path.relative_to(ROOT)}:{line}: {text!r}" for line, text in _quoted(tree)]
+    found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path, tree in _sources()
+             for line, text in _quoted(tree)]
     assert not found, "BAKEOFF_* names quoted in strings outside the contract:\n" + "\n".join(found)
 
 
