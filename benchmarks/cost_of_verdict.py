@@ -14,7 +14,7 @@ spread (planned on its 80% upper confidence limit, as the evaluation and `bakeof
 the pilot's seeds counted in): the fixed design a careful user would run.
 Sequential, with and without the futility stop (`sequential.futile`): first round 3 seeds (the spec default),
 then 3 more a round, cap max(12, the fixed design's 95%-power seeds), Lan-DeMets spending,
-the shipped decision rule at each look (bakeoff_runtime.group_sequential). Job-hours are seeds
+the shipped decision rule at each look (bakeoff_runtime.verdict.group_sequential). Job-hours are seeds
 per leg x legs x hours per job, the same for both designs, so their ratio is the ratio of
 mean seeds. Both designs are checked at the same error rates: at a true difference equal
 to the margin, P(pass) and P(fail) must each be <= alpha.
@@ -34,8 +34,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "entrypoints"))
 
-from bakeoff_runtime import group_sequential as seq  # noqa: E402
-from bakeoff_runtime import stats  # noqa: E402
+from bakeoff_runtime.verdict import group_sequential as seq  # noqa: E402
+from bakeoff_runtime.verdict import stats  # noqa: E402
 
 ALPHA = 0.05
 MIX = (0.0, 0.5, 1.0, 2.0, 4.0)  # true difference / margin

@@ -1,6 +1,6 @@
 """Script mode's step hook: the same bare training loop with and without it.
 
-The hook (bakeoff_runtime.script_probe) is a global optimizer step post-hook that every
+The hook (bakeoff_runtime.training.script_probe) is a global optimizer step post-hook that every
 script-mode job runs behind; this measures what it adds to an optimizer step on the host CPU
 backend (its device synchronisation is a no-op there, so the figure is the hook's own work:
 a counter, a clock read, a step line every `sync_interval` steps). Both variants run in this
@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "entrypoints"))
 
 import torch  # noqa: E402
 
-from bakeoff_runtime.reference.model import LMConfig, TinyLM  # noqa: E402
-from bakeoff_runtime.script_contract import ScriptSettings  # noqa: E402
-from bakeoff_runtime.script_probe import StepProbe  # noqa: E402
+from bakeoff_runtime.contract.script_mode import ScriptSettings  # noqa: E402
+from bakeoff_runtime.training.reference.model import LMConfig, TinyLM  # noqa: E402
+from bakeoff_runtime.training.script_probe import StepProbe  # noqa: E402
 
 
 def loop(steps: int, hooked: bool) -> float:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "entrypoints"))
 
-from bakeoff_runtime.telemetry import Telemetry  # noqa: E402
+from bakeoff_runtime.training.telemetry import Telemetry  # noqa: E402
 
 
 class KeepingTelemetry(Telemetry):

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "entrypoints"))
 import torch  # noqa: E402
 
 from bakeoff_runtime.contract import ENV, TrainingEnv  # noqa: E402
-from bakeoff_runtime.reference.model import LMConfig, TinyLM  # noqa: E402
-from bakeoff_runtime.runtime import Runtime  # noqa: E402
+from bakeoff_runtime.training.reference.model import LMConfig, TinyLM  # noqa: E402
+from bakeoff_runtime.training.runtime import Runtime  # noqa: E402
 
 
 def make_runtime(tmp: Path, steps: int, mlflow: bool) -> Runtime:

@@ -7,7 +7,7 @@ the baseline's, the way the engine runs it: its code unpacked fresh into opt/ml/
 cache), `python launch.py train.py` started there with the job's environment, one job at a time.
 `--floor` adds this checkout with MLflow off: what start-up costs without MLflow at all.
 `--warm` adds this checkout's jobs started as the engine now starts them: the worker forked from
-the leg's warm interpreter (bakeoff_runtime.warm_server, pipelines/local/warm.py). Each round
+the leg's warm interpreter (bakeoff_runtime.training.warm_server, pipelines/local/warm.py). Each round
 starts a fresh one together with a job (`new_warm_first`: a leg's first job, which waits for the
 warm interpreter's imports) and then runs the job again (`new_warm_later`: every later job of
 the leg).
@@ -74,7 +74,7 @@ class WarmInterpreter:
     def __init__(self, env: dict[str, str]) -> None:
         self.dir = tempfile.mkdtemp(prefix="ttfs-warm-")
         self.address = os.path.join(self.dir, "leg.sock")
-        server = ROOT / "entrypoints" / "bakeoff_runtime" / "warm_server.py"
+        server = ROOT / "entrypoints" / "bakeoff_runtime" / "training" / "warm_server.py"
         self.proc = subprocess.Popen([sys.executable, str(server), self.address], env=server_environment(env),
                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
 

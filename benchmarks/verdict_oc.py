@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/verdict_oc.py [--reps N] [--seed 2026] [--cells]
 
 Simulates bake-offs whose per-seed metric is normal and asks the shipped decision
-rule (`bakeoff_runtime.stats`) for pass / fail / inconclusive:
+rule (`bakeoff_runtime.verdict.stats`) for pass / fail / inconclusive:
 
 1. the grid: paired and unpaired, seeds 2..8, margin/sigma 1..5, true difference
    0, the margin, twice the margin;
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "entrypoints"))
 
 from verdict_oc_cells import WORKERS, run_cells  # noqa: E402
 
-from bakeoff_runtime import stats  # noqa: E402
+from bakeoff_runtime.verdict import stats  # noqa: E402
 
 ALPHA = 0.05
 

@@ -52,9 +52,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "entrypoints"))
 sys.path.insert(1, str(ROOT))
 
-from bakeoff_runtime import group_sequential as seq  # noqa: E402
-from bakeoff_runtime import stats  # noqa: E402
-from bakeoff_runtime.evaluation import evaluate  # noqa: E402
+from bakeoff_runtime.verdict import group_sequential as seq  # noqa: E402
+from bakeoff_runtime.verdict import stats  # noqa: E402
+from bakeoff_runtime.verdict.evaluation import evaluate  # noqa: E402
 
 ALPHA = 0.05
 MARGIN = 1.0

@@ -27,13 +27,13 @@ import sys
 import time
 from pathlib import Path
 
-from bakeoff_runtime.backend_table import BACKENDS
 from bakeoff_runtime.contract import (
     COLLECTIVE_BACKEND_ENV,
     COLLECTIVE_BYTES_ENV,
     COLLECTIVE_FAULT_RANK_ENV,
     ENV,
 )
+from bakeoff_runtime.contract.backend_table import BACKENDS
 
 FAULT_ENV = COLLECTIVE_FAULT_RANK_ENV
 SCHEMA = "bakeoff.collective/1"

@@ -24,11 +24,11 @@ from bakeoff_runtime.contract import (  # noqa: E402
     job_name,
     parse_training_step_name,
 )
-from bakeoff_runtime.documents import read_evaluation_config  # noqa: E402
-from bakeoff_runtime.evaluation import evaluate, write_evaluation  # noqa: E402
-from bakeoff_runtime.job_outputs import load_jobs  # noqa: E402
-from bakeoff_runtime.mlflow_parent import log_parent  # noqa: E402
-from bakeoff_runtime.report import write_reports  # noqa: E402
+from bakeoff_runtime.contract.documents import read_evaluation_config  # noqa: E402
+from bakeoff_runtime.report.document import write_reports  # noqa: E402
+from bakeoff_runtime.tracking.parent_run import log_parent  # noqa: E402
+from bakeoff_runtime.verdict.evaluation import evaluate, write_evaluation  # noqa: E402
+from bakeoff_runtime.verdict.job_outputs import load_jobs  # noqa: E402
 
 
 def _s3_reader():
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     if args.job:
         fetch_jobs(args.job, args.jobs)
     if args.records:
-        from bakeoff_runtime.porting import read_records
+        from bakeoff_runtime.verdict.porting import read_records
 
         if args.record:
             fetch_records(args.record, args.records)
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
         # tracking server's ARN there), as MLflow's own clients do.
         mlflow_cfg["tracking_uri"] = os.environ["MLFLOW_TRACKING_URI"]
     if mlflow_cfg.get("tracking_uri"):
-        from bakeoff_runtime.mlflow_install import ensure_mlflow
+        from bakeoff_runtime.tracking.install import ensure_mlflow
 
         ensure_mlflow(Path(__file__).resolve().parent, environ={**os.environ,
                                                                 "MLFLOW_TRACKING_URI": mlflow_cfg["tracking_uri"]})

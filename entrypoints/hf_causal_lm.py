@@ -42,7 +42,7 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 import torch  # noqa: E402
 
 from bakeoff_runtime import Runtime  # noqa: E402
-from bakeoff_runtime.reference.data import BatchSplit, ByteBatches, load_channel, validation_batches  # noqa: E402
+from bakeoff_runtime.training.reference.data import BatchSplit, ByteBatches, load_channel, validation_batches  # noqa: E402
 
 VOCAB = 256  # bytes
 NOT_INSTALLED = ("transformers is not installed in this environment: install bakeoff's `hf` extra "

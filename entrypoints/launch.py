@@ -15,7 +15,7 @@ the SageMaker training toolkit runs). It:
 * exits 0 after a script failure when BAKEOFF_CONTINUE_ON_FAILURE=1 (the compiled
   pipeline sets it), so the pipeline goes on to its Evaluate step and a crashed leg
   still gets a verdict. An infrastructure failure (a process killed by a signal, a broken
-  collective, a Neuron runtime or hardware error: bakeoff_runtime.failure_cause) exits
+  collective, a Neuron runtime or hardware error: bakeoff_runtime.training.failure_cause) exits
   non-zero whatever that setting says, so the step fails and is never served from the
   step cache, and a retried execution runs it again.
 """
@@ -35,8 +35,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bakeoff_runtime.backend_table import BACKENDS  # noqa: E402
 from bakeoff_runtime.contract import ENV, PROCESS_START_ENV, WORKER_ENV, TrainingEnv  # noqa: E402
+from bakeoff_runtime.contract.backend_table import BACKENDS  # noqa: E402
 
 WORKER = WORKER_ENV
 
@@ -89,9 +89,9 @@ def under_torchrun(cmd: list[str]) -> bool:
 
 def run_worker(env: TrainingEnv, script: Path, args: list[str]) -> int:
     """Inside a worker process: the script itself, with a crash recorded. A script-mode script
-    runs behind the step hook (bakeoff_runtime.script_probe), which writes what it saw however
+    runs behind the step hook (bakeoff_runtime.training.script_probe), which writes what it saw however
     the script ends."""
-    from bakeoff_runtime.script_contract import PROBE_FILE, SEED_HP, ScriptSettings
+    from bakeoff_runtime.contract.script_mode import PROBE_FILE, SEED_HP, ScriptSettings
 
     settings = ScriptSettings.beside(script)
     probe = None
@@ -99,7 +99,7 @@ def run_worker(env: TrainingEnv, script: Path, args: list[str]) -> int:
     sys.argv = [str(script), *args]
     try:
         if settings is not None:
-            from bakeoff_runtime.script_probe import prepare
+            from bakeoff_runtime.training.script_probe import prepare
 
             seed = env.hyperparameters.get(SEED_HP)
             probe = prepare(settings, int(seed) if seed is not None else None)
@@ -128,11 +128,11 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
     """Run the workers, pass SIGTERM/SIGINT on, and say how they ended. `on_line`: each line of
     their output (stdout and stderr), which is then passed on to this process's stdout.
     `mlflow_client`: start the worker's MLflow client process first and hand it over
-    (bakeoff_runtime.mlflow_sink), so mlflow is imported while the worker imports torch."""
+    (bakeoff_runtime.tracking.sink), so mlflow is imported while the worker imports torch."""
     # The workers' output passes through here so that its last lines can say whose failure a
     # failure was (torchrun reports a worker's death by a signal only in its output). Script mode
     # reads metrics from both streams, so there they are one; otherwise each keeps its stream.
-    from bakeoff_runtime.parent_death import dies_with_parent
+    from bakeoff_runtime.process.parent_death import dies_with_parent
 
     merged = on_line is not None
     client = _start_mlflow_client() if mlflow_client else None
@@ -227,10 +227,10 @@ def _continue_on_failure() -> bool:
 
 
 def _warm_worker(cmd: list[str], worker_env: dict[str, str], merged: bool, fds, script_mode: bool):
-    """The worker forked by the leg's warm interpreter (bakeoff_runtime.warm_server), where the local
+    """The worker forked by the leg's warm interpreter (bakeoff_runtime.training.warm_server), where the local
     engine started one; None to start it cold. Only a lone worker of bakeoff's own trainer: torchrun
     starts its workers itself, and a script-mode script is the user's, run as SageMaker runs it."""
-    from bakeoff_runtime.warm_worker import ADDRESS_ENV, start
+    from bakeoff_runtime.training.warm_worker import ADDRESS_ENV, start
 
     address = os.environ.get(ADDRESS_ENV)
     if not address or script_mode or under_torchrun(cmd):
@@ -244,7 +244,7 @@ def _warm_worker(cmd: list[str], worker_env: dict[str, str], merged: bool, fds, 
 
 
 def _start_mlflow_client():
-    from bakeoff_runtime.mlflow_sink import Client
+    from bakeoff_runtime.tracking.sink import Client
 
     try:
         return Client.start()
@@ -260,10 +260,9 @@ NOT_CACHEABLE = (INFRASTRUCTURE, "killed")
 
 
 def _summary(env: TrainingEnv) -> dict:
-    try:
-        return json.loads((env.model_dir / "summary.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    from bakeoff_runtime.contract.documents import summary_or_none
+
+    return dict(summary_or_none(env.model_dir / "summary.json") or {})
 
 
 def _recorded_kind(env: TrainingEnv) -> str | None:
@@ -275,7 +274,7 @@ def _recorded_reason(env: TrainingEnv) -> str:
 
 
 def _infrastructure_cause(env: TrainingEnv, output_tail: str) -> str | None:
-    from bakeoff_runtime.failure_cause import infrastructure_cause
+    from bakeoff_runtime.training.failure_cause import infrastructure_cause
 
     summary = _summary(env)
     if summary.get("failure_kind") in NOT_CACHEABLE:
@@ -304,17 +303,17 @@ def main(argv: list[str]) -> int:
         record_failure(env, blocked, "collective")
         print(f"[bakeoff] {blocked}", file=sys.stderr, flush=True)
         return 0 if _continue_on_failure() else 1
-    from bakeoff_runtime.package_install import ensure_packages
+    from bakeoff_runtime.process.package_install import ensure_packages
 
     missing = ensure_packages(HERE, os.environ)
     if missing:
         record_failure(env, missing, "script")
         print(f"[bakeoff] {missing}", file=sys.stderr, flush=True)
         return 0 if _continue_on_failure() else 1
-    from bakeoff_runtime.mlflow_install import ensure_mlflow
+    from bakeoff_runtime.tracking.install import ensure_mlflow
 
     ensure_mlflow(HERE)
-    from bakeoff_runtime.script_contract import ScriptSettings
+    from bakeoff_runtime.contract.script_mode import ScriptSettings
 
     settings = ScriptSettings.beside(script)
     if settings is not None:
@@ -324,7 +323,7 @@ def main(argv: list[str]) -> int:
         print(f"[bakeoff] launching {devices_per_host(env)} process(es) per host on {env.host_count} host(s); "
               f"host {env.current_host} is node {env.host_rank}, meeting on {env.master_addr}:{env.master_port}",
               flush=True)
-    from bakeoff_runtime.mlflow_sink import logs_to_mlflow
+    from bakeoff_runtime.tracking.sink import logs_to_mlflow
 
     # One worker, started by this process (torchrun's would not inherit the client's pipes).
     client = not under_torchrun(cmd) and script.name not in REPORTS_ELSEWHERE and logs_to_mlflow(os.environ)
@@ -333,8 +332,8 @@ def main(argv: list[str]) -> int:
 
 def run_script(env: TrainingEnv, script: Path, leg_args: list[str], settings) -> int:
     """Script mode: the script as it is, started the way SageMaker's training toolkit starts it
-    (bakeoff_runtime.script_launch), its output read for metrics, its summary written after it."""
-    from bakeoff_runtime import script_launch
+    (bakeoff_runtime.training.script_launch), its output read for metrics, its summary written after it."""
+    from bakeoff_runtime.training import script_launch
 
     started = time.time()
     job = script_launch.prepare(env, script, leg_args, settings)
@@ -421,7 +420,7 @@ def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bo
     env.output_data_dir.mkdir(parents=True, exist_ok=True)
     (env.output_data_dir / "summary.json").write_text(summary.read_text())
     (env.output_data_dir / "failure").write_text(env.failure_file.read_text())
-    from bakeoff_runtime.output_digest import record
+    from bakeoff_runtime.contract.output_digest import record
 
     for directory in (env.model_dir, env.output_data_dir):  # the Evaluate step checks it
         record(directory)

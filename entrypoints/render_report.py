@@ -10,8 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bakeoff_runtime.documents import read_evaluation  # noqa: E402
-from bakeoff_runtime.report import write_reports  # noqa: E402
+from bakeoff_runtime.contract.documents import read_evaluation  # noqa: E402
+from bakeoff_runtime.report.document import write_reports  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -20,8 +20,8 @@ STARTED = float(os.environ.get(PROCESS_START_ENV, time.time()))
 import torch  # noqa: E402
 
 from bakeoff_runtime import Runtime  # noqa: E402
-from bakeoff_runtime.reference.data import BatchSplit, ByteBatches, load_channel, validation_batches  # noqa: E402
-from bakeoff_runtime.reference.model import LMConfig, TinyLM, parameter_count  # noqa: E402
+from bakeoff_runtime.training.reference.data import BatchSplit, ByteBatches, load_channel, validation_batches  # noqa: E402
+from bakeoff_runtime.training.reference.model import LMConfig, TinyLM, parameter_count  # noqa: E402
 
 
 def lr_at(step: int, base: float, warmup: int, total: int, schedule: str, min_ratio: float) -> float:

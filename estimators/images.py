@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bakeoff_runtime.backend_table import BACKENDS
+from bakeoff_runtime.contract.backend_table import BACKENDS
 
 LOOKED_UP = "2026-12-02"
 

@@ -1,7 +1,7 @@
 """Trainium 2 (ml.trn2): torch-neuronx (XLA) or TorchNeuron, the native backend."""
 from __future__ import annotations
 
-from bakeoff_runtime.backend_table import row
+from bakeoff_runtime.contract.backend_table import row
 
 from .base import InstanceType, LegKind, LocalEmulation, instance
 from .trn1 import Trn1, neuron_network_environment

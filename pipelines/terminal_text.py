@@ -4,12 +4,12 @@ rich reads `[...]` as markup: a reason such as `no checkpoint found in [/opt/ml/
 closing tag to it (MarkupError: the bake-off stopped at that job, and at it again on every re-run),
 and `[green]verdict: pass[/green]` would paint a fake verdict. Escape sequences, control and bidi
 characters could move the cursor, retitle the terminal or reorder a line. `data()` makes such text
-inert (bakeoff_runtime.inert_text, the one sanitiser, also used for MLflow tags) and escapes what
+inert (bakeoff_runtime.contract.inert_text, the one sanitiser, also used for MLflow tags) and escapes what
 is left for rich; `plain()` is for lines printed without rich.
 """
 from __future__ import annotations
 
-from bakeoff_runtime import inert_text
+from bakeoff_runtime.contract import inert_text
 
 
 def plain(text: object) -> str:

@@ -223,8 +223,8 @@ def mlflow_db(_new_mlflow_db, tmp_path):
 def evaluation(tmp_path_factory):
     from report_inputs import CONFIG, VALUES, _write_job
 
-    from bakeoff_runtime.evaluation import evaluate
-    from bakeoff_runtime.job_outputs import load_jobs
+    from bakeoff_runtime.verdict.evaluation import evaluate
+    from bakeoff_runtime.verdict.job_outputs import load_jobs
 
     root = tmp_path_factory.mktemp("jobs")
     for leg, values in VALUES.items():

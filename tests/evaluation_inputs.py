@@ -4,7 +4,7 @@ import json
 
 from jobtree import seal
 
-from bakeoff_runtime.job_outputs import load_jobs
+from bakeoff_runtime.verdict.job_outputs import load_jobs
 
 CONFIG = {
     "bakeoff": "fixed", "spec_hash": "abc",

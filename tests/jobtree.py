@@ -71,7 +71,7 @@ class JobLayout:
 def seal(directory: Path) -> Path:
     """What a job does last over the outputs it wrote by hand here: its digest (the Evaluate step
     rejects a completed job's output without one). Returns the digest file."""
-    from bakeoff_runtime.output_digest import DIGEST_FILE, record
+    from bakeoff_runtime.contract.output_digest import DIGEST_FILE, record
 
     record(directory)
     return directory / DIGEST_FILE

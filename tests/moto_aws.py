@@ -48,7 +48,7 @@ def recorded_execution(verdict: str = "pass", prefix: str = "exec1") -> dict[str
 
     from evaluation_inputs import CONFIG, _jobs
 
-    from bakeoff_runtime.evaluation import evaluate
+    from bakeoff_runtime.verdict.evaluation import evaluate
 
     sm, s3 = boto3.client("sagemaker", region_name="us-east-1"), boto3.client("s3", region_name="us-east-1")
     try:

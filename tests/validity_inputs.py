@@ -4,8 +4,8 @@ import json
 
 from jobtree import seal
 
-from bakeoff_runtime.evaluation import evaluate
-from bakeoff_runtime.job_outputs import load_jobs
+from bakeoff_runtime.verdict.evaluation import evaluate
+from bakeoff_runtime.verdict.job_outputs import load_jobs
 
 CONFIG = {
     "bakeoff": "validity", "spec_hash": "abc",

@@ -61,7 +61,7 @@ _LONGEST_ROLE_ARN = 2048
 # change" (docs.aws.amazon.com/sagemaker/latest/dg/mlflow-create-tracking-server-cli.html). 3.0 is the newest
 # tracking server release AWS pairs with a client ("For tracking server 3.0.x, use mlflow==3.0.0",
 # docs.aws.amazon.com/sagemaker/latest/dg/mlflow-track-experiments.html); the jobs install that client
-# (entrypoints/bakeoff_runtime/mlflow-requirements*.txt), since MLflow's own servers "may not work with the
+# (entrypoints/bakeoff_runtime/tracking/mlflow-requirements*.txt), since MLflow's own servers "may not work with the
 # newer version of the SDK" (mlflow.org/docs/latest/self-hosting/migration).
 MLFLOW_SERVER_VERSION = "3.0"
 # AWS's client release for each tracking server version (the same mlflow-track-experiments page).

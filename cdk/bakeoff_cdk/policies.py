@@ -44,7 +44,7 @@ VPC_ACTIONS = (
     "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
 )
 # Each MlflowClient method the jobs and the Evaluate step call on a SageMaker tracking server
-# (entrypoints/bakeoff_runtime/mlflow_sink.py, mlflow_parent.py, script_mlflow.py), and the
+# (entrypoints/bakeoff_runtime/tracking/sink.py, parent_run.py, script_run.py), and the
 # sagemaker-mlflow action of the REST call it makes (mlflow/store/tracking/rest_store.py:
 # set_terminated is UpdateRun; log_artifact reads the run (GetRun) for its artifact URI and writes
 # to S3 with the role's own S3 grant). Actions as the Service Authorization Reference names them,

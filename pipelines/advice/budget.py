@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bakeoff_runtime.documents import DocumentError, Evaluation, read_evaluation
+from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation
 from pipelines.advice.rounds import check_design, default_cap
 from pipelines.errors import SpecError
 from pipelines.spec.model import BakeoffSpec
@@ -128,8 +128,8 @@ def _spend(seeds: float, legs: list[LegCost]) -> Spend:
 
 
 def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: int | None = None) -> BudgetPlan:
-    from bakeoff_runtime import group_sequential as seq
-    from bakeoff_runtime import stats
+    from bakeoff_runtime.verdict import group_sequential as seq
+    from bakeoff_runtime.verdict import stats
 
     ev = _evaluation(Path(from_run)) if from_run else None
     legs, notes = _legs(spec, ev)

@@ -2,7 +2,7 @@
 round more each time), the seeds each round adds, the spec with a round's seeds, the check of a design
 and the futility test. Backend-neutral and below both engines and the budget: pipelines.local.until_decided
 and pipelines.sagemaker.more_seeds run the rounds, pipelines.advice.budget prices them; the design's arithmetic
-is bakeoff_runtime.group_sequential."""
+is bakeoff_runtime.verdict.group_sequential."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +11,7 @@ from pipelines.errors import SpecError
 from pipelines.spec.model import BakeoffSpec
 
 if TYPE_CHECKING:
-    from bakeoff_runtime.documents import Evaluation
+    from bakeoff_runtime.contract.documents import Evaluation
 
 DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds
 
@@ -61,7 +61,7 @@ def next_size(n: int, first: int, max_seeds: int) -> int:
 def futile_checks(evaluation: Evaluation, looks: list[int], max_seeds: int, spending: str) -> list[str]:
     """The undecided parity checks that look undecidable even at the cap (sequential.futile);
     empty unless every undecided check is one of them and each is a paired comparison."""
-    from bakeoff_runtime import group_sequential as seq
+    from bakeoff_runtime.verdict import group_sequential as seq
 
     undecided = [c for c in evaluation.get("checks", []) if c.get("status") == "inconclusive"]
     if not undecided or any(c.get("test") != "paired" or c.get("sd") is None for c in undecided):

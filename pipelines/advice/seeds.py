@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bakeoff_runtime.backend_table import row
-from bakeoff_runtime.documents import DocumentError, Evaluation, read_evaluation
+from bakeoff_runtime.contract.backend_table import row
+from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation
 from pipelines.errors import SpecError
 from pipelines.spec.model import BakeoffSpec
 
@@ -36,7 +36,7 @@ def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:
     if previous is None:
         return out
     evaluation, where = _previous_evaluation(previous)
-    from bakeoff_runtime import stats
+    from bakeoff_runtime.verdict import stats
 
     parity = spec.parity
     for check in evaluation.get("checks", []):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime.documents import DocumentError, Evaluation, read_evaluation
+from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation
 from pipelines.errors import RunError, SpecError
 
 from ._support import Progress, SpecLike, as_spec, note, ops_for, public
@@ -408,7 +408,7 @@ def apply_billable_time(evaluation: Evaluation, billable: dict[tuple[str, int], 
     """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job: every cost field,
     through the evaluation step's own cost function. (Here, not beside the terminal summary in
     pipelines/cli/summary.py: the API uses it, and the API sits below the CLI.)"""
-    from bakeoff_runtime.evaluation import recost
+    from bakeoff_runtime.verdict.evaluation import recost
 
     return recost(
         evaluation, billable, "SageMaker BillableTimeInSeconds x instance count x on-demand price per hour")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bakeoff_runtime.backend_table import row
+from bakeoff_runtime.contract.backend_table import row
 from pipelines.errors import SpecError
 from pipelines.spec.model import BakeoffSpec
 from pipelines.terminal_text import data

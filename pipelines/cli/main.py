@@ -151,7 +151,7 @@ def cmd_instances(args) -> int:
 
 
 def cmd_images(args) -> int:
-    from bakeoff_runtime.backend_table import BACKENDS
+    from bakeoff_runtime.contract.backend_table import BACKENDS
     from estimators.images import LOOKED_UP, SOURCES, registry_account
     from pipelines import api
 

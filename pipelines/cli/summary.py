@@ -4,11 +4,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bakeoff_runtime.report_format import size
+from bakeoff_runtime.report.formatting import size
 from pipelines.terminal_text import data
 
 if TYPE_CHECKING:
-    from bakeoff_runtime.documents import Evaluation, LegFigures
+    from bakeoff_runtime.contract.documents import Evaluation, LegFigures
 
 
 def _num(v, fmt="{:.4g}"):

@@ -34,7 +34,7 @@ from urllib.parse import quote
 from pipelines.errors import RunError, SpecError
 
 STORE = Path("mlflow") / "mlflow.db"
-LEGS_VIEW_ID = "bakeoff-legs"  # the saved view the evaluation writes (bakeoff_runtime.mlflow_parent)
+LEGS_VIEW_ID = "bakeoff-legs"  # the saved view the evaluation writes (bakeoff_runtime.tracking.parent_run)
 QUIET_ENV = {
     # No job-execution runner: it exists for MLflow's GenAI jobs, which a bake-off never starts.
     "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
@@ -187,7 +187,7 @@ def sees_store(base: str, views: Views | None) -> bool:
 def start(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
     log = open(log_path, "ab")  # noqa: SIM115  (the server's own log, for as long as it runs)
     try:
-        from bakeoff_runtime import parent_death
+        from bakeoff_runtime.process import parent_death
 
         # The server goes with `bakeoff ui`, even when that is kill -9'd.
         return subprocess.Popen(argv, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,

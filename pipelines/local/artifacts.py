@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime import contract, output_digest
+from bakeoff_runtime import contract
+from bakeoff_runtime.contract import output_digest
 from pipelines.names import COLLECTIVE_STEP_PREFIX, PREFLIGHT_STEP
 
 

@@ -1,6 +1,6 @@
 """Stop a doomed leg early: after each seed a leg and the baseline both finished, compare the
 leg's validation curve with the baseline's of the same seed (same eval steps) by the rule in
-bakeoff_runtime/group_sequential.py `doomed`: diverged, or beyond the margin by more than 3 SD of the
+bakeoff_runtime/verdict/group_sequential.py `doomed`: diverged, or beyond the margin by more than 3 SD of the
 eval noise at each of its last two evals. The noise is the SD of the paired end-of-training
 differences of the seeds already finished other than the one judged, from at least 3 of them,
 and "3 SD" is a t quantile at the same one-sided level (0.00135, or 0.01 over the seeds a run may
@@ -19,6 +19,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bakeoff_runtime.contract.documents import summary_or_none
+
 MIN_NOISE_PAIRS = 3   # finished pairs, besides the seed judged, before the beyond-the-margin rule is on
 NOISE_TAIL = 0.00135  # one-sided tail of the stop bar: what 3 SD would be were the noise known
 # Each seed judged is another chance of a false stop: at the fixed tail they add up to 2% at 40
@@ -33,9 +35,8 @@ def stop_tail(planned_seeds: int) -> float:
 
 
 def _diverged(job_dir: Path) -> str | None:
-    try:
-        summary = json.loads((job_dir / "opt" / "ml" / "model" / "summary.json").read_text())
-    except (OSError, ValueError):
+    summary = summary_or_none(job_dir / "opt" / "ml" / "model" / "summary.json")
+    if summary is None:
         return None
     return (summary.get("reason") or "diverged") if summary.get("status") == "diverged" else None
 
@@ -97,8 +98,8 @@ class DoomWatch:
         steps = sorted(set(mine) & set(base))
         if not steps:
             return None
-        from bakeoff_runtime import group_sequential as seq
-        from bakeoff_runtime import stats
+        from bakeoff_runtime.verdict import group_sequential as seq
+        from bakeoff_runtime.verdict import stats
 
         if self.margin is None:  # a relative margin: only divergence is judged here
             return seq.doomed([mine[s] for s in steps], [base[s] for s in steps], math.inf,

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bakeoff_runtime import contract, mlflow_net
-from bakeoff_runtime.documents import Evaluation
+from bakeoff_runtime import contract
+from bakeoff_runtime.contract.documents import Evaluation, summary_or_none
+from bakeoff_runtime.tracking import net as mlflow_net
 from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from pipelines.hashing import digest
 from pipelines.names import GATE_STEP, PREFLIGHT_STEP
@@ -131,7 +132,7 @@ class LocalExecutor:
         from pipelines.plan.bundle import entrypoints_dir
 
         ENV = contract.ENV
-        proc = subprocess.run([self.python, "-m", "bakeoff_runtime.mlflow_store", env["MLFLOW_TRACKING_URI"],
+        proc = subprocess.run([self.python, "-m", "bakeoff_runtime.tracking.file_store", env["MLFLOW_TRACKING_URI"],
                                env[ENV["mlflow_experiment"]], env[ENV["mlflow_artifact_location"]]],
                               cwd=store, capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": str(entrypoints_dir())})
@@ -378,10 +379,7 @@ class LocalExecutor:
     def _record(self, job, job_dir: Path, key: str, started: float, outcome: Outcome, store: LocalS3) -> dict:
         """job.json: what the platform knows of the job (DescribeTrainingJob on SageMaker)."""
         model = job_dir / "opt" / "ml" / "model"
-        try:
-            summary = json.loads((model / "summary.json").read_text())
-        except (FileNotFoundError, ValueError):
-            summary = {}
+        summary: dict = dict(summary_or_none(model / "summary.json") or {})
         status, reason = summary.get("status") or ("completed" if outcome.exit_code == 0 else "failed"), \
             summary.get("reason")
         code = outcome.exit_code

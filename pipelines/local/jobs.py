@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from bakeoff_runtime import contract, parent_death
+from bakeoff_runtime import contract
+from bakeoff_runtime.process import parent_death
 
 from .store import LocalS3
 from .substitutions import LocalProcessingJob, LocalTrainingJob, host_environment

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime.contract import parse_training_step_name
-from bakeoff_runtime.documents import Evaluation, Looks
-from bakeoff_runtime.report_format import seed_span
+from bakeoff_runtime.contract.documents import Evaluation, Looks
+from bakeoff_runtime.report.formatting import seed_span
 from pipelines.errors import SpecError
 
 from .files import write_json_atomically

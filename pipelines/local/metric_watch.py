@@ -6,8 +6,9 @@ seed completed and none of them reported the metric, the run stops there as bad 
 naming the metrics the jobs did report, so the fix is one line of the spec."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from bakeoff_runtime.contract.documents import summary_or_none
 
 
 def unreported(metric: str, job_dirs: list[Path]) -> list[str] | None:
@@ -15,11 +16,8 @@ def unreported(metric: str, job_dirs: list[Path]) -> list[str] | None:
     None when any job has it, or any did not complete (a crash says nothing of the name)."""
     seen: set[str] = set()
     for job_dir in job_dirs:
-        try:
-            summary = json.loads((job_dir / "opt" / "ml" / "model" / "summary.json").read_text())
-        except (OSError, ValueError):
-            return None
-        if not isinstance(summary, dict) or summary.get("status") != "completed":
+        summary = summary_or_none(job_dir / "opt" / "ml" / "model" / "summary.json")
+        if summary is None or summary.get("status") != "completed":
             return None
         metrics = summary.get("metrics") or {}
         if metric in metrics:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bakeoff_runtime import contract
-from bakeoff_runtime.backend_table import BACKENDS
+from bakeoff_runtime.contract.backend_table import BACKENDS
 from pipelines.errors import RunError
 
 from .jobs import JobProcess

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bakeoff_runtime.documents import Evaluation
+    from bakeoff_runtime.contract.documents import Evaluation
     from pipelines.plan.model import Plan
 
     from .definition import Context

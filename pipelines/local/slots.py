@@ -19,7 +19,7 @@ from bakeoff_runtime.contract import ENV
 
 # What one local job may hold at its peak: the quickstart's trn1 job (torch + torch_xla on
 # PJRT's CPU device) peaked at about 1.1 GiB of host memory in its summary.json
-# (`memory.peak_host_bytes`), and its MLflow client process (bakeoff_runtime.mlflow_sink) holds
+# (`memory.peak_host_bytes`), and its MLflow client process (bakeoff_runtime.tracking.sink) holds
 # about 0.2 GiB beside it; 2 GiB leaves room for larger example models and the page cache the
 # imports need.
 JOB_MEMORY_BYTES = 2 * 1024**3

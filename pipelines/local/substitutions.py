@@ -17,8 +17,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime import contract, script_contract
-from bakeoff_runtime.documents import EvaluationConfig
+from bakeoff_runtime import contract
+from bakeoff_runtime.contract import script_mode as script_contract
+from bakeoff_runtime.contract.documents import EvaluationConfig
 from pipelines.plan.model import Plan
 
 from .store import LocalS3

@@ -1,7 +1,7 @@
 """`bakeoff run SPEC --until-decided`: seeds in rounds, stopping as soon as parity is decided.
 
 Round 1 runs the spec's seeds; after each round the Evaluate step decides at that look of
-the group-sequential design (bakeoff_runtime.group_sequential: repeated confidence intervals with
+the group-sequential design (bakeoff_runtime.verdict.group_sequential: repeated confidence intervals with
 Lan-DeMets alpha spending over `max_seeds`), and the run stops at pass or fail. Otherwise
 the next round adds one first round of seeds, at most the cap (a fixed schedule: rounds
 sized by the data would be looks the spending did not plan); at the cap it ends
@@ -17,7 +17,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime.documents import Evaluation
+from bakeoff_runtime.contract.documents import Evaluation
 from pipelines.advice.budget import plan_budget
 from pipelines.advice.rounds import check_design, default_cap, futile_checks, grow, next_size, with_seeds
 from pipelines.errors import SpecError
@@ -48,7 +48,7 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
     """Rounds until pass, fail or the cap (see the module). `futility`: also stop early, inconclusive,
     from the second round on when even the cap would likely leave it undecided (saves the seeds a
     difference sitting at the margin would burn; never makes a pass or fail more likely)."""
-    from bakeoff_runtime import group_sequential as seq
+    from bakeoff_runtime.verdict import group_sequential as seq
 
     spending = spending or seq.POCOCK
     if spending not in seq.SPENDING:

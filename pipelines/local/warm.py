@@ -1,6 +1,6 @@
 """One warm interpreter per leg of a local run: a process that has imported torch (and, for an
 emulated trn leg, torch_xla) and forks the leg's job workers, so that a leg's later jobs skip
-those imports (bakeoff_runtime.warm_server; launch.py asks it for its worker). Started with the
+those imports (bakeoff_runtime.training.warm_server; launch.py asks it for its worker). Started with the
 leg's first job, from that job's environment less what differs per job, so that what torch read
 at import is what each job would have read; a job it cannot serve exactly starts cold, as on
 SageMaker, where none exists.
@@ -18,10 +18,10 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from bakeoff_runtime.backend_table import BACKENDS
 from bakeoff_runtime.contract import ENV, WARM_START_ENV, WARM_WORKER_ENV
+from bakeoff_runtime.contract.backend_table import BACKENDS
 
-# Read by launch.py through bakeoff_runtime.warm_worker.ADDRESS_ENV.
+# Read by launch.py through bakeoff_runtime.training.warm_worker.ADDRESS_ENV.
 ADDRESS_ENV = WARM_WORKER_ENV
 # Differ from one job of a leg to the next; the warm interpreter is started without them.
 PER_JOB = (ENV["job_key"], ENV["opt_ml"], ADDRESS_ENV, "PWD", "OLDPWD")
@@ -77,7 +77,7 @@ class WarmPool:
             self._dir = tempfile.mkdtemp(prefix="bakeoff-warm-")
         address = os.path.join(self._dir, f"{len(self._servers)}.sock")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        server = entrypoints_dir() / "bakeoff_runtime" / "warm_server.py"
+        server = entrypoints_dir() / "bakeoff_runtime" / "training" / "warm_server.py"
         with open(self.log_dir / f"warm-{leg}.log", "w") as log:
             # Its own session (the terminal's Ctrl-C is the run's to handle). It ends when its stdin
             # does: when `close` closes it, or when this process ends, even by kill -9.

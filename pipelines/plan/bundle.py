@@ -260,9 +260,9 @@ def inside(base_dir: Path, relative: str, allow_outside: bool, field: str) -> Pa
 
 
 def with_script_settings(bundle: Bundle, spec) -> Bundle:
-    """Script mode: the launcher's settings beside the script (bakeoff_runtime.script_contract),
+    """Script mode: the launcher's settings beside the script (bakeoff_runtime.contract.script_mode),
     part of the bundle and so of its hash and of every job's cache key."""
-    from bakeoff_runtime import script_contract as contract
+    from bakeoff_runtime.contract import script_mode as contract
 
     name = (Path(bundle.script).parent / contract.SETTINGS_FILE).as_posix()
     if any(n == name for n, _ in bundle.files):

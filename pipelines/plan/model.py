@@ -15,7 +15,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
-from bakeoff_runtime import contract, script_contract
+from bakeoff_runtime import contract
+from bakeoff_runtime.contract import script_mode as script_contract
 from pipelines.hashing import digest
 from pipelines.names import job_name, step_name
 from pipelines.plan.bundle import Bundle, bundle_for
@@ -23,7 +24,7 @@ from pipelines.plan.emulation import gpu_available
 from pipelines.spec.model import BakeoffSpec, Leg
 
 if TYPE_CHECKING:
-    from bakeoff_runtime.documents import (
+    from bakeoff_runtime.contract.documents import (
         Ablation,
         DerivedConfig,
         EvaluationConfig,

@@ -3,7 +3,7 @@
 AWS's PyTorch 2.9 GPU and CPU training images have no `transformers`; the Neuron one has it
 (estimators/images.py, `Image.ships`). A bake-off whose script imports it would see every GPU
 job crash, and the trn leg train with no baseline. So every job of such a spec names the
-package (bakeoff_runtime.package_install installs bakeoff's pin where the image lacks it), and a
+package (bakeoff_runtime.process.package_install installs bakeoff's pin where the image lacks it), and a
 spec whose jobs could not install it (network isolation, no wheels in the bundle) is refused.
 """
 from __future__ import annotations
@@ -81,7 +81,7 @@ def check(spec, bundle: Bundle) -> None:
 
 def pin(package: str) -> str:
     """bakeoff's pin of `package`, as its requirements file says."""
-    from bakeoff_runtime import package_install
+    from bakeoff_runtime.process import package_install
 
     lines = package_install.requirements_file(package).read_text().splitlines()
     return next(ln.strip() for ln in lines if ln.strip() and not ln.startswith("#"))

@@ -10,7 +10,7 @@ The server's version is DescribeMlflowTrackingServer's `MlflowVersion` (an `mlfl
 ARN; `aws sagemaker describe-mlflow-tracking-server --tracking-server-name`,
 docs.aws.amazon.com/goto/aws-cli/sagemaker-2017-07-24/DescribeMlflowTrackingServer), or DescribeMlflowApp's
 (an `mlflow-app/NAME` ARN, taken by its ARN; both shapes are in botocore's SageMaker model). The client's is
-the pin in the requirements files a job with an `arn:` tracking URI installs (bakeoff_runtime.mlflow_install),
+the pin in the requirements files a job with an `arn:` tracking URI installs (bakeoff_runtime.tracking.install),
 read when the check runs: the pin may change.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime import mlflow_install
+from bakeoff_runtime.tracking import install as mlflow_install
 from pipelines.aws_session import aws
 
 _ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:(?P<region>[a-z0-9-]+):\d{12}:(?P<kind>mlflow-tracking-server|mlflow-app)"

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bakeoff_runtime.documents import Evaluation
+from bakeoff_runtime.contract.documents import Evaluation
 from pipelines.advice.rounds import check_design, default_cap, grow, next_size, with_seeds
 from pipelines.errors import RunError
 from pipelines.names import EVALUATE_STEP, parse_step_name
@@ -81,7 +81,7 @@ def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipelin
     """Rounds until pass, fail or the cap. `run_round(compiled)` upserts the pipeline, starts an
     execution, waits for it and returns its evaluation.json (ops.py's deploy/start/wait do that).
     Returns the last evaluation and one record per round."""
-    from bakeoff_runtime import group_sequential as seq
+    from bakeoff_runtime.verdict import group_sequential as seq
 
     spending = spending or seq.POCOCK
     first = len(spec.seed_list)
@@ -106,7 +106,7 @@ def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipelin
 
 # How often a round's execution is retried when training steps failed. A job fails its step only
 # for an infrastructure failure (a script failure exits 0 and Evaluate names it:
-# entrypoints/bakeoff_runtime/failure_cause.py), so a retry runs only those seeds again.
+# entrypoints/bakeoff_runtime/training/failure_cause.py), so a retry runs only those seeds again.
 ROUND_RETRIES = 2
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bakeoff_runtime.contract import parse_training_step_name
-from bakeoff_runtime.documents import Evaluation, evaluation_from
+from bakeoff_runtime.contract.documents import Evaluation, evaluation_from
 from pipelines.aws_session import aws, region_of
 from pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from bakeoff_runtime.backend_table import row
+from bakeoff_runtime.contract.backend_table import row
 from pipelines.names import STEP_NAME_RE, precompile_step, step_name
 from pipelines.spec.fields import MAX_GLOBAL_BATCH, SpecFieldError
 from pipelines.spec.legs import Leg, ScalingSize

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from bakeoff_runtime.backend_table import BACKENDS
+from bakeoff_runtime.contract.backend_table import BACKENDS
 
 NAME_RE = re.compile(r"^[A-Za-z0-9](-*[A-Za-z0-9])*$")
 S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<key>/[^\s]*)?$")

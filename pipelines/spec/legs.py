@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from bakeoff_runtime.backend_table import backends_where, row, spec_backend_help
+from bakeoff_runtime.contract.backend_table import backends_where, row, spec_backend_help
 from estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
 from estimators.registry import kind_for_backend
 from pipelines.spec.fields import (

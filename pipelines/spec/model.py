@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from bakeoff_runtime.backend_table import row
+from bakeoff_runtime.contract.backend_table import row
 from estimators import lookup_instance
 from pipelines.names import STEP_NAME_RE, precompile_step, step_name
 from pipelines.spec.derived import check_derived

@@ -1,7 +1,7 @@
 """`entrypoint.script_mode`: how bakeoff runs a training script as it is (no bakeoff_runtime).
 
 The one place these settings are declared; `settings()` turns them into the typed value the
-launcher reads inside the container (bakeoff_runtime.script_contract.ScriptSettings).
+launcher reads inside the container (bakeoff_runtime.contract.script_mode.ScriptSettings).
 """
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ class ScriptMode(_Model):
         return self
 
     def settings(self, parity_metric: str) -> Any:
-        from bakeoff_runtime import script_contract as contract
+        from bakeoff_runtime.contract import script_mode as contract
 
         return contract.ScriptSettings(
             argument_style=self.argument_style,

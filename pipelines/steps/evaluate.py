@@ -12,14 +12,15 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from bakeoff_runtime import contract, porting
-from bakeoff_runtime.documents import (
+from bakeoff_runtime import contract
+from bakeoff_runtime.contract.documents import (
     Evaluation,
     EvaluationConfig,
     MlflowConfig,
     evaluation_config_from,
     read_evaluation,
 )
+from bakeoff_runtime.verdict import porting
 from estimators.prices import price_for
 from estimators.registry import instance_of
 from pipelines.errors import RunError

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime import contract
-from bakeoff_runtime.backend_table import PREFLIGHT_BACKEND
+from bakeoff_runtime.contract.backend_table import PREFLIGHT_BACKEND
 from pipelines.names import PREFLIGHT_STEP
 from pipelines.plan.model import Plan, derive_batching
 

@@ -10,7 +10,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime import contract
-from bakeoff_runtime.backend_table import row
+from bakeoff_runtime.contract.backend_table import row
 from estimators.compile_cache import cache_key, cache_uri
 from pipelines.names import parse_step_name
 from pipelines.plan.model import Plan, PlannedJob, encode_hyperparameters

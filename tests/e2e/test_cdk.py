@@ -208,8 +208,8 @@ def _mlflow_client_calls():
     calls = set()
     for path in sorted((ROOT / "entrypoints").rglob("*.py")):
         text = path.read_text()
-        # mlflow_store prepares the local executor's store (pipelines/local/executor.py), never a job's.
-        if "MlflowClient" not in text or path.name == "mlflow_store.py":
+        # tracking/file_store prepares the local executor's store (pipelines/local/executor.py), never a job's.
+        if "MlflowClient" not in text or path.name == "file_store.py":
             continue
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
@@ -220,12 +220,13 @@ def _mlflow_client_calls():
 
 def test_every_mlflow_call_the_jobs_make_has_its_action_in_the_synthesized_role():
     calls = _mlflow_client_calls()
-    assert {f for f, _ in calls} == {"mlflow_parent.py", "mlflow_sink.py", "script_mlflow.py"}, calls
+    assert {f for f, _ in calls} == {"parent_run.py", "sink.py", "script_run.py"}, calls
     unknown = {(f, m) for f, m in calls if m not in MLFLOW_CLIENT_ACTIONS}
     assert not unknown, f"MlflowClient calls without a sagemaker-mlflow action in policies.py: {unknown}"
     # The local-only store helper stays local: nothing else imports it.
     users = [p for top in ("pipelines", "entrypoints", "estimators", "cdk/bakeoff_cdk")
-             for p in (ROOT / top).rglob("*.py") if p.name != "mlflow_store.py" and "mlflow_store" in p.read_text()]
+             for p in (ROOT / top).rglob("*.py")
+             if p.name != "file_store.py" and "tracking.file_store" in p.read_text()]
     assert [p.relative_to(ROOT).as_posix() for p in users] == ["pipelines/local/executor.py"]
     _, stack, _ = make_stack(load_spec(QUICKSTART, ["seeds=3"]), mlflow_tracking_server=True)
     granted = set(statements_by_sid(Template.from_stack(stack), "BakeoffExecutionRole")["MlflowTracking"]["Action"])
@@ -235,7 +236,7 @@ def test_every_mlflow_call_the_jobs_make_has_its_action_in_the_synthesized_role(
 
 
 def test_the_jobs_mlflow_client_is_the_one_aws_names_for_the_default_server():
-    from bakeoff_runtime import mlflow_install
+    from bakeoff_runtime.tracking import install as mlflow_install
 
     pins = {}
     for path in (mlflow_install.REQUIREMENTS, mlflow_install.REQUIREMENTS_SAGEMAKER):

@@ -1,4 +1,4 @@
-"""Jobs whose worker a leg's warm interpreter forks (bakeoff_runtime.warm_server, started by the
+"""Jobs whose worker a leg's warm interpreter forks (bakeoff_runtime.training.warm_server, started by the
 engine's pipelines/local/warm.py, asked by launch.py): each gets its own environment, thread
 count, directory and code; a stop, a deadline, a kill and an exit code reach the engine as a
 cold worker's do; and a bake-off trains the same curves as with every worker started cold."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
 
-from bakeoff_runtime.mlflow_sink import CHILD_PARAMS
+from bakeoff_runtime.tracking.sink import CHILD_PARAMS
 from conftest import ROOT, bakeoff, tiny_spec, write_spec
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -17,9 +17,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from bakeoff_runtime.backends import Backend
-from bakeoff_runtime.backends.cpu import CpuBackend
-from bakeoff_runtime.backends.neuron import NeuronBackend
+from bakeoff_runtime.training.backends import Backend
+from bakeoff_runtime.training.backends.cpu import CpuBackend
+from bakeoff_runtime.training.backends.neuron import NeuronBackend
 
 CLIP = 0.05
 

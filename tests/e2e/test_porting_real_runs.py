@@ -3,7 +3,7 @@ import json
 
 from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
 
-from bakeoff_runtime.report import render_html, render_markdown
+from bakeoff_runtime.report.document import render_html, render_markdown
 
 
 def test_a_real_run_writes_the_section(tiny_run):

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from bakeoff_runtime.report import write_reports
+from bakeoff_runtime.report.document import write_reports
 from conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

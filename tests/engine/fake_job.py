@@ -2,7 +2,7 @@
 
 Run by tests/engine/fake_container.py in the job's own process group, as `jobs.run_training` runs the
 real ContainerEntrypoint, so the engine's stopping condition, signals and exit codes act on a real
-process. It writes what the Runtime writes (bakeoff_runtime/runtime.py `finish`, `_publish_outputs`):
+process. It writes what the Runtime writes (bakeoff_runtime/training/runtime.py `finish`, `_publish_outputs`):
 metrics.jsonl and the step lines through the Runtime's own Telemetry, summary.json with the fields
 the evaluation reads, the copies in output/data, the output digest, output/failure on a failure.
 What it trains is the recipe's (FAKE_RECIPE, see fake_container.Recipe): no torch, no MLflow.
@@ -15,8 +15,9 @@ import sys
 import time
 import traceback
 
-from bakeoff_runtime import contract, output_digest
-from bakeoff_runtime.telemetry import Telemetry, host_environment
+from bakeoff_runtime import contract
+from bakeoff_runtime.contract import output_digest
+from bakeoff_runtime.training.telemetry import Telemetry, host_environment
 
 
 class Stopped(KeyboardInterrupt):

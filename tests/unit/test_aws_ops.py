@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 from jobtree import seal
 from moto_aws import BUCKET, QUICKSTART, ROLE, _client, _make_jobs, _recorded_steps
 
-from bakeoff_runtime.output_digest import DIGEST_FILE
+from bakeoff_runtime.contract.output_digest import DIGEST_FILE
 from conftest import ENTRYPOINTS
 from pipelines.api.aws import apply_billable_time
 from pipelines.errors import AwsError

@@ -1,4 +1,4 @@
-"""The backend table (bakeoff_runtime.backend_table) is what both sides read about a backend: the
+"""The backend table (bakeoff_runtime.contract.backend_table) is what both sides read about a backend: the
 spec's literal, the container's adapters and the leg kinds agree with it row by row, and what the spec,
 the plan's advice, the launcher, the validity checks and the porting section decide about a backend
 follows from its row, so that a new backend is a row (plus its adapter, the literal and the leg kinds
@@ -11,8 +11,8 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
-from bakeoff_runtime.backend_table import BACKENDS, PREFLIGHT_BACKEND, row
 from bakeoff_runtime.contract import TrainingEnv
+from bakeoff_runtime.contract.backend_table import BACKENDS, PREFLIGHT_BACKEND, row
 from conftest import ROOT, tiny_spec
 from estimators.images import NoDefaultImage, default_image
 from estimators.registry import kinds
@@ -66,7 +66,7 @@ def test_torch_neuronx_means_pytorch_xla_on_neuron(name):
 
 
 def test_the_container_registry_is_the_tables_adapters():
-    from bakeoff_runtime import backends
+    from bakeoff_runtime.training import backends
 
     assert {name: r.adapter for name, r in BACKENDS.items()} == backends.REGISTRY
     with pytest.raises(ValueError, match="unknown backend 'tpu'"):
@@ -163,8 +163,8 @@ def test_a_new_row_is_read_by_the_container_without_another_change(monkeypatch, 
     section treat it as its row says (the adapter lookup too), with no name tested anywhere."""
     import launch
 
-    from bakeoff_runtime import porting, validity
-    from bakeoff_runtime.backends import get_backend
+    from bakeoff_runtime.training.backends import get_backend
+    from bakeoff_runtime.verdict import porting, validity
 
     monkeypatch.setitem(BACKENDS, "rocm", dataclasses.replace(row("cuda"), name="rocm"))
     monkeypatch.delenv("BAKEOFF_NPROC_PER_NODE", raising=False)

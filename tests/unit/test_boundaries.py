@@ -1,9 +1,11 @@
 """The layout's rules, enforced: data flows one way and start-up stays light.
 
 * Nothing under entrypoints/ (container code) imports the orchestration side.
-* `bakeoff_runtime` (source: entrypoints/bakeoff_runtime) is an installed package; the
-  orchestration side imports it like any other, but only its torch-free modules (TORCH_FREE).
-  entrypoints/ itself is not on sys.path: its scripts (launch.py, train.py, ...) are not modules.
+* `bakeoff_runtime` (source: entrypoints/bakeoff_runtime) is an installed package in groups:
+  contract, verdict, report, tracking, process and training. Only `training` imports torch (at
+  any depth); importing any other module loads neither torch nor MLflow; the orchestration side
+  imports any group but `training`. entrypoints/ itself is not on sys.path: its scripts (launch.py,
+  train.py, ...) are not modules.
 * Nothing on the orchestration side imports torch, the SageMaker SDK or MLflow at module
   level: `bakeoff --help` pays for none of them.
 """
@@ -15,20 +17,18 @@ from conftest import ROOT
 
 HEAVY = ("torch", "torch_xla", "torch_neuronx", "sagemaker", "mlflow", "aws_cdk")
 TORCH = ("torch", "torch_xla", "torch_neuronx")
-# The bakeoff_runtime modules the orchestration side may import: importing one loads no torch and no
-# MLflow (checked below, in a fresh interpreter). "" is the package itself (its __init__).
-TORCH_FREE = (
-    # the contract: environment, names, the step-line format, schema ids, the typed documents that cross
-    # the seam (evaluation config, job summary, job record, evaluation); job outputs and their digest
-    "", "contract", "script_contract", "documents", "inert_text", "job_outputs", "output_digest",
-    # process and package helpers both sides use
-    "parent_death", "package_install", "mlflow_install", "mlflow_net",
-    # what each backend is (spec, estimators, compiler and container read it)
-    "backend_table",
-    # the verdict: the statistics and the evaluation that decides (numpy/scipy, no torch)
-    "stats", "parity_tests", "group_sequential", "multiplicity", "evaluation", "validity", "scaling", "porting",
-    "report_format",
-)
+RUNTIME = ROOT / "entrypoints" / "bakeoff_runtime"
+GROUPS = ("contract", "verdict", "report", "tracking", "process", "training")
+TORCH_GROUP = "training"  # the one group that may import torch; the host never imports it
+
+
+def _module_name(path):
+    parts = path.relative_to(RUNTIME.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_modules():
+    return sorted(_module_name(p) for p in RUNTIME.rglob("*.py"))
 
 
 def _imports(path, top_level_only=False):
@@ -40,23 +40,30 @@ def _imports(path, top_level_only=False):
                 yield alias.name
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             yield node.module
-
-
-def _runtime_modules_imported(path):
-    """The bakeoff_runtime modules a file imports, anywhere in it ("" for the package itself)."""
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == "bakeoff_runtime":
-                    yield alias.name.partition(".")[2]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "bakeoff_runtime":
-                # `from bakeoff_runtime import x`: x is a submodule (or a name of the package's own)
+            if node.module.split(".")[0] == "bakeoff_runtime":
+                # `from bakeoff_runtime.verdict import stats`: stats is a module of its own
                 for alias in node.names:
-                    module = alias.name
-                    yield module if (ROOT / "entrypoints" / "bakeoff_runtime" / f"{module}.py").exists() else ""
-            elif node.module.split(".")[0] == "bakeoff_runtime":
-                yield node.module.partition(".")[2]
+                    yield f"{node.module}.{alias.name}"
+
+
+def _group(module):
+    """The group of a bakeoff_runtime module ("" for the package itself)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_bakeoff_runtime_is_grouped():
+    loose = [m for m in _runtime_modules() if _group(m) not in GROUPS and m != "bakeoff_runtime"]
+    assert loose == [], "every bakeoff_runtime module belongs to a group: contract, verdict, report, tracking, " \
+                        "process or training"
+    assert {_group(m) for m in _runtime_modules()} - {""} == set(GROUPS)
+
+
+def test_only_the_training_group_imports_torch():
+    offenders = [(p.relative_to(ROOT).as_posix(), name) for p in RUNTIME.rglob("*.py")
+                 if _group(_module_name(p)) != TORCH_GROUP
+                 for name in _imports(p) if name.split(".")[0] in TORCH]
+    assert offenders == []
 
 
 def test_container_code_never_imports_the_orchestration_side():
@@ -65,21 +72,21 @@ def test_container_code_never_imports_the_orchestration_side():
     assert offenders == []
 
 
-def test_the_orchestration_side_imports_only_torch_free_container_modules():
+def test_the_orchestration_side_never_imports_the_training_group():
     used = {}
     for path in list((ROOT / "pipelines").rglob("*.py")) + list((ROOT / "estimators").rglob("*.py")):
         assert "runtime_module" not in path.read_text(), f"{path}: import bakeoff_runtime's modules directly"
-        for module in _runtime_modules_imported(path):
-            used.setdefault(module, path.relative_to(ROOT).as_posix())
-    assert used, "the orchestration side reads the contract from bakeoff_runtime"
-    outside = {module: where for module, where in used.items() if module not in TORCH_FREE}
-    assert outside == {}, "the orchestration side imports bakeoff_runtime modules not known to be torch-free"
+        for name in _imports(path):
+            if name.split(".")[0] == "bakeoff_runtime":
+                used.setdefault(name, path.relative_to(ROOT).as_posix())
+    assert any(_group(m) == "contract" for m in used), "the orchestration side reads the contract from bakeoff_runtime"
+    training = {module: where for module, where in used.items() if _group(module) == TORCH_GROUP}
+    assert training == {}, "the orchestration side imports bakeoff_runtime's training group (torch)"
 
 
-def test_the_torch_free_container_modules_load_no_torch(tmp_path):
-    for module in TORCH_FREE:
-        assert module == "" or (ROOT / "entrypoints" / "bakeoff_runtime" / f"{module}.py").exists(), module
-    names = ["bakeoff_runtime" + (f".{m}" if m else "") for m in TORCH_FREE]
+def test_no_module_outside_the_training_group_loads_torch_or_mlflow(tmp_path):
+    names = [m for m in _runtime_modules() if _group(m) != TORCH_GROUP]
+    assert "bakeoff_runtime.contract.environment" in names and "bakeoff_runtime.verdict.evaluation" in names
     code = ("import importlib, sys\n"
             f"for name in {names!r}:\n"
             f"    importlib.import_module(name)\n"
@@ -89,6 +96,7 @@ def test_the_torch_free_container_modules_load_no_torch(tmp_path):
     # A fresh interpreter outside the checkout: the installed bakeoff_runtime, as the CLI gets it.
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("\n") == len(names)
 
 
 def test_bakeoff_runtime_is_installed_but_entrypoints_is_not_on_the_path(tmp_path):

@@ -5,7 +5,7 @@ import tarfile
 
 import pytest
 
-from bakeoff_runtime.compile_cache import ARCHIVE, restore
+from bakeoff_runtime.training.graph_cache import ARCHIVE, restore
 
 LOCATION = "s3://bakeoff-cache/compile-cache/cuda/abc"
 
@@ -90,8 +90,8 @@ def _hostile_tar(path):
 def test_job_archives_are_read_member_by_member_never_unpacked(tmp_path):
     """output.tar.gz, the collective check's model.tar.gz and the Preflight artifacts are read into
     memory, regular files only, by name: a hostile member writes nothing and a link is not followed."""
-    from bakeoff_runtime.job_outputs import _from_tar
-    from bakeoff_runtime.porting import _members
+    from bakeoff_runtime.verdict.job_outputs import _from_tar
+    from bakeoff_runtime.verdict.porting import _members
 
     job = tmp_path / "run" / "job"
     job.mkdir(parents=True)

@@ -76,7 +76,7 @@ def test_validate_warns_when_the_seeds_cannot_decide(tmp_path, cli):
 
     from evaluation_inputs import CONFIG, _jobs
 
-    from bakeoff_runtime.evaluation import evaluate
+    from bakeoff_runtime.verdict.evaluation import evaluate
 
     one = cli("validate", ROOT / "examples" / "quickstart.yaml", "--set", "seeds=1")
     assert one.returncode == 0 and "warning: seeds: 1 cannot decide anything" in one.stdout

@@ -38,7 +38,7 @@ def _run_dir(tmp_path, verdict_values=([2.40, 2.41, 2.40], [2.41, 2.40, 2.41])):
     """A run directory holding a current verdict (decided by the evaluation step's own code)."""
     from evaluation_inputs import CONFIG, _jobs
 
-    from bakeoff_runtime.evaluation import evaluate
+    from bakeoff_runtime.verdict.evaluation import evaluate
     from pipelines.local.verdict_inputs import input_fingerprint
 
     run = tmp_path / "run"

@@ -201,8 +201,8 @@ def test_evaluate_reads_checks_from_inputs_and_fetched_records_alike(tmp_path, m
     sys.path.insert(0, str(ENTRYPOINTS))
     import evaluate as evaluate_script
 
-    from bakeoff_runtime import porting
     from bakeoff_runtime.contract import LOCAL_S3_ROOT_ENV
+    from bakeoff_runtime.verdict import porting
 
     records = tmp_path / "records"
     _model_tar(records / "collective" / "trn1" / "model.tar.gz",

@@ -1,4 +1,4 @@
-"""The documents that cross the host/container seam (bakeoff_runtime/documents.py): what the writers
+"""The documents that cross the host/container seam (bakeoff_runtime/contract/documents.py): what the writers
 produce is what the types declare, and each reader refuses a document it does not know with one clear error.
 
 The key checks read the TypedDicts' declared keys at run time: every key a real document holds must be
@@ -10,10 +10,10 @@ import sys
 import pytest
 from evaluation_inputs import CONFIG, _jobs
 
-from bakeoff_runtime import documents as d
 from bakeoff_runtime.contract import EVALUATION_SCHEMA, SUMMARY_SCHEMA
-from bakeoff_runtime.evaluation import evaluate, write_evaluation
-from bakeoff_runtime.job_outputs import load_job, load_jobs
+from bakeoff_runtime.contract import documents as d
+from bakeoff_runtime.verdict.evaluation import evaluate, write_evaluation
+from bakeoff_runtime.verdict.job_outputs import load_job, load_jobs
 from conftest import ROOT
 
 
@@ -147,3 +147,25 @@ def test_the_host_reads_evaluation_json_through_the_typed_reader(tmp_path):
         _evaluation(tmp_path)
     with pytest.raises(SpecError, match="schema 'bakeoff.evaluation/9'"):
         _previous_evaluation(tmp_path)
+
+
+def test_the_engine_and_the_launcher_peek_at_a_summary_through_one_reader(tmp_path):
+    # The local engine (job record, doomed legs, the parity-metric check) and the launcher read a job's
+    # status through summary_or_none: a summary not written yet, torn, or of another schema is "none".
+    from pipelines.local.doomed import _diverged
+    from pipelines.local.metric_watch import unreported
+
+    model = tmp_path / "trn-s0" / "opt" / "ml" / "model"
+    model.mkdir(parents=True)
+    path = model / "summary.json"
+    assert d.summary_or_none(path) is None
+    path.write_text('{"status": "div')
+    assert d.summary_or_none(path) is None
+    path.write_text(json.dumps({"schema": "bakeoff.summary/9", "status": "diverged", "reason": "NaN"}))
+    assert d.summary_or_none(path) is None and _diverged(tmp_path / "trn-s0") is None
+    path.write_text(json.dumps({"schema": SUMMARY_SCHEMA, "status": "diverged", "reason": "NaN at step 3"}))
+    assert d.summary_or_none(path)["status"] == "diverged"
+    assert _diverged(tmp_path / "trn-s0") == "NaN at step 3"
+    path.write_text(json.dumps({"schema": SUMMARY_SCHEMA, "status": "completed", "metrics": {"val_loss": 2.4}}))
+    assert unreported("val_acc", [tmp_path / "trn-s0"]) == ["val_loss"]
+    assert unreported("val_loss", [tmp_path / "trn-s0"]) is None

@@ -1,4 +1,4 @@
-"""Every BAKEOFF_* environment variable is named in one place: bakeoff_runtime/contract.py.
+"""Every BAKEOFF_* environment variable is named in one place: bakeoff_runtime/contract/environment.py.
 
 The code that sets a variable and the code that reads it use the contract's name (a JobEnvironment
 field through `contract.ENV`, or one of its `*_ENV` constants), so a name cannot drift on one side
@@ -10,7 +10,7 @@ import functools
 from bakeoff_runtime import contract
 from conftest import ROOT
 
-CONTRACT = ROOT / "entrypoints" / "bakeoff_runtime" / "contract.py"
+CONTRACT = ROOT / "entrypoints" / "bakeoff_runtime" / "contract" / "environment.py"
 CHECKED = ("entrypoints", "pipelines", "estimators", "benchmarks")
 PREFIX = "BAKEOFF_"
 
@@ -35,7 +35,7 @@ def _sources() -> tuple:
 def test_no_bakeoff_name_is_spelled_outside_the_contract():
     found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path, tree in _sources()
              for line, text in _spelled(tree)]
-    assert not found, ("BAKEOFF_* names spelled outside entrypoints/bakeoff_runtime/contract.py (name them "
+    assert not found, ("BAKEOFF_* names spelled outside entrypoints/bakeoff_runtime/contract/environment.py (name them "
                        "there and use contract.ENV[...] or its *_ENV constants):\n" + "\n".join(found))
 
 

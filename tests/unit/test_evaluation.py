@@ -7,9 +7,9 @@ import pytest
 from evaluation_inputs import CONFIG, _job, _jobs
 from jobtree import seal
 
-from bakeoff_runtime.evaluation import evaluate
-from bakeoff_runtime.job_outputs import load_jobs
-from bakeoff_runtime.output_digest import DIGEST_FILE
+from bakeoff_runtime.contract.output_digest import DIGEST_FILE
+from bakeoff_runtime.verdict.evaluation import evaluate
+from bakeoff_runtime.verdict.job_outputs import load_jobs
 from conftest import ENTRYPOINTS
 
 
@@ -138,7 +138,7 @@ def test_a_seed_that_breaks_on_every_leg_is_not_a_difference(tmp_path):
 def test_mcnemar_p_is_the_exact_one_sided_binomial():
     from scipy.stats import binomtest
 
-    from bakeoff_runtime.evaluation import mcnemar_p
+    from bakeoff_runtime.verdict.evaluation import mcnemar_p
     for leg_only, base_only in [(1, 0), (5, 0), (4, 1), (7, 3), (2, 9), (0, 4)]:
         want = binomtest(leg_only, leg_only + base_only, 0.5, alternative="greater").pvalue
         assert mcnemar_p(leg_only, base_only) == pytest.approx(want, rel=1e-12)
@@ -280,7 +280,7 @@ def test_evaluate_script_reads_output_tarballs_and_records_a_margin_parameter(tm
 def test_every_cost_field_moves_with_the_billed_time(tmp_path):
     """One cost function: `bakeoff report ARN` re-costs with SageMaker's billed seconds through
     the evaluation's own job_costs, so no cost figure is left at the local estimate."""
-    from bakeoff_runtime.evaluation import recost
+    from bakeoff_runtime.verdict.evaluation import recost
 
     cfg = json.loads(json.dumps(CONFIG))
     cfg["parity"]["target"] = 2.45
@@ -338,7 +338,7 @@ def test_a_deeply_nested_summary_is_one_lost_run_not_a_crash(tmp_path):
 
 
 def test_evaluation_json_is_strict_json_even_with_a_nan_run(tmp_path):
-    from bakeoff_runtime.evaluation import write_evaluation
+    from bakeoff_runtime.verdict.evaluation import write_evaluation
 
     _jobs(tmp_path / "jobs", [2.41, float("nan"), 2.32], [2.41, 2.50, 2.32])
     path = write_evaluation(evaluate(CONFIG, load_jobs(tmp_path / "jobs")), tmp_path / "out")

@@ -1,5 +1,5 @@
 """Whose failure a failure is: the platform's exits non-zero (never cached, retried), the script's exits 0."""
-from bakeoff_runtime.failure_cause import infrastructure_cause
+from bakeoff_runtime.training.failure_cause import infrastructure_cause
 
 
 def test_a_broken_collective_or_rendezvous_is_the_platforms():

@@ -107,7 +107,7 @@ def test_under_network_isolation_a_leg_that_cannot_install_transformers_is_refus
 
 
 def test_a_job_skips_what_its_image_has_and_names_what_it_could_not_install(tmp_path):
-    from bakeoff_runtime.package_install import ensure_packages
+    from bakeoff_runtime.process.package_install import ensure_packages
 
     assert ensure_packages(tmp_path, {"BAKEOFF_INSTALL_PACKAGES": "json"}) is None  # importable: nothing run
     (tmp_path / "wheels").mkdir()  # a bundle's wheels, without the package: pip --no-index cannot find it

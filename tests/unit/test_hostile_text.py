@@ -28,10 +28,10 @@ def test_job_text_in_report_md_stays_text(tmp_path):
     from markdown_it import MarkdownIt
     from report_inputs import CONFIG, VALUES, _write_job
 
-    from bakeoff_runtime.evaluation import evaluate
-    from bakeoff_runtime.job_outputs import load_jobs
-    from bakeoff_runtime.report import render_markdown
-    from bakeoff_runtime.report_format import md, md_block, md_row
+    from bakeoff_runtime.report.document import render_markdown
+    from bakeoff_runtime.report.formatting import md, md_block, md_row
+    from bakeoff_runtime.verdict.evaluation import evaluate
+    from bakeoff_runtime.verdict.job_outputs import load_jobs
 
     for leg, values in VALUES.items():
         for seed, v in enumerate(values):
@@ -91,7 +91,7 @@ def test_json_output_and_mlflow_tags_carry_job_text_escaped(capsys):
     _no_control(line)
     assert json.loads(line)["message"] == TERMINAL_HOSTILE  # escaped, not lost: a reader gets it back
 
-    from bakeoff_runtime.mlflow_names import MAX_TAG_VALUE, Cleaner
+    from bakeoff_runtime.tracking.keys import MAX_TAG_VALUE, Cleaner
 
     tags = Cleaner("test").tags({"bakeoff.reason": TERMINAL_HOSTILE * 3})
     _no_control(tags["bakeoff.reason"])

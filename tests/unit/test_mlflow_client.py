@@ -22,7 +22,7 @@ def _fresh(code: str, env=None) -> dict:
 
 SINK = """
 import json, sys
-from bakeoff_runtime.mlflow_sink import MlflowSink
+from bakeoff_runtime.tracking.sink import MlflowSink
 sink = MlflowSink({uri!r}, "own", "cpu-s0", tags={{"bakeoff.leg": "cpu"}}, params={{"leg": "cpu", "lr": 0.1}},
                   artifact_location={art!r})
 ready = sink.wait_ready(120)

@@ -6,7 +6,7 @@ import hashlib
 import json
 import zipfile
 
-from bakeoff_runtime import mlflow_install
+from bakeoff_runtime.tracking import install as mlflow_install
 
 
 def _wheel(directory, name, version, module):

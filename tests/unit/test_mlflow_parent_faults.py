@@ -4,7 +4,7 @@ import json
 
 from validity_inputs import CONFIG, _bakeoff
 
-from bakeoff_runtime.mlflow_parent import log_parent
+from bakeoff_runtime.tracking.parent_run import log_parent
 
 
 def test_a_refused_experiment_tag_costs_the_parent_run_nothing(tmp_path, monkeypatch, mlflow_db):
@@ -36,7 +36,7 @@ def test_names_mlflow_refuses_are_renamed_once_and_the_rest_is_logged(tmp_path, 
     """MLflow refuses a whole batch over one name: `lr(peak)` used to empty a job's run, or the parent's."""
     from mlflow.tracking import MlflowClient
 
-    from bakeoff_runtime.mlflow_sink import MlflowSink
+    from bakeoff_runtime.tracking.sink import MlflowSink
 
     uri = mlflow_db  # sqlite:///tmp_path/mlflow.db, new
     sink = MlflowSink(uri, "names", "trn-s0", tags={"bakeoff.leg": "trn"},
@@ -58,7 +58,7 @@ def test_the_parent_run_logs_around_an_odd_hyperparameter_name_and_is_never_left
                                                                                           mlflow_db):
     from mlflow.tracking import MlflowClient
 
-    from bakeoff_runtime import mlflow_parent
+    from bakeoff_runtime.tracking import parent_run as mlflow_parent
 
     ev = _bakeoff(tmp_path / "jobs")
     path = tmp_path / "evaluation.json"

@@ -5,8 +5,8 @@ import re
 import sqlite3
 from urllib.parse import unquote
 
-from bakeoff_runtime.mlflow_parent import LEGS_VIEW_TAG, leg_colours, summary_metrics
-from bakeoff_runtime.mlflow_sink import SHARED_TAG, split_params
+from bakeoff_runtime.tracking.parent_run import LEGS_VIEW_TAG, leg_colours, summary_metrics
+from bakeoff_runtime.tracking.sink import SHARED_TAG, split_params
 from pipelines.cli.ui import LEGS_VIEW_ID, compare_url, find_views, urls
 
 

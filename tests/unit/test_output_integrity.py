@@ -6,9 +6,9 @@ import tarfile
 
 from jobtree import seal
 
-from bakeoff_runtime.evaluation import evaluate
-from bakeoff_runtime.job_outputs import load_job, load_jobs
-from bakeoff_runtime.output_digest import DIGEST_FILE
+from bakeoff_runtime.contract.output_digest import DIGEST_FILE
+from bakeoff_runtime.verdict.evaluation import evaluate
+from bakeoff_runtime.verdict.job_outputs import load_job, load_jobs
 
 CONFIG = {"parity": {"metric": "val_loss", "margin": 0.05, "alpha": 0.05, "baseline": "gpu"},
           "legs": {leg: {"instance_type": "ml.m5.xlarge", "instance_count": 1, "backend": "cpu", "seeds": [0, 1, 2]}

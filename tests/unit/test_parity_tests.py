@@ -1,9 +1,9 @@
-"""One object per statistical test (bakeoff_runtime/parity_tests.py): the registry the rule's `parity.test`
+"""One object per statistical test (bakeoff_runtime/verdict/parity_tests.py): the registry the rule's `parity.test`
 names, and each test's hypotheses as the decision, the p-values and the planning read them."""
 import numpy as np
 import pytest
 
-from bakeoff_runtime import parity_tests, stats
+from bakeoff_runtime.verdict import parity_tests, stats
 
 
 def test_the_registry_holds_every_test_the_spec_can_name():

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from bakeoff_runtime import porting
+from bakeoff_runtime.report import porting_section
+from bakeoff_runtime.verdict import porting
 
 
 def test_code_difference_counts_changed_lines_and_keeps_the_diff():
@@ -75,14 +76,14 @@ def test_cold_only_leg_says_what_would_show_the_saving():
 
 def test_report_renders_the_section(section):
     ev = {"bakeoff": "x", "verdict": "fail", "legs": {}, "checks": [], "porting": section}
-    md = "\n".join(porting.section_markdown(ev))
+    md = "\n".join(porting_section.section_markdown(ev))
     assert "## What porting cost" in md and "| lines of training code that differ | 0 |" in md
     assert "30 s (75% of a cold start)" in md
     assert "stochastic_rounding: on vs n/a (not Neuron)" in md
     assert "fix: pad to sequence_length" in md and "FAILED: all_reduce" in md
-    page = porting.section_html(ev)
+    page = porting_section.section_html(ev)
     assert "<h2>What porting cost</h2>" in page and "pad to sequence_length" in page
-    assert porting.section_markdown({"legs": {}}) == [] and porting.section_html({}) == ""
+    assert porting_section.section_markdown({"legs": {}}) == [] and porting_section.section_html({}) == ""
 
 
 def test_compiled_evaluation_config_carries_each_legs_numerics_environment():

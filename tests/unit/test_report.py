@@ -11,11 +11,11 @@ import pytest
 from report_inputs import CONFIG, VALUES, _write_job
 from scipy import stats as st
 
-from bakeoff_runtime import report
-from bakeoff_runtime.evaluation import evaluate
-from bakeoff_runtime.job_outputs import load_jobs
-from bakeoff_runtime.report import leg_colours, nice_ticks, render_html, render_markdown, usd, write_reports
-from bakeoff_runtime.report_format import log_ticks, money_tick, tick_label
+from bakeoff_runtime.report import document as report
+from bakeoff_runtime.report.document import leg_colours, nice_ticks, render_html, render_markdown, usd, write_reports
+from bakeoff_runtime.report.formatting import log_ticks, money_tick, tick_label
+from bakeoff_runtime.verdict.evaluation import evaluate
+from bakeoff_runtime.verdict.job_outputs import load_jobs
 from conftest import ENTRYPOINTS, ROOT
 
 DIFFS = [b - a for a, b in zip(VALUES["gpu"], VALUES["trn"], strict=False)]

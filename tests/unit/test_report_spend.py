@@ -3,8 +3,10 @@ it, and the fixed design's cost at the same spread."""
 import pytest
 from evaluation_inputs import CONFIG, _jobs
 
-from bakeoff_runtime import report, report_spend, stats
-from bakeoff_runtime.evaluation import evaluate
+from bakeoff_runtime.report import document as report
+from bakeoff_runtime.report import spend as report_spend
+from bakeoff_runtime.verdict import stats
+from bakeoff_runtime.verdict.evaluation import evaluate
 
 
 def test_the_spend_of_a_fixed_run_and_its_counterfactual(tmp_path):

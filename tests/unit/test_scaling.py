@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from jobtree import seal
 
-from bakeoff_runtime import report_scaling
-from bakeoff_runtime.evaluation import evaluate, recost
-from bakeoff_runtime.job_outputs import load_jobs
+from bakeoff_runtime.report import scaling as report_scaling
+from bakeoff_runtime.verdict.evaluation import evaluate, recost
+from bakeoff_runtime.verdict.job_outputs import load_jobs
 from conftest import ROOT, tiny_spec, write_spec
 from pipelines.errors import SpecError
 from pipelines.plan.model import build_plan, spec_hash

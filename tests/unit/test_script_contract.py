@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bakeoff_runtime.contract import TrainingEnv
-from bakeoff_runtime.script_contract import (
+from bakeoff_runtime.contract.script_mode import (
     MetricRegex,
     ScriptSettings,
     command_line,
@@ -13,8 +13,8 @@ from bakeoff_runtime.script_contract import (
     sagemaker_environment,
     script_hyperparameters,
 )
-from bakeoff_runtime.script_metrics import LogMetrics, trainer_state
-from bakeoff_runtime.script_summary import throughput
+from bakeoff_runtime.training.script_metrics import LogMetrics, trainer_state
+from bakeoff_runtime.training.script_summary import throughput
 
 
 def test_arguments_are_the_toolkits_sorted_key_value_pairs():

@@ -33,7 +33,7 @@ def test_ordinary_names_pass(name):
 
 
 def test_the_report_shows_a_port_s_flags_but_not_other_environment_values():
-    from bakeoff_runtime.porting import spec_difference
+    from bakeoff_runtime.verdict.porting import spec_difference
 
     lines = spec_difference({"environment": {"MY_SERVICE_URL": "https://user:pw@example.test"}},
                             {"environment": {"NEURON_CC_FLAGS": "--model-type=transformer", "MY_SERVICE_URL": "other"}})

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from bakeoff_runtime import group_sequential as seq
-from bakeoff_runtime import stats
+from bakeoff_runtime.verdict import group_sequential as seq
+from bakeoff_runtime.verdict import stats
 from conftest import ROOT
 from pipelines.advice.rounds import grow, next_size, with_seeds
 from pipelines.errors import RunError
@@ -91,7 +91,7 @@ def test_design_record_states_design_looks_and_spent_alpha():
 
 def test_evaluation_reads_the_wider_interval_of_the_look():
     """The same differences pass a fixed design's 90% interval and not the first look's."""
-    from bakeoff_runtime.evaluation import _parity_check
+    from bakeoff_runtime.verdict.evaluation import _parity_check
 
     base = {0: 1.0, 1: 1.0, 2: 1.0}
     leg = {0: 1.02, 1: 1.05, 2: 1.07}

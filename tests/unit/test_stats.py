@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from bakeoff_runtime import stats
+from bakeoff_runtime.verdict import stats
 
 
 def test_describe_known_values():

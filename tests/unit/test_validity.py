@@ -5,9 +5,9 @@ import json
 import pytest
 from validity_inputs import CONFIG, _bakeoff, _job
 
-from bakeoff_runtime.evaluation import evaluate
-from bakeoff_runtime.job_outputs import load_jobs
-from bakeoff_runtime.report import render_html, render_markdown
+from bakeoff_runtime.report.document import render_html, render_markdown
+from bakeoff_runtime.verdict.evaluation import evaluate
+from bakeoff_runtime.verdict.job_outputs import load_jobs
 
 UNTIED = {"parameters": 2024, "tensors": 4, "shapes": {"256x4": 2, "4": 1, "4x4": 1}}
 
@@ -107,7 +107,7 @@ def test_a_script_that_reports_nothing_is_told_so_not_sent_to_re_run(tmp_path, k
 
 
 def test_completed_without_the_parity_metric_names_what_was_reported(tmp_path):
-    from bakeoff_runtime.evaluation import classify
+    from bakeoff_runtime.verdict.evaluation import classify
 
     job = {"summary": {"status": "completed", "metrics": {"val_acc": 0.9}}, "meta": {}}
     state, kind, why = classify(job, "val_loss")
@@ -130,7 +130,7 @@ def test_a_crashed_job_is_in_the_spend_not_in_the_cost_of_a_run(tmp_path):
     trn = ev["legs"]["trn"]
     assert trn["cost_per_run_usd_mean"] == pytest.approx(10.0 * 36 / 3600)  # the two runs of 10 s
     assert trn["cost_per_run"]["n"] == 2
-    from bakeoff_runtime.report_spend import _spent
+    from bakeoff_runtime.report.spend import _spent
 
     assert _spent(ev)["cost_usd"] == pytest.approx((5 * 10.0 + 1000.0) * 36 / 3600)  # every job's spend
 

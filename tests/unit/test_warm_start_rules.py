@@ -2,8 +2,8 @@
 tests/e2e/test_job_start.py runs real jobs through it)."""
 import sys
 
-from bakeoff_runtime import warm_server, warm_worker
 from bakeoff_runtime.contract import ENV
+from bakeoff_runtime.training import warm_server, warm_worker
 from pipelines.local import warm
 
 LEG = {"BAKEOFF_BACKEND": "cpu", "PYTHONUNBUFFERED": "1", "PATH": "/usr/bin", "OMP_NUM_THREADS": "1",

@@ -2,7 +2,7 @@
 import torch
 
 from bakeoff_runtime import Runtime
-from bakeoff_runtime.reference.model import LMConfig, TinyLM
+from bakeoff_runtime.training.reference.model import LMConfig, TinyLM
 
 
 def train(step_loss, sequence_length=32):

@@ -6,8 +6,8 @@ import os
 import torch
 
 from bakeoff_runtime import Runtime
-from bakeoff_runtime.reference.data import ByteBatches, load_channel, validation_batches
-from bakeoff_runtime.reference.model import LMConfig, TinyLM
+from bakeoff_runtime.training.reference.data import ByteBatches, load_channel, validation_batches
+from bakeoff_runtime.training.reference.model import LMConfig, TinyLM
 
 with Runtime.from_environment() as rt:
     corpus = os.environ.get("REGRESSION_CORPUS")

@@ -1,0 +1,557 @@
+"""The documents that cross the host/container seam, as types, and one reader per file.
+
+Four documents: the evaluation config (config.json, what the Evaluate step reads), the job summary
+(summary.json, what a job wrote), the job record (what `job_outputs.load_job` makes of a job's
+files) and the evaluation (evaluation.json). Each is a TypedDict: at run time a plain dict, so the
+JSON written is what it always was, but mypy checks every key its writers set and its readers read.
+
+Keys a writer does not always set are `NotRequired`. A few keys are named at run time and so
+cannot be spelt here: a run's parity metric value (`runs[i][<metric>]`, and `curves[<metric>]`)
+and a throughput's `<unit>_per_sec`; they are read with `.get(name)`. Parts that vary by kind and
+are read only by the module that writes them (a sequential design, the scaling, porting and
+`measured` sections, a check's details) are typed as plain JSON objects.
+
+Torch-free and free of `pipelines`: the container reads with these, and the host imports them.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, cast
+
+if TYPE_CHECKING:  # annotations stay strings at run time (the __future__ import): no typing_extensions needed
+    from typing_extensions import NotRequired
+
+JSON = dict[str, Any]
+
+SUMMARY_SCHEMA = "bakeoff.summary/1"
+EVALUATION_SCHEMA = "bakeoff.evaluation/2"
+PLAN_SCHEMA = "bakeoff.plan/1"
+# What decides a verdict; fixed before the data (the evaluation records it).
+PARITY_RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline", "resolution")
+# The schema ids each reader accepts. A file from before the schema key existed has none and is read
+# as the current one (its keys were the same); any other id is a document this code does not know.
+EVALUATION_SCHEMAS = (EVALUATION_SCHEMA,)
+SUMMARY_SCHEMAS = (SUMMARY_SCHEMA,)
+
+
+class DocumentError(ValueError):
+    """A file that is not the document its reader expects (wrong schema, not a JSON object)."""
+
+
+# --- the evaluation config (plan/model.evaluation_config, steps/evaluate.config, the local engine) ---
+class Price(TypedDict):
+    usd_per_hour: float | None
+    source: str
+    as_of: str | None
+    note: str | None
+
+
+class PerLeg(TypedDict):
+    """What the spec gives one leg alone."""
+    arguments: list[str]
+    hyperparameters: dict[str, Any]
+    environment: dict[str, str]
+
+
+class LegConfig(TypedDict):
+    image: str | None
+    instance_type: str
+    instance_count: int
+    backend: str | None
+    precision: str
+    devices: int
+    seeds: list[int]
+    emulated_on: str | None
+    price: Price | None
+    per_leg: PerLeg
+    derived_from: NotRequired[JSON]          # a scaling or ablation leg: what it was derived from
+    global_batch_size: NotRequired[int | None]
+    numerics_environment: NotRequired[dict[str, str]]  # the compiler's: compiler flags, rounding
+    local_processes: NotRequired[int]        # the local engine's
+    local_processes_why: NotRequired[str]
+
+
+class ParityRule(TypedDict):
+    """The spec's `parity`, with the baseline resolved."""
+    metric: str
+    direction: str
+    test: str
+    margin: float
+    margin_type: str
+    alpha: float
+    power: float
+    baseline: str
+    target: float | None
+    resolution: float | None
+
+
+class ScalingSweep(TypedDict):
+    mode: str
+    legs: list[str]
+    global_batch_size: int | None
+
+
+class Ablation(TypedDict):
+    leg: str
+    ablation_leg: str
+    precision: str
+    ablation_precision: str
+
+
+class MlflowConfig(TypedDict, total=False):
+    tracking_uri: str
+    experiment: str
+    artifact_location: str | None
+    parent_key: str  # evaluate.py's --parent-key
+
+
+class Looks(TypedDict):
+    """looks.for_evaluation: this look's number and the decisions taken before it."""
+    this_look: int
+    earlier: list[JSON]
+
+
+class DerivedConfig(TypedDict, total=False):
+    """What the spec derives legs for: only what it declares (plan/model._derived_config)."""
+    scaling: dict[str, ScalingSweep]
+    ablations: list[Ablation]
+
+
+class EvaluationConfig(DerivedConfig):
+    bakeoff: str
+    spec_hash: str
+    legs: dict[str, LegConfig]
+    entrypoint_mode: str
+    parity: ParityRule
+    cost_basis: str
+    mlflow: MlflowConfig
+    # Added by the local engine (Substitutions.evaluation_config and the executor), or on SageMaker by
+    # a round's asset and evaluate.py's --margin:
+    emulated: NotRequired[bool]
+    sequential: NotRequired[JSON]
+    jobs_at_once: NotRequired[int]
+    looks: NotRequired[Looks]
+    rule_original: NotRequired[JSON]
+    rule_unrecorded: NotRequired[str]
+    rule_change_reason: NotRequired[str | None]
+    # evaluate.py, from the Preflight and collective steps' records (porting.read_records):
+    preflight: NotRequired[JSON]
+    collective: NotRequired[dict[str, JSON]]
+
+
+# --- the job summary (telemetry.Telemetry.write_summary, script_summary.compose, a launcher's failure) ---
+class Throughput(TypedDict):
+    """Also `<unit>_per_sec` (e.g. tokens_per_sec): named by the unit, read with .get."""
+    unit: str
+    steady_state_from_step: int
+    units_processed: float | None
+    timing: str
+    units_per_step: NotRequired[float | None]  # script mode
+    step_time_s: NotRequired[float]
+    measured_steps: NotRequired[int]
+    window_s: NotRequired[float]
+    overall_per_sec: NotRequired[float | None]
+    note: NotRequired[str]
+
+
+class JobSummary(TypedDict):
+    """summary.json. A job that failed before the Runtime started leaves only the first few keys
+    (the launcher's record_failure, the local engine's record_stopped). A script may add keys of its
+    own through `Runtime.extra`; those of bakeoff's own trainers (train.py, hf_causal_lm.py) are here."""
+    schema: str
+    status: str
+    reason: NotRequired[str | None]
+    failure_kind: NotRequired[str]
+    leg: NotRequired[str | None]
+    seed: NotRequired[int | str | None]
+    backend: NotRequired[str | None]
+    job_key: NotRequired[str | None]
+    bakeoff: NotRequired[str]
+    precision: NotRequired[str | None]
+    instance_type: NotRequired[str | None]
+    instance_count: NotRequired[int]
+    emulated_on: NotRequired[str | None]
+    spec_hash: NotRequired[str | None]
+    compile_cache: NotRequired[str | None]
+    world_size: NotRequired[int]
+    precompile: NotRequired[bool]            # neuron_parallel_compile's run: not a result
+    mode: NotRequired[str]                   # "script" in script mode
+    script_arguments: NotRequired[list[str]]
+    metric_source: NotRequired[str]
+    step_hook: NotRequired[JSON | None]
+    steps_completed: NotRequired[int | None]
+    max_steps: NotRequired[int | None]
+    first_train_loss: NotRequired[float | None]
+    final_train_loss: NotRequired[float | None]
+    metrics: NotRequired[dict[str, Any]]     # a value is a number, or the text of a non-finite one
+    validation_history: NotRequired[list[JSON]]
+    throughput: NotRequired[Throughput]
+    validation_time_s: NotRequired[float]
+    time_to_first_step_s: NotRequired[float | None]
+    first_step_s: NotRequired[float | None]
+    training_time_s: NotRequired[float | None]
+    compile: NotRequired[JSON]
+    peak_device_memory_bytes: NotRequired[int | None]
+    peak_host_memory_bytes: NotRequired[int]
+    model: NotRequired[JSON | None]
+    environment: NotRequired[dict[str, str]]
+    preflight: NotRequired[JSON]
+    mlflow: NotRequired[JSON]
+    warnings: NotRequired[list[str]]
+    notes: NotRequired[list[str]]
+    wall_time_s: NotRequired[float]
+    # bakeoff's own trainers, through Runtime.extra
+    fairness: NotRequired[JSON]
+    parameters: NotRequired[int]
+    resumed_from_step: NotRequired[int]
+    training_arguments: NotRequired[JSON]
+    hf_config: NotRequired[JSON]
+
+
+# --- the job record (job_outputs.load_job) ---------------------------------------------------------
+class MetricDigest(TypedDict):
+    train_curve: list[list[float]]   # [step, train_loss], down-sampled
+    evals: list[JSON]                # every validation record of metrics.jsonl
+    train_records: int
+    first_nonfinite_train_step: int | None
+
+
+class JobMeta(TypedDict, total=False):
+    """job.json: what the platform knows of a job (the local engine writes it; `bakeoff report ARN`
+    adds billed time). Absent on SageMaker, hence every key optional."""
+    job_key: str
+    name: str
+    leg: str
+    seed: int
+    step_name: str
+    training_job_name: str
+    status: str
+    reason: str | None
+    exit_code: int | None
+    lost: bool
+    timed_out: bool
+    failure_kind: str | None
+    billable_s: float
+    billable_basis: str
+    mlflow_wait_s: float
+    started: float
+    log: str
+
+
+class JobRecord(TypedDict):
+    dir: str
+    summary: JobSummary | None                  # None: unreadable or changed, and why
+    summary_problem: str | None
+    summary_problem_kind: str | None
+    meta: JobMeta
+    digest: MetricDigest
+    failure: str | None
+
+
+# --- the evaluation (evaluation.evaluate, evaluation.recost, evaluate.py's mlflow) ----------------
+class Curves(TypedDict):
+    """Also the parity metric's curve, under its name."""
+    train_loss: list[list[float]]
+
+
+class RunRow(TypedDict):
+    """One job of a leg. Also the parity metric's value, under its name (None unless finite)."""
+    seed: int
+    status: str
+    failure_kind: str | None
+    reason: str | None
+    job: str | None
+    job_key: str | None
+    throughput: float | None
+    throughput_overall: float | None
+    throughput_timing: str | None
+    throughput_window_s: float | None
+    steps_to_target: int | None
+    time_to_target_s: float | None
+    training_time_s: float | None
+    validation_time_s: float | None
+    curves: Curves
+    environment: dict[str, str] | None
+    time_to_first_step_s: float | None
+    compile_time_s: float | None
+    compiled_graphs: int | None
+    peak_device_memory_bytes: int | None
+    peak_host_memory_bytes: int | None
+    wall_time_s: float | None
+    units_processed: float | None
+    billable_s: float | None
+    cost_usd: float | None
+    cost_per_million_units_usd: float | None
+    cost_to_target_usd: float | None
+    steps_completed: int | None
+    mlflow_run_id: str | None
+    cache_state: str | None
+    cache_hits: int | None
+    cache_misses: int | None
+    mlflow_backfilled: NotRequired[bool]   # tracking.parent_run: the job's run was logged after it, from its files
+
+
+class Spread(TypedDict):
+    mean: float | None
+    std: float | None
+    cv: float | None
+    min: float | None
+    max: float | None
+    n: int
+    relative_range: float | None
+
+
+class LegThroughput(Spread):
+    unstable: bool
+    crosscheck_ratio: float | None
+    crosscheck_disagrees: bool
+    timing: str | None
+
+
+class MetricFigures(TypedDict):
+    """stats.describe of the completed seeds' parity metric."""
+    name: str
+    n: int
+    mean: float | None
+    std: float | None
+    cv: float | None
+    min: float | None
+    max: float | None
+    ci95: list[float] | None
+    values: list[float]
+
+
+class CostMeans(TypedDict):
+    """A leg's cost figures from its runs (evaluation._cost_means; recost redoes them)."""
+    billable_s_mean: float | None
+    cost_per_run: Spread
+    cost_per_run_usd_mean: float | None
+    cost_per_million_units_usd_mean: float | None
+    cost_to_target_usd_mean: float | None
+    cost_to_target_usd_mean_of_reached: float | None
+
+
+class LegFigures(CostMeans):
+    image: str | None
+    instance_type: str | None
+    instance_count: int
+    backend: str | None
+    precision: str | None
+    devices: int | None
+    emulated_on: str | None
+    emulated: bool
+    seeds: list[int]
+    runs: list[RunRow]
+    completed: int
+    failed: int
+    diverged: int
+    lost: int
+    metric: MetricFigures
+    throughput_unit: str
+    throughput_mean: float | None
+    throughput: LegThroughput
+    time_to_first_step_s_mean: float | None
+    compile_time_s_mean: float | None
+    training_time_s_mean: float | None
+    reached_target: int
+    reached_target_fraction: float | None
+    steps_to_target_mean: float | None
+    steps_to_target_mean_of_reached: float | None
+    peak_device_memory_bytes_max: int | None
+    peak_host_memory_bytes_max: int | None
+    wall_time_s_mean: float | None
+    price: Price | dict[str, Any]    # {} when the config gives no price
+    compile_cache: JSON | None
+    speed_representative: NotRequired[bool]  # from the leg's blockers check
+    parity: NotRequired[str]                 # every leg but the baseline: its parity check's status
+
+
+class Recommendation(TypedDict):
+    seeds: int | None
+    why: str
+
+
+class Check(TypedDict):
+    """One check: stability:<leg>, parity:<leg>~<baseline>, and the validity kinds (blockers:,
+    ...). Beyond the first four keys, what its kind found: a parity check carries stats.compare's
+    figures, a stability check its breakage; the validity kinds' own keys are typed as JSON."""
+    name: str
+    status: str       # passed | failed | inconclusive
+    passed: bool
+    why: str
+    recommendation: NotRequired[JSON]
+    counts_toward_verdict: NotRequired[bool]   # false for an ablation leg's checks
+    ablation: NotRequired[bool]
+    holm: NotRequired[JSON]                    # multiplicity.apply: a fail claim not shown across the legs
+    # a stability check
+    breakage: NotRequired[JSON]
+    lost_seeds: NotRequired[list[int]]
+    script_bug: NotRequired[str]
+    # a parity check (stats.compare, then evaluation._parity_check)
+    test: NotRequired[str | None]              # paired | welch | None (nothing to compare)
+    test_kind: NotRequired[str]                # equivalence | non_inferiority
+    test_label: NotRequired[str]
+    outcome: NotRequired[str]                  # pass | fail | inconclusive
+    margin: NotRequired[float]                 # in metric units (a relative margin already scaled)
+    alpha: NotRequired[float]
+    direction: NotRequired[str]
+    diff: NotRequired[float]
+    sd: NotRequired[float | None]
+    sd_observed: NotRequired[float]
+    sd_floored: NotRequired[bool]
+    se: NotRequired[float]
+    df: NotRequired[float]
+    n_pairs: NotRequired[int]
+    n_leg: NotRequired[int]
+    n_baseline: NotRequired[int]
+    ci: NotRequired[list[float]]
+    ci_level: NotRequired[float]
+    continuity_correction: NotRequired[float]
+    p_value: NotRequired[float | None]
+    p_lower: NotRequired[float | None]
+    p_upper: NotRequired[float | None]
+    identical: NotRequired[bool]
+    better: NotRequired[bool]
+    worse: NotRequired[bool]
+    better_by: NotRequired[float]
+    step: NotRequired[float | None]
+    step_basis: NotRequired[str | None]
+    seeds_paired: NotRequired[list[int]]
+    seeds_unpaired: NotRequired[dict[str, list[int]]]
+    per_seed_diffs: NotRequired[list[list[float]]]   # [seed, difference]
+    unseen_rate: NotRequired[float | None]
+    outlier: NotRequired[JSON]
+    no_step: NotRequired[bool]
+    why_short: NotRequired[str]
+    # a validity check (validity.py): backend:, same-model, seeds:, blockers:
+    ran_on: NotRequired[list[str]]
+    tolerance: NotRequired[float]
+    models: NotRequired[JSON]
+    first_losses: NotRequired[JSON]
+    fallback_ops: NotRequired[list[str]]
+    recompiles_after_warmup: NotRequired[int | None]
+    warnings: NotRequired[list[str]]
+    speed_representative: NotRequired[bool]
+
+
+class RuleRecord(TypedDict):
+    current: JSON
+    original: JSON | None
+    changed: bool
+    reason: str | None
+
+
+class ParityRecord(ParityRule):
+    target_used: float | None
+    target_basis: str
+
+
+class Speed(TypedDict):
+    emulated: bool
+    label: str
+    unstable_legs: list[str]
+    crosscheck_disagrees: list[str]
+    jobs_at_once: NotRequired[int]   # a local run's jobs shared the machine's cores
+
+
+class ScalingSections(TypedDict, total=False):
+    """scaling.sections: only what the spec declares (a sweep, ablations)."""
+    scaling: dict[str, list[JSON]]      # declared leg -> its sweep's points
+    scaling_sweeps: dict[str, JSON]
+    ablations: list[JSON]
+
+
+class Evaluation(ScalingSections):
+    schema: str
+    verdict: str                      # pass | fail | inconclusive
+    summary: str
+    failed_checks: str                # names, or "none"
+    undecided_checks: str
+    recommendation: Recommendation | None
+    to_decide: str                    # always a string: the pipeline's Fail step reads it with JsonGet
+    bakeoff: str | None
+    spec_hash: str | None
+    parity: ParityRecord
+    rule: RuleRecord
+    sequential: JSON | None
+    looks: Looks | None
+    speed: Speed
+    cost_basis: str
+    legs: dict[str, LegFigures]
+    checks: list[Check]
+    measured: JSON
+    porting: JSON
+    mlflow: NotRequired[JSON]                     # evaluate.py, once the parent run is logged
+
+
+def run_metric(row: RunRow, metric: str) -> Any:
+    """A run's parity metric value, the one key of a run named at run time."""
+    return cast("dict[str, Any]", row)[metric]
+
+
+# --- readers ------------------------------------------------------------------------------------------
+def _object(body: object, what: str, where: str) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise DocumentError(f"{where}: not {what} (a JSON object was expected, found {type(body).__name__})")
+    return body
+
+
+def _schema(body: dict[str, Any], known: tuple[str, ...], what: str, where: str) -> None:
+    found = body.get("schema")
+    if found is not None and found not in known:
+        raise DocumentError(f"{where}: {what} of schema {found!r}, which this bakeoff does not read "
+                            f"(it reads {', '.join(map(repr, known))})")
+
+
+def evaluation_from(body: object, where: str = "evaluation.json") -> Evaluation:
+    """An evaluation already parsed from JSON (S3, a test): checked as `read_evaluation` checks a file."""
+    checked = _object(body, "an evaluation", where)
+    _schema(checked, EVALUATION_SCHEMAS, "an evaluation", where)
+    return cast(Evaluation, checked)  # the schema id vouches for the keys
+
+
+def read_evaluation(path: Path | str) -> Evaluation:
+    """evaluation.json. Raises OSError for a file that cannot be read, ValueError for one that is not
+    JSON, and DocumentError (a ValueError) for one that is not an evaluation this code reads."""
+    return evaluation_from(json.loads(Path(path).read_text()), str(path))
+
+
+def summary_from(body: object, where: str = "summary.json") -> JobSummary:
+    checked = _object(body, "a job summary", where)
+    _schema(checked, SUMMARY_SCHEMAS, "a job summary", where)
+    return cast(JobSummary, checked)
+
+
+def read_summary(path: Path | str) -> JobSummary:
+    """summary.json, checked as `read_evaluation` checks evaluation.json."""
+    return summary_from(json.loads(Path(path).read_text()), str(path))
+
+
+def summary_or_none(path: Path | str) -> JobSummary | None:
+    """summary.json where a job may not have written one yet (or at all): None when it is missing,
+    unreadable, not JSON or not a summary this code reads. For the code that only peeks at a job
+    (its status, its reason, its metrics' names); the Evaluate step reads with `read_summary` and
+    says what was wrong."""
+    try:
+        return read_summary(path)
+    except (OSError, ValueError):
+        return None
+
+
+def evaluation_config_from(body: object, where: str = "config.json") -> EvaluationConfig:
+    """The evaluation config has no schema id (its asset is content-addressed, so adding one would move
+    every stored config): what it must be is a JSON object with its rule and its legs."""
+    checked = _object(body, "an evaluation config", where)
+    missing = [k for k in ("parity", "legs") if not isinstance(checked.get(k), dict)]
+    if missing:
+        raise DocumentError(f"{where}: not an evaluation config (no {' or '.join(missing)} object)")
+    return cast(EvaluationConfig, checked)
+
+
+def read_evaluation_config(source: Path | str) -> EvaluationConfig:
+    """config.json, or an inline JSON object (evaluate.py's --config takes either)."""
+    text = str(source)
+    if text.lstrip().startswith("{"):
+        return evaluation_config_from(json.loads(text), "--config")
+    return evaluation_config_from(json.loads(Path(text).read_text()), text)

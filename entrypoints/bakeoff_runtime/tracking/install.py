@@ -1,0 +1,105 @@
+"""Make MLflow importable in a training or evaluation job whose image lacks it.
+
+AWS's PyTorch 2.9 training images (Neuron, GPU and CPU) ship without `mlflow`, and a
+SageMaker managed tracking server (an `arn:` tracking URI) also needs the
+`sagemaker-mlflow` plugin. A job that logs to MLflow (the compiled pipeline sets
+BAKEOFF_MLFLOW_INSTALL=1) installs the pinned client at start:
+
+* from the code bundle's `wheels/` directory when there is one (jobs without internet
+  access: network isolation, private subnets), with `--no-index`;
+* else from the package index pip is configured with (PyPI, or PIP_INDEX_URL).
+
+Into a directory of its own that is put at the end of the import path, so nothing the
+image ships (torch, protobuf, numpy) is replaced under the training code. Every failure
+is one clear line and the job trains regardless: MLflow is never a reason to stop.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bakeoff_runtime.contract import ENV, MLFLOW_INSTALL_RESULT_ENV, MLFLOW_PATH_ENV, MLFLOW_TARGET_ENV
+
+HERE = Path(__file__).resolve().parent
+REQUIREMENTS = HERE / "mlflow-requirements.txt"
+REQUIREMENTS_SAGEMAKER = HERE / "mlflow-requirements-sagemaker.txt"
+INSTALL_TIMEOUT_S = 300
+RESULT_ENV = MLFLOW_INSTALL_RESULT_ENV
+
+
+def _importable(*modules: str) -> bool:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            return False
+    return True
+
+
+def _say(message: str) -> None:
+    print(f"[bakeoff] mlflow: {message}", file=sys.stderr, flush=True)
+
+
+def ensure_mlflow(code_dir: Path, target: Path | None = None, environ=None) -> dict:
+    """Install the MLflow client if this job needs it and lacks it. Returns what happened
+    (also put into the environment as JSON for the job's summary)."""
+    environ = os.environ if environ is None else environ
+    uri = environ.get("MLFLOW_TRACKING_URI", "")
+    if environ.get(ENV["mlflow_install"]) != "1" or not uri:
+        return {"action": "not needed"}
+    needs = ["mlflow"] + (["sagemaker_mlflow"] if uri.startswith("arn:") else [])
+    target = target or Path(environ.get(MLFLOW_TARGET_ENV, "/tmp/bakeoff-mlflow"))
+    _add_to_path(target, environ)
+    if _importable(*needs):
+        return _result({"action": "already importable"}, environ)
+    requirements = [REQUIREMENTS] + ([REQUIREMENTS_SAGEMAKER] if uri.startswith("arn:") else [])
+    wheels = Path(code_dir) / "wheels"
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input",
+           "--target", str(target), "--timeout", "20", "--retries", "1"]
+    for req in requirements:
+        cmd += ["-r", str(req)]
+    source = "the package index"
+    if wheels.is_dir():
+        cmd += ["--no-index", "--find-links", str(wheels)]
+        source = f"the code bundle's wheels ({wheels})"
+    started = time.time()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+        ok, detail = proc.returncode == 0, (proc.stderr.strip().splitlines() or [""])[-1]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    seconds = round(time.time() - started, 1)
+    importlib.invalidate_caches()
+    if ok and _importable(*needs):
+        _say(f"installed {' '.join(r.stem for r in requirements)} from {source} in {seconds}s")
+        return _result({"action": "installed", "source": source, "seconds": seconds}, environ)
+    _say(f"could not install the MLflow client from {source} ({detail[:300]}); training goes on without "
+         "MLflow, and the Evaluate step back-fills this job's run from its metrics")
+    return _result({"action": "failed", "source": source, "seconds": seconds, "error": detail[:300]}, environ)
+
+
+PATH_ENV = MLFLOW_PATH_ENV
+
+
+def _add_to_path(target: Path, environ) -> None:
+    environ[PATH_ENV] = str(target)  # for the worker processes, which call use_installed_mlflow()
+    use_installed_mlflow(environ)
+
+
+def use_installed_mlflow(environ=None) -> None:
+    """Put an installed client on the import path, at the end: the image's own packages
+    win wherever both have one (PYTHONPATH would put it first)."""
+    environ = os.environ if environ is None else environ
+    target = environ.get(PATH_ENV)
+    if target and target not in sys.path:
+        sys.path.append(target)
+
+
+def _result(result: dict, environ) -> dict:
+    environ[RESULT_ENV] = json.dumps(result)
+    return result
