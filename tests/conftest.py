@@ -267,3 +267,30 @@ def pytest_collection_modifyitems(config, items):
         for node in item.listchain():
             node.own_markers[:] = [m for m in node.own_markers if m.name != "slow"]
         item.setup = functools.partial(_misplaced, item.nodeid)  # fails before any fixture runs
+
+
+# What only tests/e2e may load into the test process: the container's training side (torch, Hugging Face)
+# and MLflow. Each costs seconds to import in every xdist worker that meets it, which is what made
+# `make test-fast` slow; a test of tests/unit or tests/engine that loads one fails and says so.
+HEAVY_FOR_E2E = ("torch", "transformers", "mlflow")
+
+
+_LOADED_BEFORE = pytest.StashKey[set]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_LOADED_BEFORE] = {name for name in HEAVY_FOR_E2E if name in sys.modules}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield
+    if E2E not in Path(item.path).resolve().parents:
+        before = item.stash.get(_LOADED_BEFORE, set())
+        loaded = sorted(name for name in HEAVY_FOR_E2E if name in sys.modules and name not in before)
+        if loaded:
+            pytest.fail(f"{item.nodeid} imported {', '.join(loaded)} in the test process (its fixtures included): a "
+                        "test that needs it belongs in tests/e2e (tests/unit and tests/engine stay free of torch, "
+                        "Hugging Face and MLflow)", pytrace=False)
+    return result
