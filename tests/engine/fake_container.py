@@ -109,16 +109,19 @@ def bakeoff_cli(monkeypatch, capsys, container: FakeContainer | None, *args,
     """`bakeoff ARGS` in this process, as `conftest.bakeoff` runs it in a subprocess: the real parser,
     display, error lines and exit codes. `run` reaches the engine through `api.run_local`, given the
     fake container here; None: the command must run no training job (a refusal, a re-decision). Its
-    Evaluate step runs in this process (`evaluate_here`) unless `processor` says otherwise."""
+    Evaluate step runs in this process (`evaluate_here`) unless `processor` says otherwise, and so does
+    the one `bakeoff report` runs to decide a run directory again (the engine's default processor)."""
     from functools import partial
 
     from pipelines import api
     from pipelines.cli.main import main
+    from pipelines.local import executor
 
     capsys.readouterr()  # what came before is not this command's
     with monkeypatch.context() as m:
         m.setattr(api, "run_local", partial(api.run_local, container=container or _no_container,
                                             processor=processor or evaluate_here))
+        m.setattr(executor, "run_processing", processor or evaluate_here)
         code = main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err

@@ -135,6 +135,17 @@ OUTLIER_MIN_PAIRS = 4  # leave one out and 3 remain: a spread on 2 degrees of fr
 OUTLIER_ALPHA = 0.01
 
 
+def _sd(values: Sequence[float]) -> float:
+    """The sample SD in floats, within an ulp or so of statistics.stdev (whose exact fractions cost ~100x
+    as much): the outlier check takes n of them per comparison, and the planning and the benchmarks call
+    it thousands of times. Two passes with math.fsum, and the mean's rounding error taken back out."""
+    n = len(values)
+    m = math.fsum(values) / n
+    dev = [v - m for v in values]
+    ss = math.fsum(e * e for e in dev) - math.fsum(dev) ** 2 / n
+    return math.sqrt(max(ss, 0.0) / (n - 1))
+
+
 def outlier(diffs: Sequence[float], alpha: float = OUTLIER_ALPHA, step: float | None = None) -> dict | None:
     """The per-seed difference that lies too far from the others for near-normal differences, or None.
 
@@ -153,7 +164,7 @@ def outlier(diffs: Sequence[float], alpha: float = OUTLIER_ALPHA, step: float | 
     worst = None
     for i, x in enumerate(d):
         others = d[:i] + d[i + 1:]
-        sd = floored_sd(stdev(others), step, paired=True)
+        sd = floored_sd(_sd(others), step, paired=True)
         gap = x - fmean(others)
         t = math.inf if sd == 0 and gap else (0.0 if sd == 0 else gap / (sd * math.sqrt(1 + 1 / (n - 1))))
         p = min(1.0, n * 2 * float(1 - t_cdf(abs(t), n - 2))) if math.isfinite(t) else 0.0
