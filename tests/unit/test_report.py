@@ -57,6 +57,19 @@ def test_known_numbers_come_out_in_the_table(evaluation):
     assert seeds and "| 2.41 |" in seeds[0]
 
 
+def test_a_peak_host_memory_of_forked_jobs_says_so_beside_it(evaluation):
+    # A job forked from its leg's warm interpreter counts only the pages it touched: the figure is not a cold
+    # start's, and the table says which legs' figures are forked ones.
+    assert "warm fork" not in render_markdown(evaluation)  # these jobs started cold
+    forked = json.loads(json.dumps(evaluation))
+    for run in forked["legs"]["trn"]["runs"]:
+        run["environment"] = {**(run.get("environment") or {}), "worker_start": "forked"}
+    md = render_markdown(forked)
+    assert _table(md)["peak host memory"] == ["1 GiB (warm fork)", "1 GiB"]
+    assert "only the pages the job touched" in md and "started cold (as on SageMaker) peaks higher" in md
+    assert "(warm fork): the job was forked" in render_html(forked)
+
+
 def test_verdict_first_with_reasons(evaluation):
     md = render_markdown(evaluation)
     first = md.splitlines()[0]

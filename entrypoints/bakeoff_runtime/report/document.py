@@ -31,6 +31,8 @@ def _emulated(ev: Evaluation) -> bool:
 
 
 EMULATED = "emulated: not indicative of the target hardware"
+# Beside a leg's peak host memory when its jobs were forked from a warm interpreter (_fork_note says why).
+WARM_FORK = " (warm fork)"
 
 
 def verdict_sentence(ev: Evaluation) -> str:
@@ -164,7 +166,7 @@ def leg_rows(ev: Evaluation) -> list[tuple[str, list[str]]]:
         ("time to first step warm (runs)" + emu, lambda f: cache(f, "warm", "time_to_first_step_s")),
         ("compile time" + emu, compile_time),
         ("peak device memory", lambda f: size(f.get("peak_device_memory_bytes_max"))),
-        ("peak host memory", lambda f: size(f.get("peak_host_memory_bytes_max"))),
+        ("peak host memory", lambda f: size(f.get("peak_host_memory_bytes_max")) + (WARM_FORK if _forked(f) else "")),
         ("wall time" + emu, lambda f: num(f.get("wall_time_s_mean"), "{:.0f} s")),
         ("billable time" + emu, lambda f: num(f.get("billable_s_mean"), "{:.0f} s")),
         ("price per instance-hour", lambda f: usd((f.get("price") or {}).get("usd_per_hour"))),
@@ -303,10 +305,24 @@ def _swatch(ev: Evaluation, leg: str) -> str:
     return f'<span class="sw" data-leg="{e(leg)}" style="background:{colour}"></span>'
 
 
+def _forked(f: Mapping[str, Any]) -> bool:
+    """Whether any of the leg's jobs was forked from its warm interpreter (the local engine's default)."""
+    return any((r.get("environment") or {}).get("worker_start") for r in f.get("runs") or [])
+
+
+def _fork_note(ev: Evaluation) -> str:
+    if not any(_forked(f) for f in ev["legs"].values()):
+        return ""
+    return (f"{WARM_FORK.strip()}: the job was forked from its leg's warm interpreter, which had imported torch, so "
+            "its peak host memory counts only the pages the job touched, not the import they share; a job "
+            "started cold (as on SageMaker) peaks higher.")
+
+
 def _legs_md(ev: Evaluation) -> list[str]:
     legs = list(ev["legs"])
+    note = _fork_note(ev)
     return (["", "## Legs", "", md_row(["", *legs]), "|---|" + "---|" * len(legs)]
-            + [md_row([label, *values]) for label, values in leg_rows(ev)])
+            + [md_row([label, *values]) for label, values in leg_rows(ev)] + (["", md(note)] if note else []))
 
 
 def _legs_html(ev: Evaluation) -> str:
@@ -315,7 +331,9 @@ def _legs_html(ev: Evaluation) -> str:
                    for n in ev["legs"])
     body = "".join(f'<tr><th scope="row">{e(label)}</th>' + "".join(f'<td class="n">{e(v)}</td>' for v in values)
                    + "</tr>" for label, values in leg_rows(ev))
-    return f'<h2>Legs</h2><div class="scroll"><table class="legs"><tr><th></th>{head}</tr>{body}</table></div>'
+    note = _fork_note(ev)
+    return (f'<h2>Legs</h2><div class="scroll"><table class="legs"><tr><th></th>{head}</tr>{body}</table></div>'
+            + (f'<p class="note">{e(note)}</p>' if note else ""))
 
 
 def _plots_html(ev: Evaluation) -> str:
@@ -413,7 +431,7 @@ figure{margin:0 0 1em;min-width:0}figcaption{font-weight:600;font-size:14px;marg
 figcaption .note{display:block;font-weight:400;font-size:12.5px;color:#59636e}.emu{font-weight:400;color:#9a6700}
 svg.chart{display:block;width:100%;height:auto;max-width:620px}.decision{max-width:660px}
 .figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,380px),1fr));gap:20px 32px}
-.nodata{color:#59636e;font-style:italic}
+.nodata{color:#59636e;font-style:italic}p.note{font-size:13px;color:#59636e;max-width:72em}
 .scroll{overflow-x:auto;max-width:100%;-webkit-overflow-scrolling:touch}
 table{border-collapse:collapse;margin:.4em 0 1em;font-size:13px}td,th{border:1px solid #d8dee4;padding:4px 8px;
 vertical-align:top}th{background:#f6f8fa;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
