@@ -99,7 +99,7 @@ class LocalExecutor:
         self.processor: ProcessingRunner = processor if processor is not None else run_processing
         self._process = JobProcess()  # the one-at-a-time steps' (Preflight, collective checks, Evaluate)
         # Training jobs at once (slots.py); 1 is one after another, as before `--jobs`.
-        self.jobs = max(1, int(jobs)) if jobs else default_jobs()
+        self.jobs = max(1, int(jobs)) if jobs else default_jobs(warm_interpreters=_warm_legs(spec))
         self._parallel: ParallelJobs | None = None  # the training jobs' runner while they run
         self._plan: Plan | None = None
         self._look = 1  # which look at this directory's data the decision is (looks.py)
@@ -514,6 +514,19 @@ class LocalExecutor:
             why = failure.read_text().splitlines()[0] if failure.exists() else f"exit code {outcome.exit_code}"
             raise RunError(f"preflight of leg {leg} did not finish: {why} (see {job_dir / 'stdout.log'})")
         return json.loads(report.read_text())
+
+
+def _warm_legs(spec: BakeoffSpec) -> int:
+    """The warm interpreters this run may start (warm.py): one per leg, its sweep's sizes included,
+    unless warm starts are off or the entrypoint is a brought script (its jobs start cold). A leg
+    whose jobs cannot be forked (a GPU leg, torchrun) is counted too: the budget errs on the safe side."""
+    from pipelines.spec.derived import expand
+
+    from .warm import warm_start_enabled
+
+    if not warm_start_enabled() or spec.entrypoint.mode == "script":
+        return 0
+    return len(expand(spec).legs)
 
 
 def _job_dir(plan: Plan, step_name: str) -> str:

@@ -25,6 +25,10 @@ from bakeoff_runtime.contract import ENV
 JOB_MEMORY_BYTES = 2 * 1024**3
 # Past this, more jobs at once only add contention on a shared disk and the MLflow store.
 MAX_DEFAULT_JOBS = 8
+# What each leg's warm interpreter holds beside its jobs while the batch runs (pipelines/local/warm.py):
+# torch (and torch_xla for an emulated trn leg) imported, no device touched; about 0.5-0.6 GiB of RSS
+# for the quickstart's trn1 leg (ps, stop 35), so 0.6 GiB a leg.
+WARM_INTERPRETER_BYTES = 614 * 1024**2
 
 
 def machine_cores() -> int:
@@ -52,13 +56,14 @@ def available_memory_bytes() -> int | None:
     return None
 
 
-def default_jobs(cores: int | None = None, memory: int | None = None) -> int:
-    """Jobs at once when `--jobs` is not given: one per core, as many as the memory holds."""
+def default_jobs(cores: int | None = None, memory: int | None = None, warm_interpreters: int = 0) -> int:
+    """Jobs at once when `--jobs` is not given: one per core, as many as the memory holds once the
+    legs' warm interpreters (`warm_interpreters` of them) have theirs."""
     cores = machine_cores() if cores is None else cores
     memory = available_memory_bytes() if memory is None else memory
     jobs = cores
     if memory is not None:
-        jobs = min(jobs, max(1, memory // JOB_MEMORY_BYTES))
+        jobs = min(jobs, max(1, (memory - warm_interpreters * WARM_INTERPRETER_BYTES) // JOB_MEMORY_BYTES))
     return max(1, min(jobs, MAX_DEFAULT_JOBS))
 
 

@@ -250,6 +250,20 @@ def test_the_default_is_one_job_per_core_as_the_memory_holds():
     assert default_jobs(cores=16, memory=5 * gib) == 2  # 2 GiB a job
     assert default_jobs(cores=4, memory=1 * gib) == 1
     assert default_jobs(cores=64, memory=None) == 8  # capped
+    # The legs' warm interpreters hold their own memory beside the jobs: 5 GiB less two of them holds 1 job.
+    assert default_jobs(cores=16, memory=5 * gib, warm_interpreters=2) == 1
+    assert default_jobs(cores=16, memory=9 * gib, warm_interpreters=2) == 3
+
+
+def test_the_engine_budgets_one_warm_interpreter_a_leg_unless_none_starts(monkeypatch, tmp_path):
+    from conftest import tiny_spec
+    from pipelines.local.executor import _warm_legs
+    from pipelines.spec.model import BakeoffSpec
+
+    spec = BakeoffSpec.model_validate(tiny_spec())
+    assert _warm_legs(spec) == 2
+    monkeypatch.setenv(contract.WARM_START_ENV, "0")
+    assert _warm_legs(spec) == 0
 
 
 def test_an_error_in_one_job_stops_the_others_and_is_raised(tmp_path):
