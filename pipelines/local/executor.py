@@ -522,11 +522,9 @@ def _warm_legs(spec: BakeoffSpec) -> int:
     whose jobs cannot be forked (a GPU leg, torchrun) is counted too: the budget errs on the safe side."""
     from pipelines.spec.derived import expand
 
-    from .warm import warm_start_enabled
+    from .warm import starts_warm_interpreters
 
-    if not warm_start_enabled() or spec.entrypoint.mode == "script":
-        return 0
-    return len(expand(spec).legs)
+    return len(expand(spec).legs) if starts_warm_interpreters(spec) else 0
 
 
 def _job_dir(plan: Plan, step_name: str) -> str:

@@ -30,7 +30,7 @@ from pipelines.errors import RunError
 
 from .jobs import JobProcess
 from .slots import rendezvous_environment, thread_environment, threads_per_process, warms_locally
-from .warm import WarmPool, warm_start_enabled
+from .warm import WarmPool, starts_warm_interpreters, warm_start_enabled
 
 
 @dataclass
@@ -75,9 +75,12 @@ class ParallelJobs:
             backend = BACKENDS.get(job.environment.get(ENV["backend"], ""))
             self.slots[name] = _Slot(i, name, job, keys[name], weight=width,
                                      gpu=gpu and backend is not None and backend.local_needs_gpu)
-        # A warm interpreter per leg forks its jobs' workers (warm.py); BAKEOFF_WARM_START=0 in the shell: none.
+        # A warm interpreter per leg forks its jobs' workers (warm.py); BAKEOFF_WARM_START=0 in the shell, or a
+        # brought script: none.
         python = getattr(executor, "python", None) or sys.executable
-        self.warm = WarmPool(python, executor.out / "warm") if warm_start_enabled() else None
+        spec = getattr(executor, "spec", None)
+        warm = starts_warm_interpreters(spec) if spec is not None else warm_start_enabled()
+        self.warm = WarmPool(python, executor.out / "warm") if warm else None
         for slot in self.slots.values():
             slot.process.warm = self.warm
         firsts: dict[str, str] = {}  # leg -> its first job in the plan's order

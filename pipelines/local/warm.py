@@ -31,6 +31,13 @@ def warm_start_enabled(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(WARM_START_ENV, "1") != "0"
 
 
+def starts_warm_interpreters(spec, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether a run of `spec` starts warm interpreters at all: not with BAKEOFF_WARM_START=0, and not for
+    a brought script (launch.py starts a script-mode job's script cold, as SageMaker's toolkit would, so an
+    interpreter for its leg would import torch and torch_xla for nothing: about 7 s of CPU a leg)."""
+    return warm_start_enabled(environ) and spec.entrypoint.mode != "script"
+
+
 def eligible(environment: Mapping[str, str], hosts: int) -> bool:
     """Whether a job's worker may come from its leg's warm interpreter."""
     backend = BACKENDS.get(environment.get(ENV["backend"], ""))

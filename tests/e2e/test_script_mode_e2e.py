@@ -84,7 +84,8 @@ def test_a_fallback_in_the_step_shows_on_the_first_screen(tmp_path):
 
 
 def test_the_same_crash_on_every_leg_is_a_script_bug(tmp_path):
-    proc, ev = _plain(tmp_path, plant="crash")
+    # One seed a leg: the same crash on every leg that ran the seed is the script's, however many seeds ran.
+    proc, ev = _plain(tmp_path, plant="crash", seeds=1)
     assert ev["verdict"] != "pass"
     advice = " ".join(c["why"] for c in ev["checks"] if c["name"].startswith("stability:"))
     assert "a bug in the script" in advice and "more seeds will not help" in advice
@@ -122,19 +123,23 @@ GPT_ENTRY = {"argument_style": "equals", "seed": {"argument": "seed"}, "unit": "
 
 
 def test_a_nanogpt_style_script_configured_by_key_equals_value_runs_unchanged(tmp_path):
+    # One block (the script's default is two): the trn leg's time is XLA compiling the step, and what is under
+    # test is the configuration reaching the script, not the model.
     proc, ev = _run(tmp_path, "keyvalue_gpt", GPT_ENTRY, legs=[{**TRN, "arguments": ["--device=xla"]}, GPU],
-                    hyperparameters={"weight_tying": False, "max_iters": 40})
+                    hyperparameters={"weight_tying": False, "max_iters": 40, "n_layer": 1})
     assert ev["verdict"] == "pass", proc.stdout[-3000:]
     s = _job_summary(tmp_path, "trn1-s0")
-    assert s["script_arguments"] == ["--max_iters=40", "--seed=0", "--weight_tying=False", "--device=xla"]
+    assert s["script_arguments"] == ["--max_iters=40", "--n_layer=1", "--seed=0", "--weight_tying=False",
+                                     "--device=xla"]
     assert s["throughput"]["unit"] == "tokens" and s["throughput"]["tokens_per_sec"] > 0
 
 
 def test_tied_weights_that_the_move_to_xla_unties_fail_the_same_model_check(tmp_path):
     # The script ties its embedding and output weights; PyTorch/XLA's .to() copies them apart.
     # One seed a leg: the same-model check compares the legs' models, not seeds, and fails the bake-off alone.
+    # One block: the untied pair (embedding and output, 64x32) is outside the blocks, whatever their number.
     proc, ev = _run(tmp_path, "keyvalue_gpt", GPT_ENTRY, legs=[{**TRN, "arguments": ["--device=xla"]}, GPU],
-                    hyperparameters={"max_iters": 20}, seeds=1)
+                    hyperparameters={"max_iters": 20, "n_layer": 1}, seeds=1)
     check = _check(ev, "same-model")
     assert ev["verdict"] == "fail" and check["status"] == "failed"
     assert "trn1 has 2,048 more parameters than g5" in check["why"] and "1 more tensor of shape 64x32" in check["why"]
@@ -145,8 +150,11 @@ def test_tied_weights_that_the_move_to_xla_unties_fail_the_same_model_check(tmp_
 def test_a_hugging_face_trainer_script_is_measured_from_its_trainer_state(tmp_path):
     # Only spec lines differ: the GPU leg keeps transformers off the XLA device it would pick on its
     # own, the trn leg uses an optimizer that runs on XLA (the Trainer's fused AdamW does not).
-    hps = {"max_steps": 30, "per_device_train_batch_size": 8, "learning_rate": 0.001, "logging_steps": 5,
-           "eval_strategy": "steps", "eval_steps": 15, "dataloader_drop_last": True, "report_to": "none"}
+    # Ten steps, evaluated twice on the way, of a one-layer GPT-2 (the script's n_layer): the trn leg's time is
+    # XLA compiling the Trainer's graphs, and more steps or layers would only make them run longer.
+    hps = {"max_steps": 10, "per_device_train_batch_size": 8, "learning_rate": 0.001, "logging_steps": 5,
+           "eval_strategy": "steps", "eval_steps": 5, "dataloader_drop_last": True, "report_to": "none",
+           "n_layer": 1}
     proc, ev = _run(tmp_path, "hf_trainer", {"hf_trainer_state": True, "seed": {"argument": "seed"},
                                              "unit": "tokens", "units_per_step": 256},
                     legs=[{**TRN, "hyperparameters": {"optim": "adamw_torch"}},
@@ -193,3 +201,5 @@ def test_the_script_mode_example_runs_an_mnist_style_cnn_unchanged_to_a_verdict(
     assert _check(ev, "backend:trn1")["status"] == "passed" and _check(ev, "same-model")["status"] == "passed"
     s = _job_summary(tmp_path, "trn1-s0")
     assert s["metrics"]["val_accuracy"] > 0 and s["script_arguments"][-2:] == ["--device", "xla"]
+    # A brought script starts cold, as SageMaker's toolkit starts it: no warm interpreter was started for it.
+    assert not (tmp_path / "out" / "warm").exists()

@@ -76,7 +76,7 @@ class FakeExecutor:
 
     def __init__(self, out: Path, seeds: list[int], curves: dict[str, list[float]], gates: dict[str, Path]):
         self.out = out
-        self.spec = SimpleNamespace(seed_list=seeds, baseline="g5",
+        self.spec = SimpleNamespace(seed_list=seeds, baseline="g5", entrypoint=SimpleNamespace(mode="runtime"),
                                     parity=SimpleNamespace(metric="val_mse", direction="minimize", margin=0.05,
                                                            margin_type="absolute"))
         self.progress = Display()
@@ -258,12 +258,16 @@ def test_the_default_is_one_job_per_core_as_the_memory_holds():
 def test_the_engine_budgets_one_warm_interpreter_a_leg_unless_none_starts(monkeypatch, tmp_path):
     from conftest import tiny_spec
     from pipelines.local.executor import _warm_legs
+    from pipelines.local.warm import starts_warm_interpreters
     from pipelines.spec.model import BakeoffSpec
 
     spec = BakeoffSpec.model_validate(tiny_spec())
     assert _warm_legs(spec) == 2
+    # A brought script starts cold (launch.py): no interpreter is started for its legs, nor budgeted.
+    script = spec.model_copy(update={"entrypoint": spec.entrypoint.model_copy(update={"mode": "script"})})
+    assert _warm_legs(script) == 0 and not starts_warm_interpreters(script)
     monkeypatch.setenv(contract.WARM_START_ENV, "0")
-    assert _warm_legs(spec) == 0
+    assert _warm_legs(spec) == 0 and not starts_warm_interpreters(spec)
 
 
 def test_an_error_in_one_job_stops_the_others_and_is_raised(tmp_path):
