@@ -29,55 +29,27 @@ def _wait_for(predicate, timeout=240.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_sigterm_stops_the_job_group_keeps_what_finished_and_a_rerun_resumes(tmp_path):
-    spec = _spec(tmp_path, plant="slow")
-    out = tmp_path / "out"
-    exe = Path(sys.executable).with_name("bakeoff")
-    # One job at a time, so that one has finished and the next is training (side by side: the test below).
-    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow", "--jobs", "1"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        # Wait until the first job has finished and the second is training.
-        _wait_for(lambda: (out / "jobs" / "m5-s0" / "job.json").exists() and
-                  (out / "jobs" / "g5-s0" / "opt" / "ml" / "model" / "metrics.jsonl").exists(),
-                  what="the second job to start")
-        # A second run on the same directory refuses, naming the first.
-        second = bakeoff("run", spec, "--out", out, "--no-mlflow")
-        assert second.returncode == 2, second.stderr
-        assert f"in use by pid {run.pid}" in second.stderr and len(second.stderr.strip().splitlines()) == 1
-        run.send_signal(signal.SIGTERM)
-        _, stderr = run.communicate(timeout=120)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-    assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
-    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
-    assert not processes_using(out), "the job outlived `bakeoff run`"
-    assert _job(out, "m5-s0")["status"] == "completed"
-    stopped = _job(out, "g5-s0")
-    assert stopped["status"] == "failed" and "interrupted" in stopped["reason"]
-    summary = json.loads((out / "jobs" / "g5-s0" / "opt" / "ml" / "model" / "summary.json").read_text())
-    assert summary["failure_kind"] == "interrupted" and "SIGTERM" in summary["reason"]
-    assert not (out / "evaluation" / "evaluation.json").exists()
-    # The lock went with the run: a re-run is allowed, and runs only what did not finish. The three jobs
-    # left side by side: each sleeps through its planted slow steps, so at once, not in two rounds.
-    again = bakeoff("run", spec, "--out", out, "--no-mlflow", "--jobs", "3")
-    assert again.returncode == 0, again.stderr[-2000:]
-    assert "m5-s0: unchanged, not re-run" in again.stderr and "g5-s0: completed" in again.stderr, again.stderr
-    assert _job(out, "g5-s0")["status"] == "completed"
-
-
-def test_sigterm_with_jobs_side_by_side_stops_every_one_and_a_rerun_resumes_them(tmp_path):
-    spec = _spec(tmp_path, plant="slow")
+def test_sigterm_stops_every_running_job_keeps_what_finished_and_a_rerun_resumes(tmp_path):
+    # One run shows it all: two jobs at a time over three seeds, so that the first seed's two have finished,
+    # the second's two are training side by side and the third's have not started when the signal comes.
+    spec = _spec(tmp_path, plant="slow", seeds=3)
     out = tmp_path / "out"
     exe = Path(sys.executable).with_name("bakeoff")
     run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow", "--jobs", "2"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    first = ("m5-s0", "g5-s0")  # the plan's first two: they start together
+    finished, stopped, never = ("m5-s0", "g5-s0"), ("m5-s1", "g5-s1"), ("m5-s2", "g5-s2")  # the plan's order
     try:
-        _wait_for(lambda: all((out / "jobs" / n / "opt" / "ml" / "model" / "metrics.jsonl").exists() for n in first),
-                  what="two jobs to train side by side")
-        assert not any((out / "jobs" / n / "job.json").exists() for n in first)  # both still running
+        _wait_for(lambda: (out / "jobs" / "m5-s0" / "opt" / "ml" / "model" / "metrics.jsonl").exists(),
+                  what="the first job to train")
+        # A second run on the same directory refuses, naming the first (here, while the first seed's jobs
+        # train: the second seed's may not finish before the signal).
+        second = bakeoff("run", spec, "--out", out, "--no-mlflow")
+        assert second.returncode == 2, second.stderr
+        assert f"in use by pid {run.pid}" in second.stderr and len(second.stderr.strip().splitlines()) == 1
+        _wait_for(lambda: all((out / "jobs" / n / "job.json").exists() for n in finished) and
+                  all((out / "jobs" / n / "opt" / "ml" / "model" / "metrics.jsonl").exists() for n in stopped),
+                  what="the first seed's jobs to finish and the second's to train side by side")
+        assert not any((out / "jobs" / n / "job.json").exists() for n in stopped)  # both still running
         run.send_signal(signal.SIGTERM)
         _, stderr = run.communicate(timeout=120)
     finally:
@@ -86,14 +58,21 @@ def test_sigterm_with_jobs_side_by_side_stops_every_one_and_a_rerun_resumes_them
     assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
     assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
     assert not processes_using(out), "a job outlived `bakeoff run`"
-    for name in first:
-        stopped = _job(out, name)
-        assert stopped["status"] == "failed" and "interrupted" in stopped["reason"], (name, stopped)
-    assert not (out / "jobs" / "m5-s1").exists()  # never started after the signal
-    # Every job side by side in the re-run (the planted slow steps sleep): one round, not two.
+    assert all(_job(out, n)["status"] == "completed" for n in finished)
+    for name in stopped:
+        job = _job(out, name)
+        assert job["status"] == "failed" and "interrupted" in job["reason"], (name, job)
+        summary = json.loads((out / "jobs" / name / "opt" / "ml" / "model" / "summary.json").read_text())
+        assert summary["failure_kind"] == "interrupted" and "SIGTERM" in summary["reason"], (name, summary)
+    assert not any((out / "jobs" / n).exists() for n in never)  # never started after the signal
+    assert not (out / "evaluation" / "evaluation.json").exists()
+    # The lock went with the run: a re-run is allowed, and runs only what did not finish. The four jobs
+    # left side by side: each sleeps through its planted slow steps, so at once, not in two rounds.
     again = bakeoff("run", spec, "--out", out, "--no-mlflow", "--jobs", "4")
     assert again.returncode == 0, again.stderr[-2000:]
-    assert all(_job(out, n)["status"] == "completed" for n in (*first, "m5-s1", "g5-s1"))
+    assert all(f"{n}: unchanged, not re-run" in again.stderr for n in finished), again.stderr
+    assert all(f"{n}: completed" in again.stderr for n in (*stopped, *never)), again.stderr
+    assert all(_job(out, n)["status"] == "completed" for n in (*finished, *stopped, *never))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")

@@ -225,13 +225,18 @@ def test_a_bake_off_trains_the_same_curves_warm_as_cold(tmp_path):
     """The tiny bake-off (a trn1 leg on PyTorch/XLA, a cpu leg), its workers all started cold
     (BAKEOFF_WARM_START=0) and forked warm: the same losses at every logged step, and the warm
     interpreters gone with the run."""
-    spec = write_spec(tmp_path / "spec.yaml", tiny_spec())
+    # One seed: a leg's first job is forked too (WarmPool starts the interpreter for it and hands it its
+    # address), and forking leaves the interpreter as it was, so a second seed's job would be forked from the
+    # same state; one job per leg, both legs side by side, has the thread count two seeds' jobs had (--jobs 2).
+    # A second job forked from one interpreter: test_each_job_gets_its_own_environment_threads_directory_and_code.
+    # The verdict (inconclusive on one seed) is not what this compares.
+    spec = write_spec(tmp_path / "spec.yaml", tiny_spec(seeds=1))
     curves = {}
     for mode, switch in (("cold", "0"), ("warm", "1")):
         out = tmp_path / mode
         proc = bakeoff("run", spec, "--out", out, "--jobs", "2", "--no-mlflow", env={"BAKEOFF_WARM_START": switch})
         logs = {d.name: (d / "stdout.log").read_text() for d in sorted((out / "jobs").iterdir())}
-        assert len(logs) == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert sorted(logs) == ["p4d-s0", "trn1-s0"], proc.stdout[-2000:] + proc.stderr[-2000:]
         forked = sorted(name for name, log in logs.items() if FORKED in log)
         assert forked == (sorted(logs) if mode == "warm" else []), logs
         curves[mode] = {name: [(r["kind"], r["step"], r.get("train_loss"), r.get("val_loss"))
