@@ -32,6 +32,12 @@ from filelock import FileLock
 from conftest import bakeoff, tiny_spec, write_spec
 
 
+def _worker(request) -> str:
+    """pytest-xdist's worker id ("gw0", ...), or "master" in a run without workers (`-p no:xdist` too, where
+    xdist's own `worker_id` fixture does not exist)."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
+
+
 def _shared_dir(tmp_path_factory, worker_id: str):
     base = tmp_path_factory.getbasetemp()
     # Under xdist each worker's base is a folder of the invocation's own (pytest-N/popen-gwK): its parent
@@ -56,16 +62,17 @@ def _the_run(tmp_path_factory, worker_id) -> dict:
 
 
 @pytest.fixture(scope="session", name="tiny_run")
-def shared_tiny_run(tmp_path_factory, worker_id):
+def shared_tiny_run(tmp_path_factory, request):
     """One real bake-off through the local executor: xla:cpu leg + cpu leg, 2 seeds, MLflow on. The run
     directory where it ran, for tests that only read it (its requests name that directory)."""
-    return _the_run(tmp_path_factory, worker_id)
+    return _the_run(tmp_path_factory, _worker(request))
 
 
 @pytest.fixture(scope="session", name="tiny_run")
-def copied_tiny_run(tmp_path_factory, worker_id):
+def copied_tiny_run(tmp_path_factory, request):
     """The same run, in a copy of its run directory (and spec) of this module's own: for the tests that run
     `bakeoff run` / `run_local` on it again, which write its evaluation and MLflow store."""
+    worker_id = _worker(request)
     run = _the_run(tmp_path_factory, worker_id)
     mine = tmp_path_factory.mktemp("tiny_run")
     with FileLock(f"{_shared_dir(tmp_path_factory, worker_id)}.lock"):

@@ -14,8 +14,8 @@ def _spec(tmp_path, script):
                  {"name": "p4d", "instance_type": "ml.p4d.24xlarge", "precision": "fp32"}], "seeds": 2})
 
 
-def _preflight(tmp_path, script):
-    proc = bakeoff("preflight", _spec(tmp_path, script), "--json", "--out", tmp_path / "pf")
+def _preflight(tmp_path, script, *args):
+    proc = bakeoff("preflight", _spec(tmp_path, script), "--json", "--out", tmp_path / "pf", *args)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     return proc.returncode, json.loads(proc.stdout)["trn1"]
 
@@ -28,7 +28,9 @@ def test_clean_model_is_ready(tmp_path):
 
 
 def test_varying_sequence_length_recompiles_and_names_the_shape(tmp_path):
-    code, report = _preflight(tmp_path, "dynamic.py")
+    # Three steps: the two warm-up steps (lengths 16, 20), then the first one after them (24), whose new shape
+    # is the recompilation under test; the default six add two more of the same kind (28, then 16 again).
+    code, report = _preflight(tmp_path, "dynamic.py", "--steps", "3")
     assert code == 1 and report["verdict"] == "will recompile"
     recompiles = [p for p in report["problems"] if p["kind"] == "recompilation"]
     assert recompiles and all(p["blocker"] for p in recompiles)
@@ -60,6 +62,6 @@ def test_the_builtin_trainer_passes_preflight_and_says_so(tmp_path):
     assert "0 after warm-up" in proc.stdout
 
 
-def test_unknown_leg_is_bad_input(tmp_path):
-    proc = bakeoff("preflight", ROOT / "examples" / "quickstart.yaml", "--leg", "trn9")
+def test_unknown_leg_is_bad_input(cli):
+    proc = cli("preflight", ROOT / "examples" / "quickstart.yaml", "--leg", "trn9")  # refused before any job
     assert proc.returncode == 2 and "no leg named 'trn9'" in proc.stderr

@@ -5,7 +5,6 @@ import io
 import json
 import tarfile
 
-import pytest
 from sagemaker_shaped import model_uri, put_assets, run_processing, run_training
 
 from conftest import ROOT, tiny_spec, write_spec
@@ -40,14 +39,12 @@ def _rewrite_collective(store, uri, result):
     store.path(uri).write_bytes(buf.getvalue())
 
 
-@pytest.fixture(scope="module")
-def checked_and_trained(tmp_path_factory):
-    """A 2-device trn leg with collective_check, and a p4d leg: Collective, then one seed each, then Evaluate."""
-    tmp = tmp_path_factory.mktemp("shaped")
+def _checked_and_trained(tmp):
+    """A 2-device trn leg with collective_check, and a p4d leg: Collective, then one seed each."""
     spec = tiny_spec(seeds=1)
     spec["training"]["max_steps"] = 6
     spec["legs"][0].update(instance_type="ml.trn1.2xlarge", collective_check=True)
-    compiled, store, steps, params = _compiled(tmp, "collective", spec)
+    _, store, steps, params = _compiled(tmp, "collective", spec)
     # PyTorch/XLA's CPU device does not sum across processes: the check's processes use gloo here, as in
     # the local engine (pipelines/steps/collective.py), at the leg's world size.
     check, check_dir = run_training(_request(steps, "Collective-trn1", params), "collective-job", tmp / "collective",
@@ -62,44 +59,46 @@ def checked_and_trained(tmp_path_factory):
             hps["per_device_batch_size"] = hps["global_batch_size"]
             extra = {**extra, "BAKEOFF_NPROC_PER_NODE": "1"}
         runs[step] = (request, *run_training(request, f"{step}-job", tmp / step, store, extra))
-    return {"tmp": tmp, "compiled": compiled, "store": store, "steps": steps, "params": params,
+    return {"store": store, "steps": steps, "params": params,
             "check": (check, check_dir), "artifacts": artifacts, "runs": runs}
 
 
-def test_the_collective_checks_result_reaches_the_training_jobs_of_its_leg(checked_and_trained):
-    check, check_dir = checked_and_trained["check"]
+def test_the_collective_check_then_the_training_jobs_then_evaluate_as_the_pipeline_runs_them(tmp_path):
+    """The pipeline's steps in its order, in one test: they read one set of real jobs, which a module
+    fixture would run once per pytest-xdist worker that its tests were given to."""
+    c = _checked_and_trained(tmp_path)
+
+    # The collective check's result reaches the training jobs of its leg.
+    check, check_dir = c["check"]
     assert check.returncode == 0, check.stderr[-3000:]
     result = json.loads((check_dir / "model" / "collective.json").read_text())  # where model.tar.gz is made from
     assert result["ok"] is True and result["world_size"] == 2
-    request, proc, opt_ml = checked_and_trained["runs"]["Train-trn1-s0"]
+    request, proc, opt_ml = c["runs"]["Train-trn1-s0"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (opt_ml / "input" / "data" / "collective").is_dir()  # the channel SageMaker fills from the check
     summary = json.loads((opt_ml / "model" / "summary.json").read_text())
     assert summary["status"] == "completed"
 
+    # The Evaluate step decides from the jobs' outputs as uploaded.
+    names = {step: f"{step}-job" for step in c["runs"]}
+    request = _request(c["steps"], "Evaluate", c["params"], training_job_names=names, model_artifacts=c["artifacts"])
+    proc, opt_ml = run_processing(request, tmp_path / "evaluate", c["store"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evaluation = json.loads((opt_ml / "processing" / "evaluation" / "evaluation.json").read_text())
+    assert evaluation["verdict"] in ("pass", "fail", "inconclusive")
+    assert {leg: [r["status"] for r in evaluation["legs"][leg]["runs"]] for leg in ("trn1", "p4d")} == \
+        {"trn1": ["completed"], "p4d": ["completed"]}
 
-def test_a_failed_collective_check_stops_the_legs_training_job_before_it_trains(checked_and_trained, tmp_path):
-    c = checked_and_trained
-    uri = c["artifacts"]["Collective-trn1"]
-    _rewrite_collective(c["store"], uri, {"ok": False, "reason": "all_reduce sum 6.0 != 7.0 (planted)"})
+    # A failed collective check stops the leg's training job before it trains (last: it rewrites the check's
+    # uploaded result).
+    _rewrite_collective(c["store"], c["artifacts"]["Collective-trn1"],
+                        {"ok": False, "reason": "all_reduce sum 6.0 != 7.0 (planted)"})
     request = _request(c["steps"], "Train-trn1-s0", c["params"], model_artifacts=c["artifacts"])
     proc, opt_ml = run_training(request, "again", tmp_path / "again", c["store"], ON_XLA_CPU)
     assert proc.returncode == 0  # continue-on-failure: Evaluate names it
     summary = json.loads((opt_ml / "model" / "summary.json").read_text())
     assert summary["failure_kind"] == "collective" and "planted" in summary["reason"]
     assert "steps_completed" not in summary
-
-
-def test_the_evaluate_step_decides_from_the_jobs_outputs_as_uploaded(checked_and_trained):
-    c = checked_and_trained
-    names = {step: f"{step}-job" for step in c["runs"]}
-    request = _request(c["steps"], "Evaluate", c["params"], training_job_names=names, model_artifacts=c["artifacts"])
-    proc, opt_ml = run_processing(request, c["tmp"] / "evaluate", c["store"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    evaluation = json.loads((opt_ml / "processing" / "evaluation" / "evaluation.json").read_text())
-    assert evaluation["verdict"] in ("pass", "fail", "inconclusive")
-    assert {leg: [r["status"] for r in evaluation["legs"][leg]["runs"]] for leg in ("trn1", "p4d")} == \
-        {"trn1": ["completed"], "p4d": ["completed"]}
 
 
 def _preflight(tmp_path, **entry):
@@ -134,7 +133,11 @@ def test_precompile_runs_the_legs_launch_to_the_end_under_neuron_parallel_compil
     _, store, steps, params = _compiled(tmp_path, "precompile", spec)
     request = _request(steps, "Precompile-trn1", params)
     assert "neuron_parallel_compile python3 launch.py" in request["AlgorithmSpecification"]["ContainerEntrypoint"][2]
-    proc, opt_ml = run_training(request, "precompile-job", tmp_path / "precompile", store, ON_XLA_CPU)
+    # One XLA CPU process with the leg's global batch, as for the training job above: PyTorch/XLA's CPU device
+    # does not sum across processes, so the leg's two would train two unsynchronised copies, at twice the cost.
+    request["HyperParameters"]["per_device_batch_size"] = request["HyperParameters"]["global_batch_size"]
+    proc, opt_ml = run_training(request, "precompile-job", tmp_path / "precompile", store,
+                                {**ON_XLA_CPU, "BAKEOFF_NPROC_PER_NODE": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((opt_ml / "model" / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["precompile"] is True
