@@ -31,7 +31,8 @@ browser:
 test: setup browser
 	$(VENV)/bin/python -m pytest -n 2 --dist worksteal --durations=15
 
-# Everything but the tests that run real training jobs, PyTorch/XLA, MLflow servers or the CDK CLI.
+# tests/unit and tests/engine: no real training job, and no torch, Hugging Face or MLflow in the test
+# process (the conftest fails a fast test that loads one); tests/e2e has the rest.
 test-fast: setup
 	$(VENV)/bin/python -m pytest -n 2 --dist worksteal -m "not slow" -q
 
