@@ -30,7 +30,7 @@ from pipelines.errors import RunError
 
 from .jobs import JobProcess
 from .slots import rendezvous_environment, thread_environment, threads_per_process, warms_locally
-from .warm import WarmPool, starts_warm_interpreters, warm_start_enabled
+from .warm import WarmPool, starts_warm_interpreters
 
 
 @dataclass
@@ -78,9 +78,7 @@ class ParallelJobs:
         # A warm interpreter per leg forks its jobs' workers (warm.py); BAKEOFF_WARM_START=0 in the shell, or a
         # brought script: none.
         python = getattr(executor, "python", None) or sys.executable
-        spec = getattr(executor, "spec", None)
-        warm = starts_warm_interpreters(spec) if spec is not None else warm_start_enabled()
-        self.warm = WarmPool(python, executor.out / "warm") if warm else None
+        self.warm = WarmPool(python, executor.out / "warm") if starts_warm_interpreters(executor.spec) else None
         for slot in self.slots.values():
             slot.process.warm = self.warm
         firsts: dict[str, str] = {}  # leg -> its first job in the plan's order
