@@ -16,6 +16,7 @@ from jobtree import JobLayout
 
 from conftest import ENTRYPOINTS, bakeoff, processes_using, tiny_spec, write_spec
 from pipelines.local.jobs import JobProcess
+from pipelines.local.slots import THREAD_VARIABLES
 from pipelines.local.substitutions import host_environment
 from pipelines.local.warm import WarmPool
 
@@ -29,12 +30,14 @@ from pathlib import Path
 warm = "torch" in sys.modules  # launch.py imports no torch: only the warm interpreter had it
 import numpy
 import torch
+import torch._inductor.config
 import bakeoff_runtime
 if os.environ.get("BAKEOFF_BACKEND") == "neuron":  # what the neuron backend imports
     import torch_xla, torch_xla.core.xla_model, torch_xla.debug.metrics
 out, mode = Path(sys.argv[1]), sys.argv[2]
 out.write_text(json.dumps({
     "warm": warm, "job_key": os.environ.get("BAKEOFF_JOB_KEY"), "threads": torch.get_num_threads(),
+    "compile_threads": torch._inductor.config.compile_threads,
     "pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cwd": os.getcwd(), "argv": sys.argv,
     "runtime_from": bakeoff_runtime.__file__, "path0": sys.path[0], "numpy_draw": float(numpy.random.rand()),
     "stdout_unbuffered": sys.stdout.write_through, "environ": dict(os.environ)}))
@@ -55,7 +58,7 @@ if mode == "sleep":
 def start_leg(root: Path, **settings):
     """A leg's environment and its warm interpreter, as the engine starts it: here without thread
     settings, which each job then brings (OMP_NUM_THREADS, as `--jobs` sets it)."""
-    env = {k: v for k, v in host_environment().items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {k: v for k, v in host_environment().items() if k not in THREAD_VARIABLES}
     env.update(PYTHONUNBUFFERED="1", **settings)
     pool = WarmPool(sys.executable, root / "logs")
     address = pool.environment(settings["BAKEOFF_BACKEND"], env)
@@ -92,7 +95,8 @@ def run(leg, name: str, mode: str = "report", threads: str = "1", max_runtime_s:
     root, env, address = leg
     layout = job(root, name)
     job_env = {**env, **(address if warm else {}), "BAKEOFF_OPT_ML": str(layout.opt_ml), "BAKEOFF_JOB_KEY": name,
-               "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, **extra}
+               "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "TORCHINDUCTOR_COMPILE_THREADS": threads,
+               **extra}
     out = layout.root / "probe.json"
     process = JobProcess()
     if during is not None:
@@ -136,6 +140,8 @@ def test_each_job_gets_its_own_environment_threads_directory_and_code(leg):
         assert probe["warm"], "torch was imported before the script: the worker came from the warm interpreter"
         assert probe["job_key"] == name
         assert probe["threads"] == threads  # torch.set_num_threads from the job's OMP_NUM_THREADS
+        # Inductor's compile threads from the job's setting, though the interpreter imported its config first.
+        assert probe["compile_threads"] == threads
         code = leg[0] / name / "opt" / "ml" / "code"
         assert Path(probe["cwd"]) == code and Path(probe["path0"]) == code
         # The job's own bakeoff_runtime (its bundle), not the one the warm interpreter came from.

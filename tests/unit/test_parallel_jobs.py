@@ -241,7 +241,10 @@ def test_each_job_gets_its_share_of_the_cores(tmp_path):
     assert threads_per_process(1) is None  # one at a time: torch's own default, as before --jobs
     assert threads_per_process(2, cores=8) == 4 and threads_per_process(3, cores=2) == 1
     assert threads_per_process(2, processes=4, cores=8) == 2  # a 4-process job on 2 slots' worth of 8 cores
-    assert thread_environment(2, {"OMP_NUM_THREADS": "7"}) == {"MKL_NUM_THREADS": "2"}  # the spec's wins
+    # The spec's setting wins; torch.compile's kernel compiler gets the job's share too.
+    assert thread_environment(2, {"OMP_NUM_THREADS": "7"}) == {"MKL_NUM_THREADS": "2",
+                                                                "TORCHINDUCTOR_COMPILE_THREADS": "2"}
+    assert thread_environment(None, {}) == {}
 
 
 def test_the_default_is_one_job_per_core_as_the_memory_holds():

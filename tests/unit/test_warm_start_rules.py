@@ -46,6 +46,10 @@ def test_thread_counts_are_set_in_the_child_only_when_they_can_be():
     assert warm_server.refusal({"executable": sys.executable, "env": bare}, LEG) is not None
     assert warm_server.refusal(request(OMP_NUM_THREADS="2", MKL_NUM_THREADS="1"), bare) is not None
     assert warm_server.refusal(request(OMP_NUM_THREADS="2,1", MKL_NUM_THREADS="2,1"), bare) is not None
+    # torch.compile's compile threads vary per job too, set on inductor's config in the child.
+    assert warm_server.refusal(request(TORCHINDUCTOR_COMPILE_THREADS="1"), LEG) is None
+    assert "TORCHINDUCTOR_COMPILE_THREADS" in (warm_server.refusal(request(TORCHINDUCTOR_COMPILE_THREADS="one"), LEG)
+                                               or "")
 
 
 def test_what_is_preloaded_follows_the_leg():
