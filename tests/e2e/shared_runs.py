@@ -17,6 +17,11 @@ its own, so that it rewrites only its copy's evaluation and MLflow store, never 
 other worker is reading. A copy is the run for that: no job cache key names the run directory
 (test_e2e_local.py's test_rerun_of_a_copy_skips_finished_jobs shows it on this very run).
 
+`shared_device_check_run` (the fixture `device_check_run`) is the same arrangement for a second run:
+benchmarks/device_check.py's bake-off, scaled down, with CUDA hidden (its torch.compile GPU leg trains on
+the CPU, cold then warm from its inductor cache), for test_device_check_real_run.py and the inductor half
+of test_compile_cache_warm_start.py: one cold torch.compile of the model per invocation, not one a module.
+
 (Not a tests/e2e/conftest.py: without packages, pytest imports every conftest.py as the module
 `conftest`, and a second one would take the place of tests/conftest.py in `from conftest import ...`.)
 """
@@ -25,11 +30,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from filelock import FileLock
 
-from conftest import bakeoff, tiny_spec, write_spec
+from conftest import ROOT, bakeoff, tiny_spec, write_spec
+
+sys.path.insert(0, str(ROOT / "benchmarks"))  # device_check
 
 
 def _worker(request) -> str:
@@ -38,27 +47,31 @@ def _worker(request) -> str:
     return getattr(request.config, "workerinput", {}).get("workerid", "master")
 
 
-def _shared_dir(tmp_path_factory, worker_id: str):
+def _shared_dir(tmp_path_factory, worker_id: str, name: str = "tiny_run_shared"):
     base = tmp_path_factory.getbasetemp()
     # Under xdist each worker's base is a folder of the invocation's own (pytest-N/popen-gwK): its parent
     # is shared by this invocation's workers and no other invocation.
-    return (base if worker_id == "master" else base.parent) / "tiny_run_shared"
+    return (base if worker_id == "master" else base.parent) / name
 
 
-def _the_run(tmp_path_factory, worker_id) -> dict:
-    shared = _shared_dir(tmp_path_factory, worker_id)
+def _run_once(shared: Path, spec: dict, *args: str, env: dict[str, str] | None = None) -> dict:
+    """`bakeoff run` of `spec` in `shared` by the first worker to get here; the others wait and read it."""
     with FileLock(f"{shared}.lock"):
         if not (shared / "proc.json").exists():  # the first here (or after a runner that died mid-run)
             shutil.rmtree(shared, ignore_errors=True)
             shared.mkdir()
-            spec_path = write_spec(shared / "tiny.yaml", tiny_spec())
-            proc = bakeoff("run", spec_path, "--out", shared / "out")
+            spec_path = write_spec(shared / "spec.yaml", spec)
+            proc = bakeoff("run", spec_path, "--out", shared / "out", *args, env=env)
             (shared / "proc.json").write_text(json.dumps({"args": proc.args, "returncode": proc.returncode,
                                                           "stdout": proc.stdout, "stderr": proc.stderr}))
     recorded = json.loads((shared / "proc.json").read_text())
     proc = subprocess.CompletedProcess(recorded["args"], recorded["returncode"], recorded["stdout"],
                                        recorded["stderr"])
-    return {"spec": shared / "tiny.yaml", "out": shared / "out", "proc": proc}
+    return {"spec": shared / "spec.yaml", "out": shared / "out", "proc": proc}
+
+
+def _the_run(tmp_path_factory, worker_id) -> dict:
+    return _run_once(_shared_dir(tmp_path_factory, worker_id), tiny_spec())
 
 
 @pytest.fixture(scope="session", name="tiny_run")
@@ -79,3 +92,20 @@ def copied_tiny_run(tmp_path_factory, request):
         shutil.copytree(run["out"], mine / "out", symlinks=True)
         shutil.copy2(run["spec"], mine / "tiny.yaml")
     return {"spec": mine / "tiny.yaml", "out": mine / "out", "proc": run["proc"]}
+
+
+# device_check.spec() scaled down: a small model keeps it short (the check reads the model from the run's
+# spec.json), and two seeds are what its checks need: the cache check reads a cold first GPU job and a warm
+# one after it.
+DEVICE_CHECK_MODEL = {"d_model": 32, "n_layers": 1, "n_heads": 2}
+
+
+@pytest.fixture(scope="session", name="device_check_run")
+def shared_device_check_run(tmp_path_factory, request):
+    """benchmarks/device_check.py's bake-off (20 steps, 2 seeds, the small model above) with CUDA hidden, so
+    that its GPU leg falls back to the CPU even on a machine with a GPU; MLflow off."""
+    import device_check
+
+    spec = device_check.spec(20, DEVICE_CHECK_MODEL, 32, seeds=2)
+    return _run_once(_shared_dir(tmp_path_factory, _worker(request), "device_check_run_shared"), spec,
+                     "--no-mlflow", env={"CUDA_VISIBLE_DEVICES": ""})

@@ -4,23 +4,18 @@ import json
 import sys
 
 import pytest
-import yaml
+from shared_runs import shared_device_check_run  # noqa: F401  (the fixture `device_check_run`: one real run per invocation)
 
-from conftest import ROOT, bakeoff
+from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import device_check  # noqa: E402
 
 
-def test_its_checks_read_a_real_run_and_fail_a_gpu_leg_that_ran_on_the_cpu(tmp_path):
-    spec = tmp_path / "device-check.yaml"
-    # A small model keeps the test short; the check reads the model from the run's spec.json. Two seeds are
-    # what its checks need: the cache check reads a cold first GPU job and a warm one after it.
-    spec.write_text(yaml.safe_dump(device_check.spec(20, {"d_model": 32, "n_layers": 1, "n_heads": 2}, 32, seeds=2),
-                                   sort_keys=False))
-    proc = bakeoff("run", spec, "--out", tmp_path / "run", "--no-mlflow", env={"CUDA_VISIBLE_DEVICES": ""})
-    assert (tmp_path / "run" / "evaluation" / "evaluation.json").exists(), proc.stderr[-3000:]
-    report = device_check.examine(tmp_path / "run", peak=989.4)
+def test_its_checks_read_a_real_run_and_fail_a_gpu_leg_that_ran_on_the_cpu(device_check_run):
+    out = device_check_run["out"]
+    assert (out / "evaluation" / "evaluation.json").exists(), device_check_run["proc"].stderr[-3000:]
+    report = device_check.examine(out, peak=989.4)
     checks = {c["name"]: c for c in report["checks"]}
     if device_check.gpu_name() is None:
         assert not checks["gpu leg on CUDA"]["passed"] and "seed 0: cpu on cpu" in checks["gpu leg on CUDA"]["why"]
