@@ -9,6 +9,7 @@ from conftest import ROOT, bakeoff, write_spec
 ASSETS = ROOT / "tests" / "assets" / "script_mode"
 TRN = {"name": "trn1", "instance_type": "ml.trn1.2xlarge", "precision": "fp32"}
 GPU = {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"}
+CPU = {"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32"}
 PLAIN_METRICS = [{"name": "train_loss", "regex": r"step \d+: loss ([-+0-9.eEnaif]+)"},
                  {"name": "val_loss", "regex": r"validation loss ([-+0-9.eEnaif]+)"}]
 
@@ -95,7 +96,11 @@ def test_the_same_crash_on_every_leg_is_a_script_bug(tmp_path):
 
 
 def test_a_script_that_ignores_its_seed_is_named(tmp_path):
-    proc, ev = _plain(tmp_path, plant="fixed_seed")
+    # Two CPU legs: whether a leg's seeds differ is read from its own runs, whatever device they trained on.
+    entry = {"metrics": PLAIN_METRICS, "seed": {"argument": "seed"}, "units_per_step": 32}
+    proc, ev = _run(tmp_path, "plain_loop", entry, legs=[CPU, GPU],
+                    hyperparameters={"steps": 30, "plant": "fixed_seed"})
+    assert _check(ev, "seeds:m5")["status"] == "failed"
     check = _check(ev, "seeds:g5")
     assert check["status"] == "failed" and "ignores its seed" in check["why"]
     assert ev["verdict"] == "fail"
@@ -107,7 +112,8 @@ def test_a_metric_regex_that_never_matches_stops_after_the_first_seed(tmp_path):
     spec = write_spec(tmp_path / "bakeoff.yaml", {
         "name": "typo", "entrypoint": {"source_dir": "plain_loop", "script": "train.py", "mode": "script",
                                        "script_mode": {"metrics": metrics}},
-        "hyperparameters": {"steps": 10}, "legs": [{**TRN, "arguments": ["--device", "xla"]}, GPU], "seeds": 3,
+        # Two CPU legs: the regex reads the script's output, whatever device it trained on.
+        "hyperparameters": {"steps": 10}, "legs": [CPU, GPU], "seeds": 3,
         "parity": {"metric": "val_loss", "margin": 0.5, "baseline": "g5"}})
     proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow")
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
