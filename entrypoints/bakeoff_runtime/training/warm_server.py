@@ -314,7 +314,7 @@ def _become_worker(request: dict, fds: list[int], conn: socket.socket, sockets: 
         torch.set_num_threads(int(omp))
     compile_threads = env.get(INDUCTOR_THREADS)
     if compile_threads is not None and "torch._inductor.config" in sys.modules:  # imported here: read too early
-        sys.modules["torch._inductor.config"].compile_threads = int(compile_threads)
+        setattr(sys.modules["torch._inductor.config"], "compile_threads", int(compile_threads))  # noqa: B010
     run_as_main(request["argv"])
 
 
