@@ -40,10 +40,14 @@ def _rewrite_collective(store, uri, result):
 
 
 def _checked_and_trained(tmp):
-    """A 2-device trn leg with collective_check, and a p4d leg: Collective, then one seed each."""
+    """A 2-device trn leg with collective_check, and a one-GPU g5 leg: Collective, then one seed each. (The
+    baseline's device count is not what this reads; a multi-GPU job's torchrun launch is test_contract_jobs.py's
+    test_multi_device_job_launches_through_torchrun, and the local engine's, test_scaling_trn_sweep.py's.)"""
     spec = tiny_spec(seeds=1)
     spec["training"]["max_steps"] = 6
     spec["legs"][0].update(instance_type="ml.trn1.2xlarge", collective_check=True)
+    spec["legs"][1].update(name="g5", instance_type="ml.g5.xlarge")
+    spec["parity"]["baseline"] = "g5"
     _, store, steps, params = _compiled(tmp, "collective", spec)
     # PyTorch/XLA's CPU device does not sum across processes: the check's processes use gloo here, as in
     # the local engine (pipelines/steps/collective.py), at the leg's world size.
@@ -51,7 +55,7 @@ def _checked_and_trained(tmp):
                                     store, {**ON_XLA_CPU, "BAKEOFF_COLLECTIVE_BACKEND": "gloo"})
     artifacts = {"Collective-trn1": model_uri(steps["Collective-trn1"]["Arguments"], "collective-job")}
     runs = {}
-    for step, extra in (("Train-trn1-s0", ON_XLA_CPU), ("Train-p4d-s0", NO_GPU)):
+    for step, extra in (("Train-trn1-s0", ON_XLA_CPU), ("Train-g5-s0", NO_GPU)):
         request = _request(steps, step, params, model_artifacts=artifacts)
         if step.startswith("Train-trn1"):
             # One XLA CPU process holds the leg's global batch (the local engine's split, for the same reason).
@@ -86,8 +90,8 @@ def test_the_collective_check_then_the_training_jobs_then_evaluate_as_the_pipeli
     assert proc.returncode == 0, proc.stderr[-3000:]
     evaluation = json.loads((opt_ml / "processing" / "evaluation" / "evaluation.json").read_text())
     assert evaluation["verdict"] in ("pass", "fail", "inconclusive")
-    assert {leg: [r["status"] for r in evaluation["legs"][leg]["runs"]] for leg in ("trn1", "p4d")} == \
-        {"trn1": ["completed"], "p4d": ["completed"]}
+    assert {leg: [r["status"] for r in evaluation["legs"][leg]["runs"]] for leg in ("trn1", "g5")} == \
+        {"trn1": ["completed"], "g5": ["completed"]}
 
     # A failed collective check stops the leg's training job before it trains (last: it rewrites the check's
     # uploaded result).
