@@ -15,7 +15,7 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from bakeoff_runtime.contract import ENV
+from bakeoff_runtime.contract import ENV, THREAD_ENV
 
 # What one local job may hold at its peak: the quickstart's trn1 job (torch + torch_xla on
 # PJRT's CPU device) peaked at about 1.1 GiB of host memory in its summary.json
@@ -77,21 +77,14 @@ def threads_per_process(jobs: int, processes: int = 1, cores: int | None = None)
     return max(1, int(share // max(1, processes)))
 
 
-# What a job's threads are set through: torch's intra-op pool (OMP_NUM_THREADS, MKL_NUM_THREADS) and
-# torch.compile's kernel compiler. Inductor reads TORCHINDUCTOR_COMPILE_THREADS when its config is
-# imported and otherwise takes one compile thread per core it sees; above 1 it starts a pool of compile
-# worker processes, each importing torch (torch/_inductor/config.py `decide_compile_threads`,
-# async_compile.py `use_process_pool`, torch 2.9.0). Two jobs side by side on 2 cores each started such
-# a pool: a cold torch.compile job took 36.6 s to compile with it and 31.1 s with one compile thread.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")
-
-
 def thread_environment(threads: int | None, environment: dict[str, str]) -> dict[str, str]:
-    """The thread settings (THREAD_VARIABLES) for a job, unless the spec's environment or this shell
-    already says (a user's setting wins)."""
+    """The thread settings for a job (contract.THREAD_ENV: torch's intra-op pool and torch.compile's
+    kernel compiler), unless the spec's environment or this shell already says (a user's setting wins).
+    Two jobs side by side on 2 cores each started inductor's pool of compile worker processes without
+    the last: a cold torch.compile job took 36.6 s to compile with it, 31.1 s with one compile thread."""
     if threads is None:
         return {}
-    return {name: str(threads) for name in THREAD_VARIABLES if name not in environment and name not in os.environ}
+    return {name: str(threads) for name in THREAD_ENV if name not in environment and name not in os.environ}
 
 
 def rendezvous_environment(processes: int, environment: Mapping[str, str]) -> dict[str, str]:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from jobtree import JobLayout
 
+from bakeoff_runtime.contract import THREAD_ENV
 from conftest import ENTRYPOINTS, bakeoff, processes_using, tiny_spec, write_spec
 from pipelines.local.jobs import JobProcess
-from pipelines.local.slots import THREAD_VARIABLES
 from pipelines.local.substitutions import host_environment
 from pipelines.local.warm import WarmPool
 
@@ -58,7 +58,7 @@ if mode == "sleep":
 def start_leg(root: Path, **settings):
     """A leg's environment and its warm interpreter, as the engine starts it: here without thread
     settings, which each job then brings (OMP_NUM_THREADS, as `--jobs` sets it)."""
-    env = {k: v for k, v in host_environment().items() if k not in THREAD_VARIABLES}
+    env = {k: v for k, v in host_environment().items() if k not in THREAD_ENV}
     env.update(PYTHONUNBUFFERED="1", **settings)
     pool = WarmPool(sys.executable, root / "logs")
     address = pool.environment(settings["BAKEOFF_BACKEND"], env)

@@ -5,9 +5,9 @@ import json
 
 from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
 
+from bakeoff_runtime.contract import THREAD_ENV
 from conftest import bakeoff
 from pipelines.local.executor import LOCAL_BUCKET
-from pipelines.local.slots import THREAD_VARIABLES
 from pipelines.sagemaker import compile_pipeline
 from pipelines.spec.loader import load_spec
 
@@ -22,7 +22,7 @@ ADDED = {"PJRT_DEVICE", "BAKEOFF_EMULATED_ON", "BAKEOFF_SPEC_HASH", "BAKEOFF_OPT
          "PYTHONUNBUFFERED",
          "TF_CPP_MIN_LOG_LEVEL", "MLFLOW_TRACKING_URI", "BAKEOFF_MLFLOW_EXPERIMENT", "BAKEOFF_MLFLOW_ARTIFACT_LOCATION"}
 # With jobs side by side (--jobs > 1), each job's share of the cores; the run says so in one line.
-THREADS = set(THREAD_VARIABLES)  # OMP_NUM_THREADS, MKL_NUM_THREADS, TORCHINDUCTOR_COMPILE_THREADS
+THREADS = set(THREAD_ENV)  # OMP_NUM_THREADS, MKL_NUM_THREADS, TORCHINDUCTOR_COMPILE_THREADS
 REMOVED = {"BAKEOFF_MLFLOW_INSTALL"}  # this Python has MLflow
 
 

@@ -141,6 +141,14 @@ WARM_WORKER_ENV = "BAKEOFF_WARM_WORKER"
 WARM_FORKED_ENV = "BAKEOFF_WARM_FORKED"
 # The user's shell -> the local engine (pipelines/local/warm.py): 0 starts no warm interpreter.
 WARM_START_ENV = "BAKEOFF_WARM_START"
+# The local engine (pipelines/local/slots.py, jobs side by side) -> the job, through the warm interpreter
+# (bakeoff_runtime.training.warm_server, which applies them in the child it forks): the job's share of the
+# cores, for torch's intra-op pool and torch.compile's kernel compiler. Inductor reads the last when its
+# config is imported, and otherwise takes one compile thread per core it sees; above 1 it starts a pool of
+# compile worker processes, each importing torch (torch/_inductor/config.py `decide_compile_threads`,
+# async_compile.py `use_process_pool`, torch 2.9.0).
+INDUCTOR_THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", INDUCTOR_THREADS_ENV)
 # The local collective check (pipelines/steps/collective.run_local) and tests -> collective_check.py:
 # the process-group backend, instead of the backend table's.
 COLLECTIVE_BACKEND_ENV = "BAKEOFF_COLLECTIVE_BACKEND"

@@ -37,10 +37,6 @@ import sys
 from pathlib import Path
 
 MAX_FDS = 16
-# torch.compile's kernel compiler threads, which the engine sets per job beside the intra-op threads.
-# Read when torch._inductor.config is imported (torch/_inductor/config.py `decide_compile_threads`,
-# torch 2.9.0): torch._dynamo, which a leg that does not compile preloads here, imports it.
-INDUCTOR_THREADS = "TORCHINDUCTOR_COMPILE_THREADS"
 GO = b"g"  # the launcher's word to the forked worker (warm_worker.start)
 PR_SET_PDEATHSIG = 1
 
@@ -52,8 +48,7 @@ def per_job() -> frozenset[str]:
 
     return frozenset({contract.ENV["job_key"], contract.ENV["opt_ml"], contract.WORKER_ENV,
                       contract.PROCESS_START_ENV, contract.MLFLOW_CLIENT_ENV, contract.WARM_FORKED_ENV,
-                      contract.WARM_WORKER_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS", INDUCTOR_THREADS, "PWD",
-                      "OLDPWD"})
+                      contract.WARM_WORKER_ENV, *contract.THREAD_ENV, "PWD", "OLDPWD"})
 
 
 def preload_modules(environ) -> list[str]:
@@ -100,9 +95,11 @@ def refusal(request: dict, baseline: dict[str, str]) -> str | None:
         return "its thread settings cannot be applied after start-up (OMP_NUM_THREADS/MKL_NUM_THREADS)"
     if omp is not None and not omp.isdigit():
         return f"OMP_NUM_THREADS={omp!r}"
-    compile_threads = env.get(INDUCTOR_THREADS)
+    from bakeoff_runtime.contract import INDUCTOR_THREADS_ENV  # torch-free; dropped with the rest before a job runs
+
+    compile_threads = env.get(INDUCTOR_THREADS_ENV)
     if compile_threads is not None and not compile_threads.isdigit():
-        return f"{INDUCTOR_THREADS}={compile_threads!r}"
+        return f"{INDUCTOR_THREADS_ENV}={compile_threads!r}"
     return None
 
 
@@ -286,7 +283,7 @@ def _become_worker(request: dict, fds: list[int], conn: socket.socket, sockets: 
     for fd, target in zip(high, targets, strict=True):
         os.dup2(fd, target)  # inheritable, as Popen's pass_fds leaves them
         os.close(fd)
-    from bakeoff_runtime.contract import MLFLOW_CLIENT_ENV, WARM_FORKED_ENV
+    from bakeoff_runtime.contract import INDUCTOR_THREADS_ENV, MLFLOW_CLIENT_ENV, WARM_FORKED_ENV
 
     env = dict(request["env"])
     if MLFLOW_CLIENT_ENV in env:
@@ -312,8 +309,10 @@ def _become_worker(request: dict, fds: list[int], conn: socket.socket, sockets: 
         import torch
 
         torch.set_num_threads(int(omp))
-    compile_threads = env.get(INDUCTOR_THREADS)
-    if compile_threads is not None and "torch._inductor.config" in sys.modules:  # imported here: read too early
+    # torch._dynamo, which a leg that does not compile preloads here, imported inductor's config, which read
+    # its compile threads then: too early for this job's.
+    compile_threads = env.get(INDUCTOR_THREADS_ENV)
+    if compile_threads is not None and "torch._inductor.config" in sys.modules:
         setattr(sys.modules["torch._inductor.config"], "compile_threads", int(compile_threads))  # noqa: B010
     run_as_main(request["argv"])
 
