@@ -40,5 +40,8 @@ def test_the_launch_path_meets_as_two_hosts(tmp_path):
     assert "host algo-2 is node 1, meeting on 127.0.0.1" in outs[1]
     seen = json.loads((tmp_path / "algo-1" / "opt" / "ml" / "output" / "data" / "meet-rank0.json").read_text())
     assert seen == {"rank": 0, "world_size": 2, "sum": 3.0, "master": "127.0.0.1", "node_rank": "0"}
+    for rank, host in enumerate(("algo-1", "algo-2")):  # each rank destroyed its process group on the way out
+        left = tmp_path / host / "opt" / "ml" / "output" / "data" / f"left-rank{rank}.json"
+        assert json.loads(left.read_text()) == {"initialized": False}, host
     summary = json.loads((tmp_path / "algo-1" / "opt" / "ml" / "model" / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["world_size"] == 2

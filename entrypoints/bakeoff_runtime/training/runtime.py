@@ -180,7 +180,9 @@ class Runtime:
 
             self.preflight = Preflight(self.backend, env.model_dir)
         self._step_index = 0
+        self._joined_process_group = False
         if self.world_size > 1 and not torch.distributed.is_initialized():
+            self._joined_process_group = True
             if self.backend.distributed_backend == "xla":
                 import torch_xla.distributed.xla_backend  # noqa: F401  (registers "xla")
 
@@ -592,6 +594,26 @@ class Runtime:
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
             self._previous_sigterm = None
+        try:
+            return self._end(exc_type, exc, tb)
+        finally:
+            self._leave_process_group()
+
+    def _leave_process_group(self) -> None:
+        """Destroy the process group this Runtime joined, while the interpreter is whole. Left to
+        interpreter exit, gloo's worker threads can free tensors after Python is gone and the
+        process dies of SIGABRT after its last collective (torch 2.9
+        distributed_c10d.destroy_process_group's own comment; pytorch/pytorch#179291): a rank
+        that finished reads as a killed worker, and torchrun's exit barrier waits on it."""
+        if not self._joined_process_group or not torch.distributed.is_initialized():
+            return
+        self._joined_process_group = False
+        try:
+            torch.distributed.destroy_process_group()
+        except Exception as exc:  # the results are written; a failed teardown must not undo them
+            print(f"[bakeoff] WARNING: leaving the process group failed: {exc}", flush=True)
+
+    def _end(self, exc_type, exc, tb) -> bool:
         if exc is None:
             try:
                 self._final_finite_check()

@@ -15,3 +15,7 @@ with Runtime.from_environment() as rt:
     rt.env.output_data_dir.mkdir(parents=True, exist_ok=True)
     (rt.env.output_data_dir / f"meet-rank{rt.rank}.json").write_text(json.dumps(seen))
     rt.log_validation(0, val_loss=0.0)
+
+# After the block: the Runtime left the group it joined (not to interpreter exit, where gloo can abort).
+(rt.env.output_data_dir / f"left-rank{rt.rank}.json").write_text(
+    json.dumps({"initialized": dist.is_initialized()}))
