@@ -107,7 +107,7 @@ def test_a_document_of_another_schema_is_refused_with_one_clear_error(tmp_path):
     with pytest.raises(d.DocumentError) as err:
         d.read_evaluation(path)
     assert str(err.value) == (f"{path}: an evaluation of schema 'bakeoff.evaluation/9', which this bakeoff does not "
-                              "read (it reads 'bakeoff.evaluation/2')")
+                              "read (it reads 'bakeoff.evaluation/3', 'bakeoff.evaluation/2')")
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({"schema": "bakeoff.evaluation/2", "status": "completed"}))
     with pytest.raises(d.DocumentError, match="a job summary of schema 'bakeoff.evaluation/2'"):

@@ -25,13 +25,13 @@ if TYPE_CHECKING:  # annotations stay strings at run time (the __future__ import
 JSON = dict[str, Any]
 
 SUMMARY_SCHEMA = "bakeoff.summary/1"
-EVALUATION_SCHEMA = "bakeoff.evaluation/2"
+EVALUATION_SCHEMA = "bakeoff.evaluation/3"  # /3 added fixed_design (an evaluation/2 lacks it)
 PLAN_SCHEMA = "bakeoff.plan/1"
 # What decides a verdict; fixed before the data (the evaluation records it).
 PARITY_RULE_KEYS = ("metric", "direction", "margin", "margin_type", "alpha", "test", "baseline", "resolution")
 # The schema ids each reader accepts. A file from before the schema key existed has none and is read
 # as the current one (its keys were the same); any other id is a document this code does not know.
-EVALUATION_SCHEMAS = (EVALUATION_SCHEMA,)
+EVALUATION_SCHEMAS = (EVALUATION_SCHEMA, "bakeoff.evaluation/2")
 SUMMARY_SCHEMAS = (SUMMARY_SCHEMA,)
 
 
@@ -462,6 +462,16 @@ class ScalingSections(TypedDict, total=False):
     ablations: list[JSON]
 
 
+class FixedDesign(TypedDict):
+    """verdict/fixed_design.py: the fixed design sized for `power` at the largest paired spread found."""
+    power: float
+    sigma: float
+    max_seeds: int            # the most seeds per leg it was sized up to
+    seeds: int | None         # per leg; None when max_seeds do not reach the power
+    jobs: int | None
+    cost_usd: float | None    # None where a leg's jobs had no price
+
+
 class Evaluation(ScalingSections):
     schema: str
     verdict: str                      # pass | fail | inconclusive
@@ -482,6 +492,7 @@ class Evaluation(ScalingSections):
     checks: list[Check]
     measured: JSON
     porting: JSON
+    fixed_design: NotRequired[FixedDesign | None]  # /3; the report sizes it itself for an evaluation/2
     mlflow: NotRequired[JSON]                     # evaluate.py, once the parent run is logged
 
 

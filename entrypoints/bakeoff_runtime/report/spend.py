@@ -6,11 +6,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from bakeoff_runtime.contract.documents import Evaluation
+from bakeoff_runtime.contract.documents import Evaluation, FixedDesign
 from bakeoff_runtime.report.formatting import md, seed_span, usd
-from bakeoff_runtime.verdict import stats
-
-FIXED_POWER = 0.8
 
 
 def _spent(ev: Evaluation) -> dict[str, Any]:
@@ -28,22 +25,13 @@ def _spent(ev: Evaluation) -> dict[str, Any]:
     return {"jobs": int(jobs), "instance_hours": hours, "cost_usd": cost if priced else None}
 
 
-def _fixed(ev: Evaluation) -> dict[str, Any] | None:
-    """Seeds per leg a fixed design would run for 80% power at the largest paired spread found,
-    and its cost at this run's mean cost per job of each leg."""
-    parity = ev.get("parity") or {}
-    sds = [sd for c in ev.get("checks") or [] if c.get("test") == "paired" and (sd := c.get("sd"))]
-    if not sds or not parity.get("margin"):
-        return None
-    sigma = max(sds)
-    seeds = stats.seeds_for_power(sigma, float(parity["margin"]), float(parity["alpha"]), FIXED_POWER,
-                                  test=parity.get("test", stats.EQUIVALENCE))
-    if seeds is None:
-        return {"seeds": None, "sigma": sigma}
-    legs = list((ev.get("legs") or {}).values())
-    per_job = [f.get("cost_per_run_usd_mean") for f in legs]
-    cost = seeds * sum(c for c in per_job if c is not None) if all(c is not None for c in per_job) else None
-    return {"seeds": seeds, "sigma": sigma, "jobs": seeds * len(legs), "cost_usd": cost}
+def _fixed(ev: Evaluation) -> FixedDesign | None:
+    if "fixed_design" in ev:  # decided with the verdict (bakeoff.evaluation/3)
+        return ev["fixed_design"]
+    # An evaluation/2 document: sized here as its evaluation would have (this one imports scipy).
+    from bakeoff_runtime.verdict.fixed_design import fixed_design
+
+    return fixed_design(ev.get("parity") or {}, ev.get("checks") or [], ev.get("legs") or {})
 
 
 def _lines(ev: Evaluation) -> list[str]:
@@ -68,12 +56,12 @@ def _lines(ev: Evaluation) -> list[str]:
                            f"{seed_span(x.get('seeds') or [])}: {x.get('verdict')}" for x in looks["earlier"])
         out.append(f"This is look {looks.get('this_look')} at this directory's data; before it: {before}.")
     if fixed and fixed.get("seeds"):
-        out.append(f"A fixed design sized for {FIXED_POWER:.0%} power at this spread (paired SD "
+        out.append(f"A fixed design sized for {fixed['power']:.0%} power at this spread (paired SD "
                    f"{fixed['sigma']:.3g}) would run {fixed['seeds']} seeds per leg: {fixed['jobs']} jobs, "
                    f"{usd(fixed['cost_usd'])}.")
     elif fixed:
         out.append(f"At this spread (paired SD {fixed['sigma']:.3g}) no fixed design of up to "
-                   f"{stats.MAX_RECOMMENDED_SEEDS} seeds per leg reaches {FIXED_POWER:.0%} power.")
+                   f"{fixed['max_seeds']} seeds per leg reaches {fixed['power']:.0%} power.")
     return out
 
 

@@ -42,6 +42,7 @@ from bakeoff_runtime.contract.documents import (
 )
 from bakeoff_runtime.verdict import group_sequential, multiplicity, porting, stats, validity
 from bakeoff_runtime.verdict import sweeps as scaling
+from bakeoff_runtime.verdict.fixed_design import fixed_design
 from bakeoff_runtime.verdict.job_outputs import (
     load_jobs,  # noqa: F401  (re-exported: the evaluation's input)
     named_job,
@@ -711,6 +712,7 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
         "measured": validity.section(measured),
         **scaling.sections(config, figures, checks, runs_by_leg, emulated),  # scaling.<leg>, ablations
         "porting": porting.section(config, figures, base),  # what porting cost, per leg against the baseline
+        "fixed_design": fixed_design(parity, checks, figures),  # what 80% power would have cost (the report)
     }
 
 

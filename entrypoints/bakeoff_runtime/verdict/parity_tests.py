@@ -6,15 +6,14 @@ Everything that differs between two tests is here, so a new test is one class ad
 its name to the spec's `Parity.test` literal). The figures all live on the axis where positive is
 worse than the baseline (the callers flip a `maximize` metric onto it), except where a method says.
 
-A leaf module (numpy only): stats.py and the report modules read it; the t distribution's CDF is
-handed in by stats.py, which owns it.
+A leaf module: stats.py and the report modules read it; the t distribution's CDF is handed in by
+stats.py, which owns it. numpy is imported by the two methods that compute on arrays, so the report
+(which only words a test) renders without it.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 TCdf = Callable[[Any, Any], Any]  # stats.t_cdf(x, df)
 
@@ -92,11 +91,15 @@ class Equivalence(ParityTest):
         return min(beyond_high, beyond_low)
 
     def outcome_probabilities(self, norm, margin, half, delta, se):
+        import numpy as np
+
         p_pass = np.clip(norm((margin - half - delta) / se) - norm((-margin + half - delta) / se), 0, None)
         p_fail = norm((-margin - half - delta) / se) + (1 - norm((margin + half - delta) / se))
         return p_pass, p_fail
 
     def futility_gap(self, worse):
+        import numpy as np
+
         return np.abs(worse)
 
     def inside(self, margin, worse_sign):
