@@ -29,6 +29,7 @@ from pipelines.local.slots import (
 )
 
 # A job: its curve of val_mse at steps 10 and 20; then, if told, wait for a file before ending.
+# The standard library only: it runs with -S (no site, no editable-install import hook to load).
 FAKE_JOB = r"""
 import json, os, sys, time
 from pathlib import Path
@@ -93,7 +94,7 @@ class FakeExecutor:
         if job.name in self.gates:
             env["FAKE_WAIT_FOR"] = str(self.gates[job.name])
         job_dir.mkdir(parents=True, exist_ok=True)
-        outcome = process.run([sys.executable, "-c", FAKE_JOB], env, job_dir, job_dir / "stdout.log", 120, on_line)
+        outcome = process.run([sys.executable, "-S", "-c", FAKE_JOB], env, job_dir, job_dir / "stdout.log", 120, on_line)
         if interrupted():
             outcome = Outcome(outcome.exit_code, outcome.wall_s, interrupted=True)
         status = "completed" if outcome.exit_code == 0 else "failed"
