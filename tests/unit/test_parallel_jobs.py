@@ -94,7 +94,8 @@ class FakeExecutor:
         if job.name in self.gates:
             env["FAKE_WAIT_FOR"] = str(self.gates[job.name])
         job_dir.mkdir(parents=True, exist_ok=True)
-        outcome = process.run([sys.executable, "-S", "-c", FAKE_JOB], env, job_dir, job_dir / "stdout.log", 120, on_line)
+        outcome = process.run([sys.executable, "-S", "-c", FAKE_JOB], env, job_dir, job_dir / "stdout.log", 120,
+                              on_line)
         if interrupted():
             outcome = Outcome(outcome.exit_code, outcome.wall_s, interrupted=True)
         status = "completed" if outcome.exit_code == 0 else "failed"
