@@ -14,6 +14,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 PACKAGES = ("pipelines", "estimators")
@@ -164,32 +166,35 @@ def _layer(module: str) -> tuple[int, str, str] | None:
     return best
 
 
-GRAPH = import_graph()
+@pytest.fixture(scope="module")
+def graph() -> dict[str, dict[str, int]]:
+    """Parsed when a test here runs, not when the module is collected (every worker collects it)."""
+    return import_graph()
 
 
-def test_the_graph_is_read_whole():
+def test_the_graph_is_read_whole(graph):
     # The graph sees the imports that closed the circles this test was written against, function-level ones
     # included: a graph that missed them would pass for the wrong reason.
-    assert GRAPH["pipelines.spec.model"].get("pipelines.spec.derived"), "the validator calls derived.check_derived"
-    assert GRAPH["pipelines.api.local"].get("pipelines.local.until_decided"), "a function-level import"
-    assert GRAPH["pipelines.local.executor"].get("pipelines.local.looks"), "`from . import looks`"
-    assert "pipelines.local.executor" in GRAPH["pipelines.local"], "a package __init__'s own imports"
-    assert "pipelines.spec.model" not in GRAPH["pipelines.spec.derived"], "under TYPE_CHECKING only"
+    assert graph["pipelines.spec.model"].get("pipelines.spec.derived"), "the validator calls derived.check_derived"
+    assert graph["pipelines.api.local"].get("pipelines.local.until_decided"), "a function-level import"
+    assert graph["pipelines.local.executor"].get("pipelines.local.looks"), "`from . import looks`"
+    assert "pipelines.local.executor" in graph["pipelines.local"], "a package __init__'s own imports"
+    assert "pipelines.spec.model" not in graph["pipelines.spec.derived"], "under TYPE_CHECKING only"
 
 
-def test_no_import_circles():
-    found = circles(GRAPH)
-    assert not found, "\n".join(_describe(c, GRAPH) for c in found)
+def test_no_import_circles(graph):
+    found = circles(graph)
+    assert not found, "\n".join(_describe(c, graph) for c in found)
 
 
-def test_every_module_has_a_layer():
-    unplaced = sorted(m for m in GRAPH if _layer(m) is None)
+def test_every_module_has_a_layer(graph):
+    unplaced = sorted(m for m in graph if _layer(m) is None)
     assert unplaced == [], f"place {unplaced} in a layer of LAYERS here and in docs/architecture.md"
 
 
-def test_imports_flow_down_the_layers():
+def test_imports_flow_down_the_layers(graph):
     upward = []
-    for module, edges in GRAPH.items():
+    for module, edges in graph.items():
         here = _layer(module)
         for target, line in edges.items():
             there = _layer(target)
@@ -198,9 +203,9 @@ def test_imports_flow_down_the_layers():
     assert upward == [], "\n".join(upward)
 
 
-def test_the_engines_cross_only_where_documented():
+def test_the_engines_cross_only_where_documented(graph):
     crossing = []
-    for module, edges in GRAPH.items():
+    for module, edges in graph.items():
         for (source, other), allowed in ENGINE_CROSSING.items():
             if module.startswith(source + "."):
                 crossing += [f"{module} imports {t}" for t in edges
@@ -208,7 +213,7 @@ def test_the_engines_cross_only_where_documented():
     assert crossing == [], "\n".join(crossing)
 
 
-def test_estimators_import_nothing_of_pipelines():
+def test_estimators_import_nothing_of_pipelines(graph):
     assert {m: sorted(t for t in e if t.split(".")[0] == "pipelines")
-            for m, e in GRAPH.items() if m.split(".")[0] == "estimators" and
+            for m, e in graph.items() if m.split(".")[0] == "estimators" and
             any(t.split(".")[0] == "pipelines" for t in e)} == {}

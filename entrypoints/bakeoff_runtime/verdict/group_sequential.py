@@ -35,7 +35,6 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
-from scipy import optimize as _opt
 from scipy import special as _sp
 
 from bakeoff_runtime.verdict.parity_tests import test_of
@@ -70,6 +69,9 @@ def _trapezoid(h: float, n: int) -> np.ndarray:
 
 @lru_cache(maxsize=256)
 def _boundaries(fractions: tuple[float, ...], alpha: float, spending: str) -> tuple[float, ...]:
+    # Only a group-sequential design gets here; scipy.optimize costs every other evaluation 0.2 s to import.
+    from scipy import optimize as _opt
+
     t = np.asarray(fractions, float)
     cum = np.array([spent(x, alpha, spending) for x in t])
     inc = np.diff(np.concatenate([[0.0], cum]))
