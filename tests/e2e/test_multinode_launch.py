@@ -45,3 +45,22 @@ def test_the_launch_path_meets_as_two_hosts(tmp_path):
         assert json.loads(left.read_text()) == {"initialized": False}, host
     summary = json.loads((tmp_path / "algo-1" / "opt" / "ml" / "model" / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["world_size"] == 2
+
+
+def test_a_script_that_never_leaves_its_process_group_is_left_before_interpreter_exit(tmp_path):
+    """The worker destroys a group the script left behind (launch.leave_process_group), so gloo's
+    teardown does not run after the interpreter's."""
+    out = tmp_path / "output" / "data"
+    out.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "BAKEOFF_", "MASTER_", "RANK"))}
+    env.update({"SM_OUTPUT_DATA_DIR": str(out), "SM_OUTPUT_DIR": str(tmp_path / "output"),
+                "SM_MODEL_DIR": str(tmp_path / "model"), "SM_INPUT_DIR": str(tmp_path / "input")})
+    script = ROOT / "tests" / "assets" / "multinode" / "leaves_group.py"
+    code = ("import sys; from pathlib import Path; import launch; "
+            "from bakeoff_runtime.contract import TrainingEnv; "
+            f"sys.exit(launch.run_worker(TrainingEnv.from_environ(), Path({str(script)!r}), []))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ENTRYPOINTS, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "joined 1" in proc.stderr
+    assert json.loads((out / "at-exit.json").read_text()) == {"initialized": False}
