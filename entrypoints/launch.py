@@ -113,24 +113,10 @@ def run_worker(env: TrainingEnv, script: Path, args: list[str]) -> int:
         if probe is not None:
             probe.remove()
             probe.write(env.output_dir / PROBE_FILE)
-        leave_process_group()
+        from bakeoff_runtime.training.process_group import leave
+
+        leave("the script's")  # many brought scripts never destroy theirs (process_group.py says why)
     return 0
-
-
-def leave_process_group() -> None:
-    """Destroy a process group the script left behind, while the interpreter is whole. Left to
-    interpreter exit, gloo's threads can free tensors after Python is gone: a rank that finished
-    dies of SIGABRT and reads as a killed worker (torch 2.9 distributed_c10d.destroy_process_group's
-    own comment; pytorch/pytorch#179291). The Runtime leaves the group it joined itself; many
-    brought scripts never call destroy_process_group()."""
-    dist = sys.modules.get("torch.distributed")  # a script that never imported it has no group
-    if dist is None:
-        return
-    try:
-        if dist.is_available() and dist.is_initialized():
-            dist.destroy_process_group()
-    except Exception as exc:  # the script's results are written; a failed teardown must not undo them
-        print(f"[bakeoff] WARNING: leaving the script's process group failed: {exc}", flush=True)
 
 
 # Scripts of bakeoff's own steps that report in files of their own, not summary.json.

@@ -48,7 +48,7 @@ def test_the_launch_path_meets_as_two_hosts(tmp_path):
 
 
 def test_a_script_that_never_leaves_its_process_group_is_left_before_interpreter_exit(tmp_path):
-    """The worker destroys a group the script left behind (launch.leave_process_group), so gloo's
+    """The worker destroys a group the script left behind (bakeoff_runtime.training.process_group), so gloo's
     teardown does not run after the interpreter's."""
     out = tmp_path / "output" / "data"
     out.mkdir(parents=True)

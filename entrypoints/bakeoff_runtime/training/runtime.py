@@ -600,18 +600,12 @@ class Runtime:
             self._leave_process_group()
 
     def _leave_process_group(self) -> None:
-        """Destroy the process group this Runtime joined, while the interpreter is whole. Left to
-        interpreter exit, gloo's worker threads can free tensors after Python is gone and the
-        process dies of SIGABRT after its last collective (torch 2.9
-        distributed_c10d.destroy_process_group's own comment; pytorch/pytorch#179291): a rank
-        that finished reads as a killed worker, and torchrun's exit barrier waits on it."""
-        if not self._joined_process_group or not torch.distributed.is_initialized():
-            return
-        self._joined_process_group = False
-        try:
-            torch.distributed.destroy_process_group()
-        except Exception as exc:  # the results are written; a failed teardown must not undo them
-            print(f"[bakeoff] WARNING: leaving the process group failed: {exc}", flush=True)
+        """While the interpreter is whole, not at its exit (training/process_group.py says why)."""
+        if self._joined_process_group:
+            self._joined_process_group = False
+            from bakeoff_runtime.training.process_group import leave
+
+            leave("the Runtime's")
 
     def _end(self, exc_type, exc, tb) -> bool:
         if exc is None:
