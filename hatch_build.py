@@ -1,11 +1,11 @@
-"""The wheel's build hook: what an editable install copies into site-packages.
+"""The wheel's build hook: the code bundle, in the wheel only.
 
-An editable install maps `pipelines`, `estimators` and `bakeoff_runtime` to this checkout
-(`dev-mode-exact`, pyproject.toml). The wheel's force-include would also copy the bundle into
-site-packages as `pipelines/_bundle/entrypoints`: a `pipelines` folder there is found on sys.path
-before the import hook is asked, and shadows the checkout's package (`No module named
-'pipelines.cli'`). The checkout's entrypoints/ is the bundle in an editable install
-(pipelines.plan.bundle.entrypoints_dir), so only the CDK library is copied.
+A built wheel ships entrypoints/ whole as data, at `pipelines/_bundle/entrypoints`: it runs inside
+training containers and must not be importable as a top-level package (PyPI's `entrypoints` owns
+that name). An editable install does not copy it: a `pipelines` folder in site-packages is found
+on sys.path before the editable import hook is asked, and would shadow the checkout's package
+(`No module named 'pipelines.cli'`). There, the checkout's entrypoints/ is the bundle
+(pipelines.plan.bundle.entrypoints_dir), and every package, bakeoff_cdk included, is the checkout's.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 
-class EditableBundleHook(BuildHookInterface):
+class BundleHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if version == "editable":
-            build_data["force_include_editable"] = {"cdk/bakeoff_cdk": "bakeoff_cdk"}
+        if version == "standard":
+            build_data["force_include"]["entrypoints"] = "pipelines/_bundle/entrypoints"

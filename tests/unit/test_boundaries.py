@@ -101,12 +101,16 @@ def test_no_module_outside_the_training_group_loads_torch_or_mlflow(tmp_path):
 
 def test_bakeoff_runtime_is_installed_but_entrypoints_is_not_on_the_path(tmp_path):
     code = ("import importlib.util, bakeoff_runtime; print(bakeoff_runtime.__file__); "
-            "print([n for n in ('launch', 'train', 'evaluate', 'render_report') if importlib.util.find_spec(n)])")
+            "print([n for n in ('launch', 'train', 'evaluate', 'render_report', 'app') "
+            "if importlib.util.find_spec(n)]); "
+            "print(importlib.util.find_spec('bakeoff_cdk').origin)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    where, scripts = proc.stdout.splitlines()
+    where, scripts, cdk = proc.stdout.splitlines()
     assert where == str(ROOT / "entrypoints" / "bakeoff_runtime" / "__init__.py")  # the editable install (make setup)
-    assert scripts == "[]"
+    assert scripts == "[]"  # neither entrypoints/ nor cdk/ (its app.py) is on the path
+    # The CDK library is the checkout's too, not a copy made at install time that an edit leaves behind.
+    assert cdk == str(ROOT / "cdk" / "bakeoff_cdk" / "__init__.py")
 
 
 def test_no_heavy_module_at_the_top_of_the_orchestration_side():
