@@ -93,13 +93,12 @@ def refusal(request: dict, baseline: dict[str, str]) -> str | None:
     omp, mkl = env.get("OMP_NUM_THREADS"), env.get("MKL_NUM_THREADS")
     if (omp is None and baseline.get("OMP_NUM_THREADS") is not None) or (mkl is not None and mkl != omp):
         return "its thread settings cannot be applied after start-up (OMP_NUM_THREADS/MKL_NUM_THREADS)"
-    if omp is not None and not omp.isdigit():
-        return f"OMP_NUM_THREADS={omp!r}"
     from bakeoff_runtime.contract import INDUCTOR_THREADS_ENV  # torch-free; dropped with the rest before a job runs
 
-    compile_threads = env.get(INDUCTOR_THREADS_ENV)
-    if compile_threads is not None and not compile_threads.isdigit():
-        return f"{INDUCTOR_THREADS_ENV}={compile_threads!r}"
+    for name in ("OMP_NUM_THREADS", INDUCTOR_THREADS_ENV):  # the child applies each as an int (_become_worker)
+        value = env.get(name)
+        if value is not None and not value.isdigit():
+            return f"{name}={value!r}"
     return None
 
 
