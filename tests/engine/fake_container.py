@@ -21,12 +21,12 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conftest import ENTRYPOINTS
 from pipelines.local.jobs import JobProcess, Outcome, lay_out, run_processing
 from pipelines.local.store import LocalS3
 from pipelines.local.substitutions import LocalProcessingJob, LocalTrainingJob, host_environment
 
 FAKE_JOB = Path(__file__).with_name("fake_job.py")
-RUNTIME_SOURCE = Path(__file__).resolve().parents[2] / "entrypoints"  # bakeoff_runtime's source
 
 
 @dataclass
@@ -78,7 +78,7 @@ class FakeContainer:
                 "diverge": sorted(r.diverge), "crash": r.crash, "sigkill": sorted(r.sigkill),
                 "sigkill_once": sorted(r.sigkill_once), "hang": sorted(r.hang)}
         env = {**host_environment(), **job.environment, "FAKE_RECIPE": json.dumps(plan),
-               "PYTHONPATH": str(RUNTIME_SOURCE)}
+               "PYTHONPATH": str(ENTRYPOINTS)}  # bakeoff_runtime's source
         # -S: the job needs the standard library and bakeoff_runtime only. The site module would add
         # the venv's editable-install import hook, a third of a fake job's start-up, hundreds of times.
         return process.run([sys.executable, "-S", str(FAKE_JOB)], env, opt_ml, job_dir / "stdout.log",
