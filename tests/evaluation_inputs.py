@@ -2,7 +2,7 @@
 used by tests/unit/test_evaluation.py and by the tests that need a real evaluation of known numbers."""
 import json
 
-from jobtree import seal
+from jobtree import seal, trained_on
 
 from bakeoff_runtime.verdict.job_outputs import load_jobs
 
@@ -19,6 +19,11 @@ CONFIG = {
 }
 
 
+def _trained_on(leg):
+    """What a job on each leg's own hardware records of where it trained (the backend check's evidence)."""
+    return trained_on("cuda" if leg == "gpu" else "xla")
+
+
 def _job(tmp, name, leg, seed, val, status="completed", billable=100.0, reason=None, meta=None, evals=(),
          failure_kind=None, throughput=None):
     d = tmp / name / "opt" / "ml" / "model"
@@ -27,7 +32,7 @@ def _job(tmp, name, leg, seed, val, status="completed", billable=100.0, reason=N
                "throughput": {"unit": "tokens", "tokens_per_sec": throughput or 2000.0 + seed,
                               "overall_per_sec": throughput or 2000.0 + seed, "units_processed": 2e6},
                "time_to_first_step_s": 10.0, "compile": {"compile_time_s": 4.0, "compiled_graphs": 2},
-               "wall_time_s": 99.0, "peak_host_memory_bytes": 1000 + seed}
+               "wall_time_s": 99.0, "peak_host_memory_bytes": 1000 + seed, **_trained_on(leg)}
     if failure_kind:
         summary["failure_kind"] = failure_kind
     (d / "summary.json").write_text(json.dumps(summary))

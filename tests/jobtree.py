@@ -75,3 +75,19 @@ def seal(directory: Path) -> Path:
 
     record(directory)
     return directory / DIGEST_FILE
+
+
+def trained_on(device: str, steps: int = 100, tensors: int = 3) -> dict[str, Any]:
+    """What a job's summary.json records of where it trained (training/evidence.py), for a job on
+    `device` ("xla", "cuda" or "cpu"): the backend check's evidence, as the Runtime writes it."""
+    out: dict[str, Any] = {
+        "model": {"parameters": 1000, "tensors": tensors, "shapes": {"10x100": 1}, "devices": {device: tensors},
+                  "source": "optimizer parameters at the first optimizer step"},
+        "evidence": {"optimizer_steps": steps, "training_forwards": steps, "processes": 1}}
+    if device == "xla":
+        out["evidence"]["xla"] = {"executions": steps + 2, "graphs_compiled": 2, "graphs_cached": 0,
+                                  "tensors_created": 10 * steps}
+    if device == "cuda":
+        out["evidence"]["cuda"] = {"devices_used": 1, "visible_devices": 1, "peak_bytes": 2**30}
+        out["peak_device_memory_bytes"] = 2**30
+    return out

@@ -27,7 +27,11 @@ def compile_step(spec: BakeoffSpec) -> dict[str, Any]:
     fail = {
         "Name": FAIL_STEP,
         "Type": "Fail",
-        "Arguments": {"ErrorMessage": join(f"bake-off {spec.name}: parity fails (exit code 1); failed checks: ",
+        # The verdict's first line names the cause (a parity failure, a leg that did not train on its
+        # backend, broken training), not "parity fails" for all of them.
+        "Arguments": {"ErrorMessage": join(f"bake-off {spec.name}: ", json_get(EVALUATE_STEP, PROPERTY_FILE,
+                                                                                "first_line"),
+                                           " (exit code 1); failed checks: ",
                                            json_get(EVALUATE_STEP, PROPERTY_FILE, "failed_checks"))},
     }
     inconclusive = {

@@ -28,6 +28,21 @@ def _stop(signum, frame):
     raise Stopped("stopped by SIGTERM (the job was stopped from outside)")
 
 
+def _trained_on(backend: str, steps: int) -> dict:
+    """Where the Runtime's device watch would say this job trained (training/evidence.py): the
+    device of the backend the engine ran it as (an emulated trn leg on XLA, a GPU leg on the CPU)."""
+    from bakeoff_runtime.contract.backend_table import BACKENDS
+
+    device = BACKENDS[backend].torch_device if backend in BACKENDS else "cpu"
+    evidence = {"optimizer_steps": steps, "training_forwards": steps, "processes": 1}
+    if device == "xla":
+        evidence["xla"] = {"executions": steps + 2, "graphs_compiled": 2, "graphs_cached": 0,
+                           "tensors_created": 10 * steps}
+    model = {"parameters": 1000, "tensors": 3, "shapes": {"10x100": 1}, "devices": {device: 3},
+             "source": "optimizer parameters at the first optimizer step"}
+    return {"model": model if steps else None, "evidence": evidence}
+
+
 def main() -> int:
     recipe = json.loads(os.environ["FAKE_RECIPE"])
     env = contract.TrainingEnv.from_environ()
@@ -57,6 +72,7 @@ def main() -> int:
                    "throughput": {"unit": "samples", "samples_per_sec": 1000.0, "overall_per_sec": 1000.0,
                                   "timing": "fake container (tests/engine)", "steady_state_from_step": 2},
                    "time_to_first_step_s": 0.01, "compile": {}, "peak_device_memory_bytes": None,
+                   **_trained_on(info["backend"], done),
                    "environment": {**host_environment(), "backend_device": "fake container (tests/engine)"},
                    **extra}
         tele.write_summary(summary)

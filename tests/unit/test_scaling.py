@@ -4,7 +4,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from jobtree import seal
+from jobtree import seal, trained_on
 
 from bakeoff_runtime.report import scaling as report_scaling
 from bakeoff_runtime.verdict.evaluation import evaluate, recost
@@ -121,7 +121,8 @@ def _job(root, leg, seed, val, throughput, world_size):
     d.mkdir(parents=True)
     (d / "summary.json").write_text(json.dumps({
         "leg": leg, "seed": seed, "status": "completed", "metrics": {"val_loss": val}, "world_size": world_size,
-        "throughput": {"unit": "tokens", "tokens_per_sec": throughput, "units_processed": 1e6}, "wall_time_s": 60.0}))
+        "throughput": {"unit": "tokens", "tokens_per_sec": throughput, "units_processed": 1e6}, "wall_time_s": 60.0,
+        **trained_on("xla" if leg.startswith("trn") else "cuda")}))
     (d / "metrics.jsonl").write_text("")
     seal(d)
     (root / f"{leg}-s{seed}" / "job.json").write_text(json.dumps({"billable_s": 60.0, "leg": leg, "seed": seed}))

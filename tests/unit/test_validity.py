@@ -21,7 +21,7 @@ def test_legs_on_their_backends_training_one_model_pass(tmp_path):
     assert ev["verdict"] == "pass"
     assert [_check(ev, n)["status"] for n in ("backend:trn", "backend:gpu", "same-model", "blockers:trn")] == \
         ["passed"] * 4
-    assert ev["measured"]["backend"]["trn"]["why"] == "trn trained on xla (3 on xla)"
+    assert ev["measured"]["backend"]["trn"]["why"] == "trn trained on xla (3 parameter tensors on xla)"
     assert ev["measured"]["same_model"]["tolerance"] == 0.05
     assert ev["legs"]["trn"]["speed_representative"] is True
 
@@ -33,7 +33,9 @@ def test_a_trn_leg_that_trained_on_the_host_cpu_cannot_pass(tmp_path):
     assert check["status"] == "failed"
     assert "trn did not train on its neuron backend" in check["why"] and "3 of 3 parameter tensors trained on cpu" \
         in check["why"] and "no XLA graph was compiled or run" in check["why"]
-    assert ev["summary"].startswith("parity fails: backend:trn: trn did not train")
+    # The first line names the cause: not a parity failure, a comparison that did not measure trn1.
+    assert ev["summary"].startswith("not a valid comparison: backend:trn: trn did not train")
+    assert ev["first_line"].startswith("fail: not a valid comparison: backend:trn: trn did not train")
     assert "did not train on its neuron backend" in render_markdown(ev).split("## ")[0]  # the first screen
 
 
@@ -47,7 +49,7 @@ def test_a_gpu_leg_with_no_cuda_memory_fails_but_an_emulated_one_is_not_checked(
         _job(tmp_path / "b", "gpu", seed, 2.4 + seed / 100, devices={"cpu": 3}, graphs=None)
     ev = evaluate(config, load_jobs(tmp_path / "b"))
     check = _check(ev, "backend:gpu")
-    assert check["status"] == "unchecked" and "CUDA use can only be shown on a GPU" in check["why"]
+    assert check["status"] == "unchecked" and "can only be shown on a GPU" in check["why"]
     assert ev["verdict"] == "pass"
 
 
@@ -141,3 +143,57 @@ def test_seeds_that_give_bit_identical_results_say_the_script_ignores_its_seed(t
     assert check["status"] == "failed" and "ignores its seed" in check["why"] and "seeds 0, 1, 2" in check["why"]
     assert _check(ev, "seeds:gpu")["status"] == "passed" and ev["verdict"] == "fail"
     assert ev["measured"]["seeds"]["trn"]["status"] == "failed"
+
+
+# --- positive evidence of the backend, whatever the script did (training/evidence.py) -----------------
+HAND_UPDATE = {"optimizer_steps": 0, "training_forwards": 74, "processes": 1,
+               "torch_accelerator": {"is_available": "False", "current_accelerator": "cuda"},
+               "xla": {"executions": 0, "graphs_compiled": 0, "graphs_cached": 0, "tensors_created": 0}}
+
+
+def test_a_trn_leg_that_updated_its_weights_by_hand_on_the_cpu_fails_on_positive_evidence(tmp_path):
+    # No optimizer step: the model was recorded at its first training forward pass; XLA ran nothing.
+    model = {"parameters": 1000, "tensors": 3, "shapes": {"256x4": 1, "4": 1, "4x4": 1},
+             "source": "parameters of the outermost module at its first training forward pass"}
+    ev = _bakeoff(tmp_path, trn={"devices": {"cpu": 3}, "model": model, "graphs": 0, "evidence": HAND_UPDATE})
+    check = _check(ev, "backend:trn")
+    assert check["status"] == "failed" and ev["verdict"] == "fail"
+    assert "3 of 3 parameter tensors trained on cpu, not xla" in check["why"]
+    assert "no XLA graph ran (PyTorch/XLA's counters: 0 executions" in check["why"]
+    # What the script asked torch.accelerator, and the change that would reach XLA.
+    assert "torch.accelerator, which does not see PyTorch/XLA" in check["why"]
+    assert "is_available() -> False" in check["why"] and "torch_xla.device()" in check["why"]
+    assert ev["first_line"].startswith("fail: not a valid comparison: backend:trn")
+
+
+def test_a_trn_leg_that_showed_nothing_is_undecided_and_never_passes(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"devices": None})  # no parameters seen, no XLA counters
+    check = _check(ev, "backend:trn")
+    assert check["status"] == "inconclusive" and "cannot pass without it" in check["why"]
+    assert ev["verdict"] == "inconclusive" and "backend:trn" in ev["undecided_checks"]
+
+
+def test_an_emulated_gpu_leg_that_trained_on_xla_fails_and_one_on_the_cpu_says_what_it_showed(tmp_path):
+    config = json.loads(json.dumps(CONFIG))
+    config["legs"]["gpu"]["emulated_on"] = "local cpu"
+    xla = {"optimizer_steps": 10, "training_forwards": 10, "processes": 1,
+           "xla": {"executions": 28, "graphs_compiled": 3, "graphs_cached": 1, "tensors_created": 400}}
+    for seed in range(3):
+        _job(tmp_path / "xla", "trn", seed, 2.4 + seed / 100, devices={"xla": 3})
+        _job(tmp_path / "xla", "gpu", seed, 2.4 + seed / 100, devices={"xla": 3}, graphs=None, evidence=xla)
+    ev = evaluate(config, load_jobs(tmp_path / "xla"))
+    check = _check(ev, "backend:gpu")
+    assert check["status"] == "failed" and ev["verdict"] == "fail"
+    assert "stands for a GPU and ran on this machine's cpu, but did not train there" in check["why"]
+    assert "3 of 3 parameter tensors trained on xla, not cpu" in check["why"] and "USE_TORCH_XLA" in check["why"]
+
+
+def test_legs_that_agree_to_the_last_bit_on_every_seed_are_flagged_as_one_computation(tmp_path):
+    same = ((2.40, 2.40), (2.51, 2.51), (2.32, 2.32))
+    ev = _bakeoff(tmp_path, vals=same)
+    check = _check(ev, "same-computation:trn")
+    assert check["status"] == "warning" and check["seeds_paired"] == [0, 1, 2]
+    assert "the same computation ran on both legs" in check["why"] and "backend check" in check["why"]
+    assert ev["measured"]["same_computation"]["trn"]["status"] == "warning"
+    differ = _bakeoff(tmp_path / "differ")
+    assert not [c for c in differ["checks"] if c["name"].startswith("same-computation")]

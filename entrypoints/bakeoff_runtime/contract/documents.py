@@ -155,6 +155,31 @@ class Throughput(TypedDict):
     note: NotRequired[str]
 
 
+class XlaCounters(TypedDict):
+    """PyTorch/XLA's own counters at the end of a job (torch_xla.debug.metrics)."""
+    executions: int          # ExecuteComputation: graphs run on the XLA device
+    graphs_compiled: int     # UncachedCompile
+    graphs_cached: int       # CachedCompile
+    tensors_created: int     # CreateXlaTensor
+
+
+class CudaUsage(TypedDict):
+    devices_used: int        # CUDA devices this process allocated memory on
+    visible_devices: int
+    peak_bytes: int
+
+
+class DeviceEvidence(TypedDict):
+    """What ran where, whatever the script did (training/evidence.DeviceWatch): the backend check's
+    positive evidence. `xla` and `cuda` are there when the job imported torch_xla / initialised CUDA."""
+    optimizer_steps: int
+    training_forwards: int   # training forward passes of the model (its outermost module)
+    processes: int           # WORLD_SIZE of the job
+    torch_accelerator: NotRequired[dict[str, str]]  # what torch.accelerator answered the script
+    xla: NotRequired[XlaCounters]
+    cuda: NotRequired[CudaUsage]
+
+
 class JobSummary(TypedDict):
     """summary.json. A job that failed before the Runtime started leaves only the first few keys
     (the launcher's record_failure, the local engine's record_stopped). A script may add keys of its
@@ -195,6 +220,8 @@ class JobSummary(TypedDict):
     peak_device_memory_bytes: NotRequired[int | None]
     peak_host_memory_bytes: NotRequired[int]
     model: NotRequired[JSON | None]
+    evidence: NotRequired[DeviceEvidence | None]
+    step_basis: NotRequired[str | None]     # script mode: what a step was counted by
     environment: NotRequired[dict[str, str]]
     preflight: NotRequired[JSON]
     mlflow: NotRequired[JSON]
@@ -388,6 +415,7 @@ class Check(TypedDict):
     breakage: NotRequired[JSON]
     lost_seeds: NotRequired[list[int]]
     script_bug: NotRequired[str]
+    could_not_run: NotRequired[bool]           # its runs failed for reasons that are not the leg's
     # a parity check (stats.compare, then evaluation._parity_check)
     test: NotRequired[str | None]              # paired | welch | None (nothing to compare)
     test_kind: NotRequired[str]                # equivalence | non_inferiority
@@ -476,6 +504,7 @@ class Evaluation(ScalingSections):
     schema: str
     verdict: str                      # pass | fail | inconclusive
     summary: str
+    first_line: NotRequired[str]      # the verdict and its cause in one bounded line (the Fail steps read it)
     failed_checks: str                # names, or "none"
     undecided_checks: str
     recommendation: Recommendation | None

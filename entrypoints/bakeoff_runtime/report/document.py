@@ -66,7 +66,8 @@ def verdict_sentence(ev: Evaluation) -> str:
     return text
 
 
-MEASURED_MARK = {"passed": "ok", "failed": "FAIL", "warning": "note", "unchecked": "not checked"}
+MEASURED_MARK = {"passed": "ok", "failed": "FAIL", "warning": "note", "unchecked": "not checked",
+                 "inconclusive": "undecided"}
 
 
 def measured_rows(ev: Evaluation) -> list[tuple[str, str, str]]:

@@ -143,6 +143,12 @@ class Runtime:
         self._validation_compile = 0.0
         # What the verdict must be able to show it measured (validity.py reads these).
         self._model_record: dict[str, Any] | None = None
+        # Whatever the script does beside the Runtime (its own optimizer.step(), a model it never
+        # gave to rt.prepare, a device of its own choosing): training/evidence.py.
+        from bakeoff_runtime.training.evidence import DeviceWatch
+
+        self._device_watch = DeviceWatch()
+        self._device_watch.install()
         self._graphs_at_steady: int | None = None
         self._validation_graphs_after_steady = 0
         # Non-finite losses on lazy/async devices: see _watch_finite.
@@ -489,6 +495,7 @@ class Runtime:
         if self._finished:
             return {}
         self._finished = True
+        self._device_watch.remove()
         try:
             self.backend.synchronize()
         except Exception:
@@ -527,7 +534,8 @@ class Runtime:
             "compile": {**stats, **({"fallback_ops": fallbacks()} if fallbacks else {})},
             "peak_device_memory_bytes": self.backend.peak_device_memory_bytes(),
             "first_train_loss": self._first_loss,
-            "model": self._model_record,
+            "model": self._model_record or self._device_watch.model,
+            "evidence": self._device_watch.record(),
             "environment": {**host_environment(), **self.backend.versions(),
                             "backend_device": self.backend.describe(), **_worker_start()},
             **self.extra,

@@ -1,18 +1,21 @@
 """Script mode, inside the worker: make the leg's backend reachable and measure an unchanged script.
 
 Before the script starts, on every leg: Python, NumPy and torch are seeded with the job's seed,
-and a global optimizer step post-hook (`torch.optim.optimizer.register_optimizer_step_post_hook`)
-is installed. On a neuron leg torch_xla and its distributed backend are imported first, so the
-script's `torch.device("xla")` and `init_process_group("xla")` work as they are, and the hook
-ends each step with `torch_xla.sync()`: the graph boundary a GPU script never marks.
+a global optimizer step post-hook (`torch.optim.optimizer.register_optimizer_step_post_hook`)
+is installed, and so is the device watch (training/evidence.py: where the model's parameters
+lived and what ran on the device, whether or not the script ever calls an optimizer). On a
+neuron leg torch_xla and its distributed backend are imported first, so the script's
+`torch.device("xla")` and `init_process_group("xla")` work as they are, and each step ends with
+`torch_xla.sync()`: the graph boundary a GPU script never marks. A step is an optimizer step;
+a script that never calls one (it updates its weights by hand) has its steps counted, and its
+graphs cut, at each training forward pass of its model.
 
 The hook is all bakeoff sees of the loop, so it is kept to a counter and a clock read per step;
 every `sync_interval` steps (and at the end of warm-up) it waits for the device, so the step
-times it reports are the device's, not the host's dispatch. It records the optimizer's parameters
-at the first step (what was trained, and where), graphs compiled in steps after warm-up, CPU
-fallbacks and peak device memory. Rank 0 writes it all to the probe file when the script ends,
-however it ends; the launcher turns that, and the metrics it read from the script's output,
-into summary.json.
+times it reports are the device's, not the host's dispatch. It records graphs compiled in steps
+after warm-up, CPU fallbacks and peak device memory. Rank 0 writes it all to the probe file when
+the script ends, however it ends; the launcher turns that, and the metrics it read from the
+script's output, into summary.json.
 """
 from __future__ import annotations
 
@@ -29,7 +32,8 @@ from torch.utils.hooks import RemovableHandle
 from bakeoff_runtime.contract import ENV, PROCESS_START_ENV, step_line
 from bakeoff_runtime.contract.script_mode import ScriptSettings
 from bakeoff_runtime.training.backends import Backend, BackendUnavailable, get_backend
-from bakeoff_runtime.training.fingerprint import model_record, seed_everything
+from bakeoff_runtime.training.evidence import DeviceWatch
+from bakeoff_runtime.training.fingerprint import seed_everything
 
 
 class _HostOnly(Backend):
@@ -59,7 +63,7 @@ class StepProbe:
             import torch_xla.distributed.xla_backend  # noqa: F401  (registers the "xla" process group)
         self.lazy = self.backend.lazy
         self.steps = 0
-        self.model: dict[str, Any] | None = None
+        self.watch = DeviceWatch(on_training_forward=self._after_forward)
         self.first_step_at: float | None = None
         self.synced: list[tuple[int, float]] = []  # (steps done, device-synchronised time)
         self.recompiling_steps = 0
@@ -72,15 +76,24 @@ class StepProbe:
     # --- the hook ---------------------------------------------------------------------------
     def install(self) -> None:
         self._handle = register_optimizer_step_post_hook(self._after_step)
+        self.watch.install()
 
     def remove(self) -> None:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+        self.watch.remove()
+
+    def _after_forward(self, forwards: int) -> None:
+        """A training forward pass of the model, in a script that has stepped no optimizer: the
+        previous pass's step (its hand-written update included) has ended."""
+        if self.watch.optimizer_steps == 0 and forwards > 1:
+            self._step_ended()
 
     def _after_step(self, optimizer, _args, _kwargs) -> None:
-        if self.model is None:
-            self.model = model_record(optimizer)
+        self._step_ended()
+
+    def _step_ended(self) -> None:
         if self.lazy:
             self.backend.mark_step()
         self.steps += 1
@@ -135,9 +148,14 @@ class StepProbe:
         except Exception:
             pass
         return {
-            "schema": "bakeoff.probe/1", "steps": self.steps, "synced": self.synced,
+            "schema": "bakeoff.probe/1",
+            "steps": self.steps if self.watch.optimizer_steps else max(self.steps, self.watch.training_forwards),
+            "synced": self.synced,
             "started_at": self.started_at, "first_step_at": self.first_step_at, "ended_at": end,
-            "warmup_steps": self.settings.warmup_steps, "model": self.model,
+            "warmup_steps": self.settings.warmup_steps, "model": self.watch.model,
+            "step_basis": ("optimizer steps" if self.watch.optimizer_steps or not self.watch.training_forwards
+                           else "training forward passes of the model (no optimizer step was seen)"),
+            "evidence": self.watch.record(),
             "compile": {**stats, **({"fallback_ops": fallbacks} if self.lazy else {})},
             "peak_device_memory_bytes": memory, "versions": self.backend.versions(),
             "backend_device": self.backend.describe(), "backend_unavailable": self.unavailable,

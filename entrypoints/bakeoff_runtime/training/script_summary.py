@@ -91,6 +91,8 @@ def compose(env: TrainingEnv, settings: ScriptSettings, *, probe: dict[str, Any]
         "compile": probe.get("compile") or {},
         "peak_device_memory_bytes": probe.get("peak_device_memory_bytes"),
         "model": probe.get("model"),
+        "evidence": probe.get("evidence"),
+        "step_basis": probe.get("step_basis"),
         "environment": {**host_environment(), **(probe.get("versions") or {}),
                         "backend_device": probe.get("backend_device") or "unknown (the step hook left no record)"},
         "wall_time_s": round(wall_time_s, 3),

@@ -40,6 +40,7 @@ from bakeoff_runtime.contract.documents import (
     Spread,
     run_metric,
 )
+from bakeoff_runtime.contract.failure_kinds import NOT_THE_LEGS, WHO_MUST_ACT
 from bakeoff_runtime.verdict import group_sequential, multiplicity, porting, stats, validity
 from bakeoff_runtime.verdict import sweeps as scaling
 from bakeoff_runtime.verdict.fixed_design import fixed_design
@@ -330,7 +331,7 @@ def _g(v: float | None) -> str:
 def _broke(leg: str, r: dict, runs_by_leg: dict[str, list[dict]]) -> str | None:
     """Why run `r` of `leg` broke (it diverged, or crashed where another leg ran that seed), or None.
     A seed the doomed-leg rule never ran is not evidence of anything."""
-    if r["kind"] == "doomed":
+    if r["kind"] == "doomed" or r["kind"] in NOT_THE_LEGS:  # not evidence of how the leg trains
         return None
     if r["status"] == DIVERGED:
         return f"seed {r['seed']} diverged: {r['reason']}"
@@ -363,9 +364,11 @@ def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], al
     broke = {r["seed"]: why for r in runs if (why := _broke(leg, r, runs_by_leg))}
     lost = [f"seed {r['seed']} lost to the infrastructure ({r['kind']}): {r['reason']}"
             for r in runs if r["status"] == LOST]
+    blocked = [f"seed {r['seed']} could not run ({WHO_MUST_ACT.get(r['kind'], r['kind'])}): {r['reason']}"
+               for r in runs if r["status"] == FAILED and r["kind"] in NOT_THE_LEGS]
     everywhere = [f"seed {r['seed']} crashed on every leg (a bug in the script, not a difference between legs): "
                   f"{r['reason']}" for r in runs if r["status"] == FAILED and r["seed"] not in broke
-                  and r["kind"] != "doomed"]
+                  and r["kind"] != "doomed" and r["kind"] not in NOT_THE_LEGS]
     stopped = [r for r in runs if r["kind"] == "doomed"]
     name = f"stability:{leg}"
     others = [o for o in runs_by_leg if o != leg]
@@ -420,6 +423,11 @@ def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], al
                     "recommendation": {"seeds": None, "why": (
                         f"at least {need} seeds broken on {leg} alone (none the other way) show breakage at alpha "
                         f"{alpha:g}; {more}; or fix what breaks it")}}
+    if blocked:
+        return {"name": name, "status": "inconclusive", "passed": False, "could_not_run": True,
+                "why": f"{len(blocked)} of {n} runs could not run: " + "; ".join(blocked),
+                "recommendation": {"seeds": None, "why": "more seeds will not help: fix what stopped them and run "
+                                   f"again ({blocked[0]})"}}
     if stopped:
         return {"name": name, "status": "inconclusive", "passed": False,
                 "why": f"{len(stopped)} of {n} seeds not run: {stopped[0]['reason']}",
@@ -486,6 +494,12 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
                     "why": f"a relative margin needs completed baseline runs; {base} has none",
                     "recommendation": {"seeds": None, "why": f"make {base} complete its runs"}}
         margin *= abs(sum(base_vals) / len(base_vals))
+    missing = [n for n in (leg, base) if not values[n]]
+    if missing:  # no run of one of them completed: the stability check says why; no seed count cures it
+        return {"name": name, "status": "inconclusive", "passed": False, "test": None,
+                "why": f"{metric}: nothing to compare: no run of {' or '.join(missing)} completed",
+                "recommendation": {"seeds": None, "why": f"make {' and '.join(missing)} complete a run first "
+                                   f"(stability:{missing[0]} says what stopped it)"}}
     # A sequential design's look reads a wider interval (its alpha-spending level).
     r = stats.compare(values[base], values[leg], margin=margin, alpha=look_alpha or alpha, test=test,
                       direction=direction, resolution=parity.get("resolution"))
@@ -674,16 +688,16 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
     for name, f in figures.items():
         if name != base:
             f["parity"] = next(c for c in checks if c["name"] == f"parity:{name}~{base}")["status"]
+    stuck = _could_not_run(runs_by_leg, checks, config)
     recommendation = _overall_recommendation(undecided, legs_cfg) if verdict == "inconclusive" else None
-    headline = {
-        "pass": (f"parity holds: every leg is "
-                 f"{stats.test_of(parity['test']).shown} "
-                 f"{base} on {metric} within the margin"),
-        "fail": "parity fails: " + "; ".join(f"{c['name']}: {c['why']}" for c in failed),
-        "inconclusive": "inconclusive: " + "; ".join(f"{c['name']}: {c['why']}" for c in undecided),
-    }[verdict]
+    if stuck and verdict == "inconclusive":  # the stability checks' advice fits what stopped the legs
+        specific = [c["recommendation"]["why"] for c in undecided
+                    if c["name"].startswith("stability:") and c.get("recommendation")]
+        recommendation = {"seeds": None, "why": "; ".join(dict.fromkeys(specific)) or (
+            "more seeds will not help: fix what stopped them and run again (" + "; ".join(stuck) + ")")}
+    headline = _headline(verdict, failed, undecided, stuck, parity, base, metric)
     if recommendation:
-        headline += f". To decide it: {recommendation['why']}"
+        headline += f". {'What to do' if stuck else 'To decide it'}: {recommendation['why']}"
     speed: Speed = {"emulated": emulated, "label": EMULATED_LABEL if emulated else "measured on the target hardware",
              "unstable_legs": [n for n, f in figures.items() if f["throughput"]["unstable"]],
              "crosscheck_disagrees": [n for n, f in figures.items() if f["throughput"]["crosscheck_disagrees"]]}
@@ -693,6 +707,8 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
         "schema": EVALUATION_SCHEMA,
         "verdict": verdict,
         "summary": headline,
+        # One line, bounded: the pipeline's Fail step and a notifier read it (gate.py).
+        "first_line": _first_line(verdict, headline),
         "failed_checks": ", ".join(c["name"] for c in failed) or "none",
         "undecided_checks": ", ".join(c["name"] for c in undecided) or "none",
         "recommendation": recommendation,
@@ -714,6 +730,57 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
         "porting": porting.section(config, figures, base),  # what porting cost, per leg against the baseline
         "fixed_design": fixed_design(parity, checks, figures),  # what 80% power would have cost (the report)
     }
+
+
+# What a failed check is a failure of, in the words the verdict's first line starts with: a comparison
+# that did not measure what it names comes first (it voids the rest), then broken training, then parity.
+_FAIL_WORDS = (("backend", "not a valid comparison"), ("same-model", "not a valid comparison"),
+               ("seeds", "not a valid comparison"), ("stability", "training breaks"), ("parity", "parity fails"))
+FIRST_LINE_CHARS = 600
+
+
+def _fail_rank(check: dict[str, Any]) -> int:
+    kind = check["name"].split(":", 1)[0]
+    return next((i for i, (k, _) in enumerate(_FAIL_WORDS) if k == kind), len(_FAIL_WORDS))
+
+
+def _headline(verdict: str, failed: list[dict[str, Any]], undecided: list[dict[str, Any]], stuck: list[str],
+              parity: dict[str, Any], base: str, metric: str) -> str:
+    """The verdict in words, its cause first: what a person reads before anything else."""
+    if verdict == "pass":
+        return (f"parity holds: every leg is {stats.test_of(parity['test']).shown} {base} on {metric} within the "
+                "margin")
+    if verdict == "fail":
+        ordered = sorted(failed, key=_fail_rank)
+        words = _FAIL_WORDS[_fail_rank(ordered[0])][1] if _fail_rank(ordered[0]) < len(_FAIL_WORDS) else "fail"
+        return f"{words}: " + "; ".join(f"{c['name']}: {c['why']}" for c in ordered)
+    if stuck:
+        return "the bake-off could not run: " + "; ".join(stuck)
+    return "inconclusive: " + "; ".join(f"{c['name']}: {c['why']}" for c in undecided)
+
+
+def _first_line(verdict: str, headline: str) -> str:
+    line = " ".join(headline.split())
+    line = line if len(line) <= FIRST_LINE_CHARS else line[:FIRST_LINE_CHARS - 3] + "..."
+    return f"{verdict}: {line}" if not line.startswith(verdict) else line
+
+
+def _could_not_run(runs_by_leg: dict[str, list[dict]], checks: list[dict[str, Any]],
+                   config: EvaluationConfig) -> list[str]:
+    """For each counted leg none of whose jobs trained to an outcome (completed or diverged), and whose
+    failure is not shown to be the leg's own (its stability check did not fail), what stopped it: then
+    the bake-off did not run, and no number of seeds decides it."""
+    out = []
+    shown = {c["name"].split(":", 1)[1] for c in checks
+             if c["name"].startswith("stability:") and c["status"] == "failed"}
+    ablations = set(scaling.ablation_legs(config))
+    for leg, runs in runs_by_leg.items():
+        if leg in ablations or leg in shown or not runs or any(r["status"] in (COMPLETED, DIVERGED) for r in runs):
+            continue
+        first = next((r for r in runs if r["kind"] != "doomed"), runs[0])
+        who = WHO_MUST_ACT.get(first["kind"] or "", first["kind"] or "no result")
+        out.append(f"no job of {leg} completed ({who}): {first['reason'] or 'no reason recorded'}")
+    return out
 
 
 def _overall_recommendation(undecided: list[dict[str, Any]], legs_cfg: dict[str, LegConfig]) -> Recommendation:

@@ -1,16 +1,24 @@
 """What the verdict measured: checks that a parity verdict is about the target at all.
 
 A pass is worth something only if every leg ran on its own backend, trained the same model,
-and was not slowed by what the target does badly. Three checks, from what each job's
-summary.json records (the Runtime writes `model`, `first_train_loss` and `compile`):
+and was not slowed by what the target does badly. The checks read what each job's summary.json
+records: `model` (the parameters' devices, counts and shapes), `evidence` (what ran on the
+device, training/evidence.py: PyTorch/XLA's and CUDA's own counters, optimizer steps and
+training forward passes, what torch.accelerator answered), `first_train_loss` and `compile`:
 
-* `backend:<leg>`: a neuron leg compiled or ran XLA graphs and trained its parameters on the
-  XLA device; a cuda leg on a GPU allocated CUDA memory with its parameters there. A leg that
-  trained elsewhere fails: the verdict would be about the wrong hardware.
-* `same-model`: parameter count, tensors and shapes (from the optimizer's parameters) agree
-  with the baseline's (else it fails); un-tied weights after a move to XLA show as extra
-  tensors. For paired seeds the first logged loss should agree within FIRST_LOSS_TOLERANCE: a
-  leg whose first loss is off on every seed is a warning (another start, so seeds may not pair).
+* `backend:<leg>`: positive evidence that the leg trained where its backend trains: a neuron
+  leg's parameters on the XLA device and XLA graphs executed; a cuda leg on a GPU with CUDA memory
+  allocated there. A leg that shows it trained elsewhere fails (the verdict would be about the
+  wrong hardware), and so does a GPU leg emulated on this machine's CPU whose parameters lived on
+  XLA (a framework chose it). A neuron leg whose jobs showed nothing is undecided: no verdict
+  passes on a trn leg that did not show its backend. A GPU leg emulated on the CPU is `unchecked`,
+  saying so plainly: CUDA use can only be shown on a GPU.
+* `same-model`: parameter count, tensors and shapes agree with the baseline's (else it fails);
+  un-tied weights after a move to XLA show as extra tensors. For paired seeds the first logged
+  loss should agree within FIRST_LOSS_TOLERANCE: a leg whose first loss is off on every seed is a
+  warning (another start, so seeds may not pair).
+* `same-computation:<leg>`: a note, only when a leg and the baseline gave bit-identical results
+  on every paired seed: the same computation ran on both legs.
 * `seeds:<leg>`: seeds that gave bit-identical results (the metric and the training losses) are
   one run counted several times: the script ignores the seed it is given (it seeds itself, or
   reads no seed), so the spread the verdict needs is not there. That fails.
@@ -18,9 +26,9 @@ summary.json records (the Runtime writes `model`, `first_train_loss` and `compil
   They do not decide quality, so they never fail the verdict, but the leg's speed and cost
   are marked as not representative of the target.
 
-Each has the statuses passed / failed / warning / unchecked; `unchecked` says why it could not
-be made (an emulated GPU leg has no GPU to show; a job that wrote no record), never in silence.
-Standard library only: it runs in the Evaluate step.
+Each has the statuses passed / failed / warning / unchecked (and `inconclusive` for an unshown
+trn backend); `unchecked` says why it could not be made (an emulated GPU leg has no GPU to show;
+a job that wrote no record), never in silence. Standard library only: it runs in the Evaluate step.
 """
 from __future__ import annotations
 
@@ -44,7 +52,7 @@ SCRIPT_HINT = ("give the leg `environment: {PT_XLA_DEBUG_LEVEL: \"1\"}` to have 
                "compilation and transfer comes from")
 
 # The kinds of check this module makes: the prefix of each check's name ("backend:trn1").
-KINDS = ("backend", "same-model", "seeds", "blockers")
+KINDS = ("backend", "same-model", "same-computation", "seeds", "blockers")
 
 
 def is_validity_check(check: Mapping[str, Any]) -> bool:
@@ -55,56 +63,122 @@ def _records(runs: list[dict]) -> list[dict]:
     return [r["summary"] for r in runs if r.get("summary") and r["summary"].get("status") in (COMPLETED, "diverged")]
 
 
-def _emulated_cpu(cfg: dict) -> bool:
-    """A leg that stands for a GPU but ran on this machine's CPU (the local engine's emulation)."""
+def _emulated_on(cfg: dict) -> str | None:
+    """The device type a leg the local engine emulated ran on here, from its label ("local cpu",
+    "local xla:cpu", "local cuda"); None on the target hardware."""
     where = (cfg.get("emulated_on") or "").lower()
-    return bool(where) and "cuda" not in where and "gpu" not in where and "xla" not in where
+    if not where:
+        return None
+    return "xla" if "xla" in where else "cuda" if ("cuda" in where or "gpu" in where) else "cpu"
+
+
+# What torch.accelerator is, when a script chose its device through it (training/evidence.py says how
+# it was seen): it reports CUDA, MPS, XPU, MTIA, HPU or a PrivateUse1 backend, never PyTorch/XLA
+# (pytorch/pytorch docs, "torch.accelerator"; torch 2.9 with torch-xla 2.9 answers is_available() False).
+ACCELERATOR_ADVICE = ("the script chose its device through torch.accelerator, which does not see PyTorch/XLA "
+                      "(what torch-neuronx on trn1 is): make it choose torch_xla.device() where torch_xla imports "
+                      "(e.g. an option the trn leg sets with `arguments:`)")
+
+
+def _evidence_line(s: dict, want: str) -> tuple[str, list[str], bool]:
+    """(where the run trained, in words; what shows it did not train on `want`; whether anything
+    was shown at all) for one completed run's summary."""
+    model = s.get("model") or {}
+    devices = model.get("devices") or {}
+    evidence = s.get("evidence") or {}
+    xla = evidence.get("xla")
+    seed = s.get("seed")
+    words = [", ".join(f"{n} parameter tensor{'s' if n != 1 else ''} on {d}" for d, n in sorted(devices.items()))]
+    problems = []
+    if devices and set(devices) != {want}:
+        off = sum(n for d, n in devices.items() if d != want)
+        problems.append(f"seed {seed}: {off} of {sum(devices.values())} parameter tensors trained on "
+                        f"{', '.join(sorted(d for d in devices if d != want))}, not {want}")
+    if xla is not None:
+        words.append(f"{xla.get('executions', 0)} XLA graph executions")
+    shown = bool(devices)
+    if want == "xla":
+        if xla is not None:
+            shown = True
+            if not xla.get("executions"):
+                problems.append(f"seed {seed}: no XLA graph ran (PyTorch/XLA's counters: 0 executions, "
+                                f"{xla.get('graphs_compiled', 0)} graphs compiled)")
+        elif devices:  # a summary from before the counters: the compile stats say whether graphs were made
+            compile_ = s.get("compile") or {}
+            if not (compile_.get("compiled_graphs") or 0) + (compile_.get("cached_compiles") or 0):
+                problems.append(f"seed {seed}: no XLA graph was compiled or run")
+    elif want != "xla" and xla and xla.get("executions") and not problems:
+        problems.append(f"seed {seed}: {xla['executions']} XLA graphs ran on a leg that trains on {want}")
+    if want == "cuda":
+        cuda = evidence.get("cuda")
+        if cuda is not None:
+            shown = True
+            words.append(f"CUDA memory on {cuda.get('devices_used', 0)} of {cuda.get('visible_devices', 0)} devices")
+            if not cuda.get("devices_used"):
+                problems.append(f"seed {seed}: no CUDA memory was allocated")
+        elif devices and not s.get("peak_device_memory_bytes"):
+            problems.append(f"seed {seed}: no CUDA memory was allocated")
+    return ("; ".join(w for w in words if w) or "not recorded"), problems, shown
 
 
 def backend_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
+    """Whether each completed run of `leg` trained where its backend trains (or, emulated here,
+    where its emulation runs), from positive evidence: the parameters' devices and the backends'
+    own counters. A leg that shows it trained elsewhere fails; a trn leg whose backend was not
+    shown at all is undecided (a verdict never passes on it); a GPU leg emulated on the CPU is
+    checked against the CPU, and its CUDA use is said to be unshowable here."""
     name = f"backend:{leg}"
     backend = cfg.get("backend") or "cpu"
     row = BACKENDS.get(backend)
-    device = row.torch_device if row else None  # the device type its parameters must be on
-    want = device or backend
+    target = row.torch_device if row else backend  # the device type its parameters train on
+    here = _emulated_on(cfg)
+    stand_in = row is not None and row.accelerator == "gpu" and here not in (None, "cuda")
+    want = here if stand_in and here else target
     records = _records(runs)
     if not records:
         return {"name": name, "status": "unchecked", "passed": False,
                 "why": f"{leg}: no run completed, so where it trained cannot be shown"}
-    if row is not None and row.accelerator == "gpu" and _emulated_cpu(cfg):
-        return {"name": name, "status": "unchecked", "passed": False,
-                "why": f"{leg} stands for a GPU but ran on {cfg.get('emulated_on')} here: CUDA use can only be "
-                       "shown on a GPU"}
-    problems, seen = [], []
+    problems: list[str] = []
+    seen: list[str] = []
+    shown = False
+    asked: dict[str, str] = {}
     for s in records:
-        model = s.get("model") or {}
-        devices = model.get("devices") or {}
-        where = ", ".join(f"{n} on {d}" for d, n in sorted(devices.items())) or "not recorded"
-        seen.append(where)
-        if not devices:
-            continue
-        if set(devices) != {want}:
-            off = sum(n for d, n in devices.items() if d != want)
-            problems.append(f"seed {s.get('seed')}: {off} of {sum(devices.values())} parameter tensors trained on "
-                            f"{', '.join(sorted(d for d in devices if d != want))}, not {want}")
-        compile_ = s.get("compile") or {}
-        graphs = (compile_.get("compiled_graphs") or 0) + (compile_.get("cached_compiles") or 0)
-        if device == "xla" and not graphs:
-            problems.append(f"seed {s.get('seed')}: no XLA graph was compiled or run")
-        if device == "cuda" and not s.get("peak_device_memory_bytes"):
-            problems.append(f"seed {s.get('seed')}: no CUDA memory was allocated")
-    if not any((s.get("model") or {}).get("devices") for s in records):
-        return {"name": name, "status": "unchecked", "passed": False,
-                "why": f"{leg}: its jobs did not record where their parameters lived (no optimizer step that "
-                       "bakeoff saw)"}
+        words, found, any_shown = _evidence_line(s, want)
+        seen.append(words)
+        problems += found
+        shown = shown or any_shown
+        asked = asked or ((s.get("evidence") or {}).get("torch_accelerator") or {})
+    script_mode = any(s.get("mode") == "script" for s in records)
     if problems:
-        script_mode = any(s.get("mode") == "script" for s in records)
-        # How to put the parameters on their device (no such fix when that device is the CPU).
-        fix = ("; give the leg the arguments that make the script choose it (legs[].arguments, e.g. "
-               f"[--device, {want}])" if script_mode else "; move the model and batches to rt.device")
-        return {"name": name, "status": "failed", "passed": False, "ran_on": seen,
-                "why": f"{leg} did not train on its {backend} backend, so its verdict says nothing about "
-                       f"{cfg.get('instance_type')}: " + "; ".join(problems[:3]) + (fix if want != "cpu" else "")}
+        if stand_in:
+            why = (f"{leg} stands for a GPU and ran on this machine's {want}, but did not train there: "
+                   + "; ".join(problems[:3]) + ": the script chose another device by itself (a framework that picks "
+                   "PyTorch/XLA wherever torch_xla imports, say), so this run did not compare the legs it names; "
+                   "tell it to stay off XLA in the leg's `local:` block (e.g. environment USE_TORCH_XLA: \"0\")")
+        else:
+            fix = ""
+            if asked and target == "xla":
+                answers = ", ".join(f"{k}() -> {v}" for k, v in sorted(asked.items()))
+                fix = f"; {ACCELERATOR_ADVICE} (it answered {answers})"
+            elif want != "cpu":
+                fix = ("; give the leg the arguments that make the script choose it (legs[].arguments, e.g. "
+                       f"[--device, {want}])" if script_mode else "; move the model and batches to rt.device")
+            why = (f"{leg} did not train on its {backend} backend, so its verdict says nothing about "
+                   f"{cfg.get('instance_type')}: " + "; ".join(problems[:3]) + fix)
+        return {"name": name, "status": "failed", "passed": False, "ran_on": seen, "why": why}
+    if stand_in:
+        return {"name": name, "status": "unchecked", "passed": False, "ran_on": seen[:1],
+                "why": f"{leg} stands for a GPU and ran on this machine's {want} as its emulation intends "
+                       f"({seen[0]}): that it uses CUDA on {cfg.get('instance_type')} can only be shown on a GPU"}
+    if not shown:
+        if target == "xla":
+            return {"name": name, "status": "inconclusive", "passed": False,
+                    "why": f"{leg}: its jobs recorded neither where their parameters lived nor what ran on the XLA "
+                           f"device, so that it trained on {backend} is not shown, and a verdict about "
+                           f"{cfg.get('instance_type')} cannot pass without it"}
+        return {"name": name, "status": "unchecked", "passed": False,
+                "why": f"{leg}: its jobs did not record where their parameters lived (no optimizer step or "
+                       "training forward pass that bakeoff saw)"}
     return {"name": name, "status": "passed", "passed": True, "ran_on": seen[:1],
             "why": f"{leg} trained on {want} ({seen[0]})"}
 
@@ -223,6 +297,32 @@ def seeds_check(leg: str, metric: str, runs: list[dict]) -> dict[str, Any]:
             "why": f"{leg}: seeds {seeds} gave different results"}
 
 
+def same_computation_check(leg: str, base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]],
+                           metric: str) -> dict[str, Any] | None:
+    """A note when `leg` and the baseline gave bit-identical results (the parity metric and the
+    first and last training losses) on every seed both completed: the same arithmetic ran on both,
+    so the comparison says nothing about the difference between their hardware. Two legs a local
+    run emulated on the same device do that by design, and are told so; None when they differ."""
+    def results(name):
+        return {r["seed"]: ((r["summary"].get("metrics") or {}).get(metric), r["summary"].get("first_train_loss"),
+                            r["summary"].get("final_train_loss"))
+                for r in runs_by_leg[name] if r.get("summary") and r["summary"].get("status") == COMPLETED}
+
+    mine, theirs = results(leg), results(base)
+    paired = sorted(set(mine) & set(theirs), key=str)
+    if not paired or any(mine[s] != theirs[s] or mine[s][0] is None for s in paired):
+        return None
+    where = {n: (legs_cfg.get(n) or {}).get("emulated_on") for n in (leg, base)}
+    same_place = where[leg] and where[leg] == where[base]
+    why = (f"{leg} and {base} gave bit-identical results on every paired seed ({', '.join(map(str, paired))}: "
+           f"{metric} and training losses): the same computation ran on both legs")
+    why += (f", as it does when a local run emulates both on {where[leg]}: this comparison says nothing about their "
+            "hardware" if same_place else
+            "; legs on different hardware cannot agree to the last bit, so one of them did not run where its backend "
+            "runs (see its backend check)")
+    return {"name": f"same-computation:{leg}", "status": "warning", "passed": False, "seeds_paired": paired, "why": why}
+
+
 def blockers_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     name = f"blockers:{leg}"
     records = _records(runs)
@@ -261,6 +361,8 @@ def checks(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]],
     """The validity checks of a bake-off, in the order they are shown."""
     out = [backend_check(leg, legs_cfg[leg], runs_by_leg[leg]) for leg in legs_cfg]
     out.append(same_model_check(base, legs_cfg, runs_by_leg))
+    out += [c for leg in legs_cfg if leg != base
+            and (c := same_computation_check(leg, base, legs_cfg, runs_by_leg, metric)) is not None]
     out += [seeds_check(leg, metric, runs_by_leg[leg]) for leg in legs_cfg]
     out += [blockers_check(leg, legs_cfg[leg], runs_by_leg[leg]) for leg in legs_cfg]
     return out
@@ -268,12 +370,12 @@ def checks(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]],
 
 def section(validity: list[dict[str, Any]]) -> dict[str, Any]:
     """evaluation.json's `measured`: each check's status and why, by kind."""
-    out: dict[str, Any] = {"backend": {}, "same_model": None, "seeds": {}, "blockers": {}}
+    out: dict[str, Any] = {"backend": {}, "same_model": None, "same_computation": {}, "seeds": {}, "blockers": {}}
     for c in validity:
         kind, _, leg = c["name"].partition(":")
         brief = {"status": c["status"], "why": c["why"]}
         if kind == "same-model":
             out["same_model"] = {**brief, "tolerance": c.get("tolerance")}
         else:
-            out[kind][leg] = brief
+            out[kind.replace("-", "_")][leg] = brief
     return out
