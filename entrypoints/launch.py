@@ -73,9 +73,13 @@ def distributed_environment(env: TrainingEnv) -> dict[str, str]:
     return {k: v for k, v in out.items() if k not in os.environ}
 
 
-def worker_command(env: TrainingEnv, script: Path, args: list[str]) -> list[str]:
-    nproc = devices_per_host(env)
-    if nproc > 1 or env.host_count > 1:
+def worker_command(env: TrainingEnv, script: Path, args: list[str], nproc: int | None = None,
+                   torchrun: bool = False) -> list[str]:
+    """The command that starts the workers: torchrun with `nproc` (default: one per device) processes per
+    host when there are several or `torchrun` asks for it (a distributed script, which reads its variables
+    even alone), else the one worker itself."""
+    nproc = devices_per_host(env) if nproc is None else nproc
+    if nproc > 1 or env.host_count > 1 or torchrun:
         return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
                 f"--nnodes={env.host_count}", f"--node_rank={env.host_rank}", f"--master_addr={env.master_addr}",
                 f"--master_port={env.master_port}", str(Path(__file__).resolve()), str(script), *args]
@@ -204,7 +208,17 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
         if cause:
             record_failure(env, f"infrastructure: {cause}", INFRASTRUCTURE, overrule_script=True)
         else:
-            record_failure(env, f"the training process exited with code {code}", "script")
+            # The reason is what the process said last (its exception, argparse's error), not an exit code,
+            # and who must act on it (failure_cause.classify).
+            from bakeoff_runtime.contract.inert_text import inert
+            from bakeoff_runtime.training.failure_cause import classify, last_words
+
+            output = "".join(tail)
+            words = last_words(output)
+            kind, advice = classify(output, _emulated_on())
+            record_failure(env, inert(f"the training process exited with code {code}"
+                                      + (f": {words}" if words else " and said nothing")
+                                      + (f" ({advice})" if advice else ""), 700), kind)
     elif (expects_report and script is not None and script.name not in REPORTS_ELSEWHERE and env.host_rank == 0
           and not (env.model_dir / "summary.json").exists()):
         # A clean exit that measured nothing is the script's doing, not the platform's: said so,
@@ -341,10 +355,22 @@ def run_script(env: TrainingEnv, script: Path, leg_args: list[str], settings) ->
     started = time.time()
     job = script_launch.prepare(env, script, leg_args, settings)
     if job.failure:
-        record_failure(env, job.failure, "script")
+        record_failure(env, job.failure, job.failure_kind)
         print(f"[bakeoff] {job.failure}", file=sys.stderr, flush=True)
         return 0 if _continue_on_failure() else 1
-    cmd = worker_command(env, script, job.arguments)
+    # As SageMaker's PyTorch toolkit starts it: once per instance, unless it is distributed, and then
+    # through torchrun with one process per device (aws/sagemaker-pytorch-training-toolkit training.py
+    # L78-95; sagemaker-training-toolkit torch_distributed.py L107-136). The toolkit sets MASTER_ADDR and
+    # MASTER_PORT (7777) for a plain process too (training.py L137-138); torchrun sets them for its workers.
+    if settings.distributed:
+        cmd = worker_command(env, script, job.arguments, torchrun=True)
+        print(f"[bakeoff] script mode: distributed: torchrun, {devices_per_host(env)} process(es) per host on "
+              f"{env.host_count} host(s)", flush=True)
+    else:
+        cmd = worker_command(env, script, job.arguments, nproc=1)
+        job.environment.setdefault("MASTER_ADDR", env.master_addr)
+        job.environment.setdefault("MASTER_PORT", str(env.master_port))
+        print("[bakeoff] script mode: one process (the script is not distributed)", flush=True)
     try:
         code = supervise(env, cmd, script, extra_env=job.environment, on_line=job.metrics.feed, expects_report=False)
     finally:
@@ -387,13 +413,25 @@ def collective_gate(env: TrainingEnv) -> str | None:
 
 
 def record_crash(env: TrainingEnv, exc: BaseException) -> None:
-    """A script that dies before (or outside) the runtime still leaves its reason."""
+    """A script that dies before (or outside) the runtime still leaves its reason, and who must act on it
+    (bakeoff_runtime.training.failure_cause.classify)."""
     import traceback
 
+    from bakeoff_runtime.training.failure_cause import classify
+
+    trace = "".join(traceback.format_exception(exc))
     if not env.failure_file.exists():
-        env.write_failure(f"{type(exc).__name__}: {exc}\n\n" + "".join(traceback.format_exception(exc))[-3000:])
-    kind = "interrupted" if isinstance(exc, KeyboardInterrupt) else "script"
-    record_failure(env, f"{type(exc).__name__}: {exc}", kind)
+        env.write_failure(f"{type(exc).__name__}: {exc}\n\n" + trace[-3000:])
+    if isinstance(exc, KeyboardInterrupt):
+        record_failure(env, f"{type(exc).__name__}: {exc}", "interrupted")
+        return
+    kind, advice = classify(f"{type(exc).__name__}: {exc}\n{trace[-3000:]}", _emulated_on())
+    message = (str(exc).strip().splitlines() or [""])[0]
+    record_failure(env, f"{type(exc).__name__}: {message}" + (f" ({advice})" if advice else ""), kind)
+
+
+def _emulated_on() -> str | None:
+    return os.environ.get(ENV["emulated_on"]) or None
 
 
 def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bool = False) -> None:
@@ -412,7 +450,7 @@ def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bo
     if not summary.exists():
         env.model_dir.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({
-            "schema": "bakeoff.summary/1", "status": "failed", "reason": reason[:500], "failure_kind": kind,
+            "schema": "bakeoff.summary/1", "status": "failed", "reason": reason[:800], "failure_kind": kind,
             # bakeoff_leg/bakeoff_seed: a script-mode job's (its `seed` may be the script's own argument)
             "leg": env.hyperparameters.get("bakeoff_leg", env.hyperparameters.get("leg")),
             "seed": env.hyperparameters.get("bakeoff_seed", env.hyperparameters.get("seed")),

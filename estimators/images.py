@@ -30,6 +30,14 @@ Sources, looked up 2026-12-02:
 - PYTORCH_DLC_PACKAGES: aws/deep-learning-containers pytorch/training/docker/2.9/py3/cu130/Dockerfile.gpu
   (959ce8a4) installs torch, torchvision, torchaudio, torchtnt, torchdata, triton, s3torchconnector, fastai,
   accelerate, spacy and others, and no transformers; the CPU image likewise.
+- PYTORCH_DLC_IMPORTS: what a script can import in the 2.9 GPU and CPU images, from their Dockerfiles'
+  pip installs (aws/deep-learning-containers branch master f06ada0e, pytorch/training/docker/2.9/py3/cu130/
+  Dockerfile.gpu L84-149 and L256-298, py3/Dockerfile.cpu L163-322, both last changed 959ce8a4; built with
+  `target: sagemaker` by pytorch/training/buildspec-2-9-sm.yml L44-75) and the dependencies their package
+  metadata names (sagemaker-training 5.1.4, torchtnt 0.2.4, fastai 2.8.12, accelerate 1.16, smclarify 0.5).
+- NEURON_DLC_IMPORTS: the same for pytorch-training-neuronx 2.9.0 sdk2.29.1 (aws-neuron/deep-learning-
+  containers tag 2.29.1 = 12641304, pytorch/training/2.9.0/Dockerfile.neuronx L126-302 and
+  common/nxdt_requirements.txt L1-50).
 - TORCHNEURON: aws-neuron/aws-neuron-sdk frameworks/torch/pytorch-native-overview.rst (2026-05-29):
   TorchNeuron is a closed beta on Trn2/Trn3; no container image for it is published (none in
   NEURON_DLC nor in aws/deep-learning-containers).
@@ -59,14 +67,47 @@ class Image:
     # Python packages a training script may import that the image has (NEURON_TRANSFORMERS,
     # PYTORCH_DLC_PACKAGES): a job whose image lacks one installs bakeoff's pin of it at start.
     ships: tuple[str, ...] = ()
+    # Every top-level module a script can import without installing anything (PYTORCH_DLC_IMPORTS,
+    # NEURON_DLC_IMPORTS): `validate` names an import that is neither here nor in requirements.txt.
+    imports: frozenset[str] = frozenset()
 
     def uri(self, region: str) -> str:
         return f"{registry_account(region)}.dkr.ecr.{region}.{dns_suffix(region)}/{self.repository}:{self.tag}"
 
 
+# PYTORCH_DLC_IMPORTS: the GPU image's top-level modules (the CPU image lacks the CUDA-only ones).
+_PYTORCH_COMMON = frozenset((
+    "Cython", "cryptography", "OpenSSL", "pybind11", "parso", "packaging", "yaml", "numpy", "scipy", "click", "psutil",
+    "IPython", "ipykernel", "PIL", "h5py", "fsspec", "idna", "tqdm", "requests", "setuptools", "urllib3", "pyasn1",
+    "wheel", "cv2", "mpi4py", "jinja2", "tornado", "filelock", "tzdata", "torch", "torchvision", "torchaudio",
+    "torchtnt", "torchdata", "s3torchconnector", "fastai", "fastcore", "accelerate", "spacy", "thinc", "blis", "s3fs",
+    "awscli", "boto3", "botocore", "s3transfer", "smclarify", "sagemaker", "smexperiments",
+    "sagemaker_pytorch_container", "sagemaker_training", "sniffio", "bokeh", "imageio", "numba", "pandas", "plotly",
+    "shap", "sklearn", "seaborn",
+    "cloudpickle", "langcodes", "black", "tensorboard", "matplotlib", "fastprogress", "fastdownload",
+    "huggingface_hub", "safetensors", "pyarrow", "sagemaker_core", "omegaconf", "google", "attr", "attrs", "docker",
+    "fastapi", "uvicorn", "llvmlite", "gevent", "werkzeug", "paramiko", "retrying", "six", "inotify_simple", "sympy",
+    "networkx", "typing_extensions", "pip"))
+PYTORCH_GPU_IMPORTS = _PYTORCH_COMMON | {"triton", "ninja", "flash_attn", "transformer_engine", "nvidia"}
+PYTORCH_CPU_IMPORTS = _PYTORCH_COMMON
+# NEURON_DLC_IMPORTS
+NEURON_IMPORTS = frozenset((
+    "scipy", "click", "cryptography", "sagemaker", "sagemaker_pytorch_container", "sagemaker_training", "psutil",
+    "dataset", "PIL", "uv", "attr", "attrs", "etcd", "bokeh", "imageio", "cv2", "plotly", "seaborn", "shap", "graphviz",
+    "tensorboard", "accelerate", "Cython", "wheel", "torch_neuronx", "neuronxcc", "neuronx_distributed", "nki",
+    "neuronx_distributed_training", "apex", "hydra", "omegaconf", "yaml", "torchmetrics", "transformers", "wandb",
+    "webdataset", "pandas", "sentencepiece", "youtokentome", "h5py", "ijson", "matplotlib", "sacremoses", "sacrebleu",
+    "einops", "faiss", "sentence_transformers", "nltk", "jieba", "ftfy", "gdown", "inflect", "opencc", "pangu",
+    "rapidfuzz", "pybind11", "pytorch_lightning", "lightning", "ipadic", "MeCab", "google", "datasets", "dill", "nemo",
+    "regex", "requests", "daemon", "huggingface_hub", "multiprocess", "numba", "rouge_score", "setuptools",
+    "ml_dtypes", "boto3", "botocore", "s3transfer", "s3fs", "numpy", "megatron", "torch", "torchvision", "torch_xla",
+    "libneuronxla", "sklearn", "safetensors", "tokenizers", "pyarrow", "sagemaker_core", "onnx", "ruamel", "pip"))
+
+
 def _neuron(sdk: str, default: bool = False, note: str = "") -> Image:
     return Image("neuron", "pytorch-training-neuronx", f"2.9.0-neuronx-py312-sdk{sdk}-ubuntu24.04", "PyTorch 2.9.0",
-                 "py312", f"Neuron SDK {sdk}, Ubuntu 24.04", "NEURON_DLC", default, note, ships=("transformers",))
+                 "py312", f"Neuron SDK {sdk}, Ubuntu 24.04", "NEURON_DLC", default, note, ships=("transformers",),
+                 imports=NEURON_IMPORTS)
 
 
 CATALOG: tuple[Image, ...] = (
@@ -78,10 +119,11 @@ CATALOG: tuple[Image, ...] = (
                            "newer than 2.26 (NEURON_2_30_DRIVER)"),
     Image("cuda", "pytorch-training", "2.9.0-gpu-py312-cu130-ubuntu22.04-sagemaker", "PyTorch 2.9.0", "py312",
           "CUDA 13.0, Ubuntu 22.04", "PYTORCH_DLC", default=True,
-          note="PyTorch 2.9 to match the last Neuron training image; AWS's end of patch was 2026-10-15"),
+          note="PyTorch 2.9 to match the last Neuron training image; AWS's end of patch was 2026-10-15",
+          imports=PYTORCH_GPU_IMPORTS),
     Image("cpu", "pytorch-training", "2.9.0-cpu-py312-ubuntu22.04-sagemaker", "PyTorch 2.9.0", "py312",
           "Ubuntu 22.04; python3 and boto3 (also runs the Evaluate step)", "PYTORCH_DLC", default=True,
-          note="end of patch 2026-10-15"),
+          note="end of patch 2026-10-15", imports=PYTORCH_CPU_IMPORTS),
 )
 
 # region -> DLC registry account (REGISTRIES). Regions not listed have no DLC registry.
@@ -102,6 +144,10 @@ REGISTRY_ACCOUNTS: dict[str, str] = {
 }
 
 SOURCES = {
+    "PYTORCH_DLC_IMPORTS": "aws/deep-learning-containers master f06ada0e pytorch/training/docker/2.9/py3/cu130/"
+                           "Dockerfile.gpu and py3/Dockerfile.cpu (959ce8a4), target sagemaker",
+    "NEURON_DLC_IMPORTS": "aws-neuron/deep-learning-containers tag 2.29.1 (12641304) pytorch/training/2.9.0/"
+                          "Dockerfile.neuronx and common/nxdt_requirements.txt",
     "NEURON_DLC": "aws-neuron/deep-learning-containers README (2be9ed1d, 2026-08-17); aws/deep-learning-containers "
                   "docs/src/data/pytorch-training-neuronx/2.9-neuronx-sdk*.yml (e0ecedea, 2026-08-21)",
     "PYTORCH_DLC": "aws/deep-learning-containers docs/src/data/pytorch-training/2.9-{gpu,cpu}-sagemaker.yml "

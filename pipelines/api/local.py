@@ -40,17 +40,18 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
     plan = build_plan(loaded)
     _check_compiles(loaded, plan)
     warnings = seed_warnings(loaded, Path(previous_run) if previous_run else None) + design_warnings(loaded) \
-        + plan.bundle.notes()
+        + plan.notes
     legs = tuple(LegPlan(name=leg.name, instance_type=leg.instance_type, instance_count=leg.instance_count,
                          devices=leg.devices, backend=leg.backend, precision=leg.precision,
                          per_device_batch_size=leg.batching.per_device_batch_size,
                          gradient_accumulation_steps=leg.batching.gradient_accumulation_steps,
                          global_batch_size=leg.batching.global_batch_size,
-                         arguments=tuple(loaded.leg(leg.name).arguments)) for leg in plan.legs)
+                         arguments=(*loaded.arguments, *loaded.leg(leg.name).arguments),
+                         processes_per_host=leg.processes_per_host) for leg in plan.legs)
     source = loaded._source_path
     return Validation(spec_file=str(source) if source else None, name=loaded.name, spec_hash=plan.spec_hash,
-                      seeds=tuple(loaded.seed_list), jobs=len(plan.jobs), mode=loaded.entrypoint.mode, legs=legs,
-                      warnings=tuple(warnings))
+                      seeds=tuple(loaded.seed_list), jobs=len(plan.jobs), mode=loaded.entrypoint.mode,
+                      process_model=plan.script.why if plan.script else None, legs=legs, warnings=tuple(warnings))
 
 
 def _check_compiles(spec: BakeoffSpec, plan: Any) -> None:

@@ -57,6 +57,8 @@ class LegPlan(Result):
     gradient_accumulation_steps: int
     global_batch_size: int
     arguments: tuple[str, ...] = Field((), description="script mode: the command-line arguments only this leg gets")
+    processes_per_host: int = Field(1, description="processes a job starts on each instance: one per device for the "
+                                                   "built-in trainers and a distributed script, one for a plain script")
 
 
 class QuotaCheck(Result):
@@ -110,6 +112,8 @@ class Validation(Result):
     seeds: tuple[int, ...]
     jobs: int = Field(description="training jobs (legs x seeds)")
     mode: str = Field("runtime", description="entrypoint.mode: `runtime` or `script` (the script batches itself)")
+    process_model: str | None = Field(None, description="script mode: how the script is started and why (one "
+                                                        "process, or torchrun with one process per device)")
     legs: tuple[LegPlan, ...]
     warnings: tuple[str, ...] = Field(description="design and seed-count warnings; none stops the bake-off")
     account: AccountChecks | None = Field(None, description="`validate --aws`: this account's quotas and MLflow "

@@ -76,11 +76,14 @@ def cmd_validate(args) -> int:
     def text(r) -> None:
         print(f"{args.spec}: ok: {r.name}, {len(r.legs)} legs x {len(r.seeds)} seeds = {r.jobs} "
               f"training jobs, spec hash {r.spec_hash}")
+        if r.process_model:
+            print(f"  script mode: {r.process_model}")
         for leg in r.legs:
             where = (f"  leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.devices} "
                      f"device{'s' if leg.devices != 1 else ''}), backend {leg.backend}")
             if r.mode == "script":  # the script batches itself and sets its own precision
-                print(f"{where}; script mode, arguments of its own: {' '.join(leg.arguments) or 'none'}")
+                print(f"{where}; {leg.processes_per_host} process{'es' if leg.processes_per_host != 1 else ''} per "
+                      f"instance; arguments: {' '.join(leg.arguments) or 'none'}")
                 continue
             print(f"{where}, {leg.precision}; per-device batch {leg.per_device_batch_size} x accumulation "
                   f"{leg.gradient_accumulation_steps} = global {leg.global_batch_size}")

@@ -155,6 +155,13 @@ class LocalExecutor:
                                 field=f"data.channels.{name}")
         plan = build_plan(self.spec, local_gpu=self.use_gpu)
         self._plan = plan
+        if plan.script is not None and plan.script.missing_here:
+            # The jobs run in this Python: a module it lacks would stop every job at its first line.
+            from pipelines.spec.loader import locate
+
+            file, line = locate(self.spec, ("entrypoint", "script"))
+            raise SpecError(f"the script imports what this Python lacks: {'; '.join(plan.script.missing_here)}; "
+                            "no job was started", file=file, line=line, field="entrypoint.script")
         compiled = compile_plan(plan, bucket=self.spec.storage.bucket or LOCAL_BUCKET, preflight=preflight)
         store = LocalS3(self.out / "s3")
         for asset in compiled.assets:
@@ -315,7 +322,7 @@ class LocalExecutor:
             self.progress.note(f"local: up to {self.jobs} training jobs at once (--jobs), each process with "
                                f"{threads} torch thread{'s' if threads != 1 else ''}; their throughput figures "
                                "shared the machine (--jobs 1 gives each job the whole machine)")
-        for line in plan.bundle.notes():
+        for line in plan.notes:
             self.progress.note(line)
         from pipelines.steps import KINDS, kind_of, training
 

@@ -85,6 +85,22 @@ class Substitutions:
         self.hosts = hosts
         self.emulation = {leg.name: leg.kind.local_emulation(leg.backend_name, gpu) for leg in plan.spec.legs}
 
+    def steering(self, leg: str) -> dict[str, str]:
+        """What tells a leg's script where it runs here, in the ways scripts and their frameworks listen:
+        this Python has torch_xla (AWS's GPU and CPU images do not), and transformers and accelerate pick
+        PyTorch/XLA wherever it imports unless USE_TORCH_XLA is off (transformers utils/import_utils.py,
+        accelerate utils/imports.py); a GPU this machine has is hidden from a leg that does not run on it
+        (CUDA_VISIBLE_DEVICES empty: no device is visible to CUDA, NVIDIA's CUDA environment variables)."""
+        from bakeoff_runtime.contract.backend_table import row
+
+        emu = self.emulation[leg]
+        out = {}
+        if row(emu.backend).torch_device != "xla":
+            out["USE_TORCH_XLA"] = "0"
+        if emu.backend != "cuda":
+            out["CUDA_VISIBLE_DEVICES"] = ""
+        return out
+
     # --- the list, as printed -------------------------------------------------------------
     def describe(self) -> list[str]:
         rt = local_runtime()
@@ -94,19 +110,30 @@ class Substitutions:
             f"{self.run_dir}/evaluation/opt/ml ({contract.ENV['opt_ml']}; no SM_* variable, as on SageMaker)",
             f"images -> this Python ({self.python}; " + ", ".join(f"{k} {v}" for k, v in rt.items()) + ")",
         ]
+        script_mode = self.plan.spec.entrypoint.mode == "script"
         for leg in self.plan.legs:
             emu = self.emulation[leg.name]
-            extra = ", ".join(f"{k}={v}" for k, v in emu.environment.items())
-            lines.append(f"leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.backend}, "
-                         f"{leg.processes_per_host} processes per host) -> {self.hosts} host x "
-                         f"{leg.local_processes} process{'es' if leg.local_processes > 1 else ''} on "
-                         f"{emu.device_label}" + (f" ({extra})" if extra else "")
-                         + (f", {contract.ENV['backend']}={emu.backend}" if emu.backend != leg.backend else "")
-                         + f"; per-device batch {leg.batching.per_device_batch_size} x accumulation "
+            extra = ", ".join(f"{k}={v}" for k, v in {**emu.environment, **self.steering(leg.name)}.items())
+            declared = self.plan.spec.leg(leg.name)
+            own = declared.local
+            line = (f"leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.backend}, "
+                    f"{leg.processes_per_host} process{'es' if leg.processes_per_host != 1 else ''} per host) -> "
+                    f"{self.hosts} host x {leg.local_processes} process{'es' if leg.local_processes > 1 else ''} on "
+                    f"{emu.device_label}" + (f" ({extra})" if extra else "")
+                    + (f", {contract.ENV['backend']}={emu.backend}" if emu.backend != leg.backend else ""))
+            if script_mode:  # the script batches itself: bakeoff splits nothing
+                line += f"; the script sets its own batch; {leg.local_processes_why}"
+            else:
+                line += (f"; per-device batch {leg.batching.per_device_batch_size} x accumulation "
                          f"{leg.batching.gradient_accumulation_steps} -> {leg.local_batching.per_device_batch_size} x "
                          f"{leg.local_batching.gradient_accumulation_steps} (global batch "
                          f"{leg.local_batching.global_batch_size} kept)"
                          + (f"; {leg.local_processes_why}" if leg.derived_from or leg.local_processes > 1 else ""))
+            if own is not None and (own.arguments or own.environment):
+                given = [f"arguments {' '.join(own.arguments)}"] if own.arguments else []
+                given += [f"{k}={v}" for k, v in own.environment.items()]
+                line += f"; its local: block (this machine only, not deployed): {', '.join(given)}"
+            lines.append(line)
         if self.mlflow:
             lines.append(f"MLflow -> {self.mlflow['MLFLOW_TRACKING_URI']} (the client of this Python; no install)")
         if self.plan.spec.entrypoint.mode == "script":
@@ -134,6 +161,10 @@ class Substitutions:
         env = {k: self._local_value(v) for k, v in env_in.items()
                if k not in (ENV["mlflow_install"], ENV["install_requirements"], ENV["install_packages"])}
         env.update(emu.environment)
+        env.update(self.steering(leg_name))
+        declared = self.plan.spec.leg(leg_name)
+        if declared.local is not None:  # this machine's only (never compiled): printed by describe()
+            env.update(declared.local.environment)
         env[ENV["backend"]] = emu.backend
         env[ENV["nproc_per_node"]] = str(planned.local_processes)  # 1 unless a scaling sweep's leg
         env[ENV["emulated_on"]] = emu.device_label
@@ -149,6 +180,8 @@ class Substitutions:
         channels = {c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"] for c in request["InputDataConfig"]}
         spec_ = request["AlgorithmSpecification"]
         entry = [*spec_["ContainerEntrypoint"], *spec_.get("ContainerArguments", [])]
+        if declared.local is not None and declared.local.arguments and "ContainerArguments" in spec_:
+            entry += list(declared.local.arguments)  # after the leg's own: argparse takes the last value given
         command = tuple(self._local_command(part, opt_ml) for part in entry)
         return LocalTrainingJob(
             step_name=step_name, name=job_dir.name, leg=leg_name, seed=seed, request=request,

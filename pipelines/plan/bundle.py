@@ -35,6 +35,7 @@ BUILTIN_SCRIPT = "train.py"
 EVALUATE_SCRIPT = "evaluate.py"
 REPORT_SCRIPT = "render_report.py"
 COLLECTIVE_SCRIPT = "collective_check.py"  # the collective check step's script (legs[].collective_check)
+SHIPPED_FILES = frozenset((LAUNCHER, EVALUATE_SCRIPT, REPORT_SCRIPT, COLLECTIVE_SCRIPT))  # beside a user's source_dir
 
 
 @lru_cache(maxsize=1)
@@ -261,7 +262,8 @@ def inside(base_dir: Path, relative: str, allow_outside: bool, field: str) -> Pa
 
 def with_script_settings(bundle: Bundle, spec) -> Bundle:
     """Script mode: the launcher's settings beside the script (bakeoff_runtime.contract.script_mode),
-    part of the bundle and so of its hash and of every job's cache key."""
+    part of the bundle and so of its hash and of every job's cache key; the script's process model
+    as the spec says, or as its source shows (script_scan.py)."""
     from bakeoff_runtime.contract import script_mode as contract
 
     name = (Path(bundle.script).parent / contract.SETTINGS_FILE).as_posix()
@@ -278,7 +280,10 @@ def with_script_settings(bundle: Bundle, spec) -> Bundle:
                         "--only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.12`), or set "
                         "entrypoint.script_mode.install_requirements: false if the image has them",
                         field="entrypoint.script_mode.install_requirements")
-    body = spec.entrypoint.script_mode.settings(spec.parity.metric).to_json().encode()
+    from pipelines.plan.script_scan import process_model, scan
+
+    distributed, _ = process_model(spec, scan(bundle.files, bundle.script, SHIPPED_FILES))
+    body = spec.entrypoint.script_mode.settings(spec.parity.metric, distributed).to_json().encode()
     return replace(bundle, files=tuple(sorted((*bundle.files, (name, body)))))
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         MlflowConfig,
         ParityRule,
     )
+    from pipelines.plan.script_checks import ScriptFindings
 
 
 def encode_hyperparameters(hps: Mapping[str, Any]) -> dict[str, str]:
@@ -120,6 +121,14 @@ class Plan:
     bundle: Bundle
     legs: tuple[PlannedLeg, ...]
     jobs: tuple[PlannedJob, ...]
+    # Script mode: the script's process model and what `validate` (and the start of `bakeoff run`) says
+    # of it (pipelines/plan/script_checks.py); None for a Runtime script.
+    script: ScriptFindings | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """What is said before anything runs: the bundle's notes and the script's warnings."""
+        return self.bundle.notes() + list(self.script.warnings if self.script else ())
 
     def leg(self, name: str) -> PlannedLeg:
         return next(leg for leg in self.legs if leg.name == name)
@@ -197,14 +206,16 @@ def script_job_hyperparameters(spec: BakeoffSpec, leg: Leg, seed: int, base: dic
     return hps
 
 
-def leg_environment(spec: BakeoffSpec, leg: Leg) -> dict[str, str]:
+def leg_environment(spec: BakeoffSpec, leg: Leg, processes_per_host: int | None = None) -> dict[str, str]:
     """Container environment for a leg. SageMaker's step cache keys on it, so it holds
-    nothing per-execution and nothing about other legs (the spec hash goes in tags)."""
+    nothing per-execution and nothing about other legs (the spec hash goes in tags).
+    `processes_per_host`: the workers a job starts on each instance (default: one per device)."""
     JobEnvironment = contract.JobEnvironment
     env = dict(leg.kind.environment(leg.backend_name, leg.precision))
     env.update(leg.kind.network_environment(leg.instance, leg.instance_count))
+    nproc = leg.instance.devices if processes_per_host is None else processes_per_host
     env.update(JobEnvironment(name=spec.name, leg=leg.name, backend=leg.backend_name, precision=leg.precision,
-                              instance_type=leg.instance_type, nproc_per_node=leg.instance.devices,
+                              instance_type=leg.instance_type, nproc_per_node=nproc,
                               torch_compile=leg.compile == "torch_compile").to_environ())
     env.update(leg.environment)
     return env
@@ -248,20 +259,31 @@ def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle |
         local_gpu = gpu_available()
     bundle = bundle or bundle_for(spec, base_dir or spec_base_dir(spec))
     _check_packages(spec, bundle)
+    script = None
+    if spec.entrypoint.mode == "script":
+        from pipelines.plan.script_checks import findings
+
+        script = findings(spec, bundle, local_gpu)  # its refusals are raised here, before anything runs
     base = training_hyperparameters(spec)
     t = spec.training
     legs, jobs = [], []
     for leg in spec.legs:
         d = derived.get(leg.name)
         global_batch = d.global_batch_size if d else t.global_batch_size
-        target = derive_batching(global_batch, leg.devices, t.max_per_device_batch_size)
         emulation = leg.kind.local_emulation(leg.backend_name, local_gpu).backend
-        processes, why = local_processes(spec, leg.name, leg.devices, global_batch, emulation)
-        local = derive_batching(global_batch, processes, t.max_per_device_batch_size)
+        if script is not None:
+            per_host, processes, why = script_processes(leg, script.distributed, emulation)
+            target = Batching(global_batch, per_host * leg.instance_count, 0, 1)  # the script batches itself
+            local = Batching(global_batch, processes, 0, 1)
+        else:
+            per_host = leg.instance.devices
+            target = derive_batching(global_batch, leg.devices, t.max_per_device_batch_size)
+            processes, why = local_processes(spec, leg.name, leg.devices, global_batch, emulation)
+            local = derive_batching(global_batch, processes, t.max_per_device_batch_size)
         legs.append(PlannedLeg(leg.name, leg.instance_type, leg.instance_count, leg.backend_name, leg.precision,
-                               leg.devices, leg.instance.devices, _image(spec, leg), target, local,
+                               leg.devices, per_host, _image(spec, leg), target, local,
                                _frozen(d.to_json()) if d else None, why))
-        env = _frozen(leg_environment(spec, leg))
+        env = _frozen(leg_environment(spec, leg, per_host))
         for seed in spec.seed_list:
             if spec.entrypoint.mode == "script":
                 hps = script_job_hyperparameters(spec, leg, seed, base)
@@ -272,7 +294,27 @@ def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle |
                        "global_batch_size": global_batch}
             jobs.append(PlannedJob(leg.name, seed, job_name(leg.name, seed), step_name(leg.name, seed),
                                    bundle.script, _frozen(hps), env))
-    return Plan(spec, spec_hash(spec), bundle, tuple(legs), tuple(jobs))
+    return Plan(spec, spec_hash(spec), bundle, tuple(legs), tuple(jobs), script)
+
+
+def script_processes(leg: Leg, distributed: bool, emulation: str) -> tuple[int, int, str]:
+    """A script-mode leg's (processes per instance on SageMaker, processes here, why): one unless the script
+    is distributed, then one per device there and, here, as many as the leg's local emulation runs
+    collectives across (XLA's CPU client runs none across processes: one)."""
+    from bakeoff_runtime.contract.backend_table import row
+    from pipelines.spec.derived import machine_processes
+
+    devices = leg.instance.devices
+    if not distributed:
+        return 1, 1, "one process (the script is not distributed)"
+    emulated = row(emulation)
+    if devices <= 1:
+        return devices, 1, "one process under torchrun (one device)"
+    if not emulated.local_multi_process:
+        return devices, 1, emulated.local_one_process_why.format(devices=devices).replace(" (global batch kept)", "")
+    n = min(devices, machine_processes())
+    return devices, n, f"{n} torchrun process{'es' if n > 1 else ''} stand for the {devices} devices" + (
+        "" if n == devices else " (as many as this machine takes)")
 
 
 def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict[str, str | None],

@@ -13,12 +13,12 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 from pipelines.errors import SpecError
-from pipelines.plan.bundle import COLLECTIVE_SCRIPT, EVALUATE_SCRIPT, LAUNCHER, REPORT_SCRIPT, Bundle
+from pipelines.plan.bundle import SHIPPED_FILES, Bundle
 
 # Packages a job installs from bakeoff's own pin when its image lacks them
 # (entrypoints/bakeoff_runtime/<name>-requirements.txt).
 INSTALLABLE = ("transformers",)
-SHIPPED = {LAUNCHER, EVALUATE_SCRIPT, REPORT_SCRIPT, COLLECTIVE_SCRIPT}  # bakeoff's beside a user's source_dir
+SHIPPED = SHIPPED_FILES  # bakeoff's beside a user's source_dir
 
 
 @lru_cache(maxsize=8)  # every training step of a compile asks about the same bundle

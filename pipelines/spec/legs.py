@@ -36,6 +36,17 @@ class ScalingSize(_Model):
                              "differs) and `-x<count>` when >1, e.g. trn1-32xlarge-x2.")
 
 
+class LocalOnly(_Model):
+    """What only `bakeoff run` on this machine gives a leg's jobs: never compiled into the pipeline
+    definition (nor into the spec hash), and printed with the run's other substitutions. For a script
+    that insists on what this machine lacks, e.g. a default of `--device cuda` on a machine without a GPU."""
+
+    arguments: list[str] = Field(default_factory=list, max_length=90, description="Script mode: arguments added "
+                                 "after the leg's own, e.g. `[--device, cpu]` (argparse takes the last value given).")
+    environment: dict[str, str] = Field(default_factory=dict, description="Environment over the leg's own, "
+                                        "e.g. `{USE_TORCH_XLA: \"0\"}`.")
+
+
 class Leg(_Model):
     """One kind of hardware the same training code runs on."""
 
@@ -54,6 +65,9 @@ class Leg(_Model):
                                  "`[--device, xla]` (what differs between legs is the porting cost).")
     hyperparameters: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Hyperparameters only this leg's jobs get, over the spec's own.")
+    local: LocalOnly | None = Field(None, description="Arguments and environment for `bakeoff run` on this machine "
+                                    "only, never deployed: for a script that insists on a device this machine "
+                                    "lacks (the spec that passes locally is the spec that deploys).")
     volume_size_gb: Int = Field(100, ge=1, le=16384, description="EBS volume per instance, GB.")
     max_runtime_s: Int = Field(86_400, ge=1, le=MAX_RUNTIME_S, description="Stopping condition: max runtime per "
                                "job, seconds (SageMaker allows 28 days; accounts start with a 5-day quota). "
@@ -116,7 +130,7 @@ class Leg(_Model):
 
     @model_validator(mode="after")
     def _no_secrets_in_environment(self):
-        for key in self.environment:
+        for key in [*self.environment, *(self.local.environment if self.local else {})]:
             if looks_like_secret(key):
                 raise SpecFieldError(("environment", key), (
                     f"{key} looks like a secret; a job's Environment is returned by DescribeTrainingJob and stored "

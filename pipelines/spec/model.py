@@ -419,7 +419,12 @@ class BakeoffSpec(_Model):
     model: ModelConfig = Field(default_factory=ModelConfig, description="Reference LM shape.")
     training: Training = Field(default_factory=Training, description="Held equal across legs.")
     hyperparameters: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="Extra hyperparameters passed to every job (for custom scripts).")
+        default_factory=dict, description="Extra hyperparameters passed to every job (for custom scripts). In "
+        "script mode each becomes `--key value` as SageMaker passes it (a boolean as `True`/`False`: an argparse "
+        "`store_true` flag goes in `arguments:` instead).")
+    arguments: list[str] = Field(default_factory=list, max_length=90, description="Script mode: command-line "
+                                 "arguments every leg's script gets, after the hyperparameters and before a leg's "
+                                 "own `arguments`, e.g. `[--accel]` for a `store_true` flag.")
     data: Data = Field(default_factory=Data, description="Data channels.")
     legs: list[Leg] = Field(..., description="Two or more legs.")
     seeds: Int | list[Int] = Field(
@@ -527,10 +532,14 @@ class BakeoffSpec(_Model):
         """What script mode can and cannot do, said before anything runs."""
         ep = self.entrypoint
         if ep.mode != "script":
+            if self.arguments:
+                raise SpecFieldError(("arguments",), "`arguments` are for `entrypoint.mode: script`; a Runtime "
+                                     "script reads `hyperparameters` instead")
             for i, leg in enumerate(self.legs):
-                if leg.arguments:
-                    raise SpecFieldError(("legs", i, "arguments"), "per-leg `arguments` are for `entrypoint.mode: "
-                                         "script`; a Runtime script reads `hyperparameters` instead")
+                if leg.arguments or (leg.local and leg.local.arguments):
+                    given: tuple = ("legs", i, "arguments") if leg.arguments else ("legs", i, "local", "arguments")
+                    raise SpecFieldError(given, "per-leg `arguments` are for `entrypoint.mode: script`; a Runtime "
+                                         "script reads `hyperparameters` instead")
             return
         sm = ep.script_mode
         names = [m.name for m in sm.metrics]
@@ -555,10 +564,16 @@ class BakeoffSpec(_Model):
             if leg.precompile:
                 raise SpecFieldError(("legs", i, "precompile"), "precompile shortens a run by its `max_steps`, "
                                      "which a script-mode script does not take from bakeoff; leave it off")
-            for arg in leg.arguments:
+            for arg in [*self.arguments, *leg.arguments]:
                 if len(arg) > 256:  # botocore: TrainingContainerArgument is at most 256 characters
-                    raise SpecFieldError(("legs", i, "arguments"), f"an argument is {len(arg)} characters; "
+                    where: tuple = ("legs", i, "arguments") if arg in leg.arguments else ("arguments",)
+                    raise SpecFieldError(where, f"an argument is {len(arg)} characters; "
                                          "SageMaker takes at most 256 per container argument")
+            # botocore: AlgorithmSpecification.ContainerArguments holds at most 100, the script's name one of them
+            if 1 + len(self.arguments) + len(leg.arguments) > 100:
+                raise SpecFieldError(("legs", i, "arguments"), f"the script, `arguments` and leg {leg.name}'s own "
+                                     f"make {1 + len(self.arguments) + len(leg.arguments)} container arguments; "
+                                     "SageMaker takes at most 100")
 
     # --- derived ----------------------------------------------------------------------
     @property
@@ -591,5 +606,8 @@ class BakeoffSpec(_Model):
     def canonical(self) -> dict[str, Any]:
         """The spec as plain data with defaults filled in (what hashes are computed over). Where
         runs are logged is not what is measured: the MLflow tracking URI is left out, so a CDK
-        stack that learns its tracking server's ARN at deploy time hashes the same spec."""
-        return self.model_dump(mode="json", exclude={"description": True, "mlflow": {"tracking_uri"}})
+        stack that learns its tracking server's ARN at deploy time hashes the same spec; and a leg's
+        `local:` block is this machine's alone, so the spec that runs here hashes as the one deployed."""
+        return self.model_dump(mode="json", exclude={"description": True, "mlflow": {"tracking_uri"},
+                                                     # what only this machine's runs get (never deployed)
+                                                     "legs": {"__all__": {"local"}}})

@@ -80,6 +80,13 @@ class ScriptMode(_Model):
                                "waits for the device and logs a step time.")
     install_requirements: bool = Field(True, description="Install `requirements.txt` beside the script before it "
                                        "starts (SageMaker jobs; a local run checks this Python has it instead).")
+    distributed: bool | None = Field(None, description="Whether the script runs as one process per device, started "
+                                     "by torchrun (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set), as "
+                                     "SageMaker starts it with `distribution={\"torch_distributed\": {\"enabled\": "
+                                     "true}}`; false: one process per instance, as SageMaker runs a script with no "
+                                     "distribution. Default: detected from the script (it initialises a process "
+                                     "group or reads torchrun's variables, and starts no processes of its own); "
+                                     "`validate` says which and why.")
 
     @model_validator(mode="after")
     def _names(self):
@@ -89,10 +96,12 @@ class ScriptMode(_Model):
             raise ValueError(f"metric names must be unique: {', '.join(dup)} appears twice")
         return self
 
-    def settings(self, parity_metric: str) -> Any:
+    def settings(self, parity_metric: str, distributed: bool = False) -> Any:
+        """The launcher's settings; `distributed`: the script's process model as resolved from this
+        field or, unset, from the script (pipelines/plan/script_scan.py)."""
         from bakeoff_runtime.contract import script_mode as contract
 
-        return contract.ScriptSettings(
+        return contract.ScriptSettings(distributed=distributed,
             argument_style=self.argument_style,
             metrics=tuple(contract.MetricRegex(m.name, m.regex) for m in self.metrics),
             loss_metric=self.loss_metric, parity_metric=parity_metric,

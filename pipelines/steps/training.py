@@ -102,7 +102,7 @@ def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> tuple[dict[
             "TrainingInputMode": "File",
             "ContainerEntrypoint": (["/bin/sh", "-c", SCRIPT_TRAIN_COMMAND, "launch.py"] if script_mode else
                                     ["/bin/sh", "-c", TRAIN_COMMAND.format(script=shlex.quote(job.script))]),
-            **({"ContainerArguments": [job.script, *leg.arguments]} if script_mode else {}),
+            **({"ContainerArguments": [job.script, *spec.arguments, *leg.arguments]} if script_mode else {}),
             "MetricDefinitions": inputs.defs,
             "EnableSageMakerMetricsTimeSeries": True,
         },

@@ -61,6 +61,9 @@ class ScriptSettings:
     hf_trainer_state: bool = False
     warmup_steps: int = 5
     sync_interval: int = 10
+    # One process per device under torchrun (SageMaker's torch_distributed), or one process per
+    # instance (SageMaker with no distribution): aws/sagemaker-pytorch-training-toolkit training.py.
+    distributed: bool = False
     schema: str = "bakeoff.script/1"
 
     def to_json(self) -> str:

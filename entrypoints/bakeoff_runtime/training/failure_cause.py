@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import re
 
-INFRASTRUCTURE = "infrastructure"
+from bakeoff_runtime.contract.failure_kinds import (
+    INFRASTRUCTURE,  # noqa: F401  (re-exported: launch.py and the Runtime read it here)
+    LAUNCHER,
+    LOCAL_EMULATION,
+    MISSING_PACKAGE,
+    NO_NETWORK,
+    NOT_THE_LEGS,  # noqa: F401  (re-exported: the evaluation's, read by the container's tests)
+    SCRIPT,
+)
 
 # torch.distributed's own error classes (c10d: DistBackendError for a failed collective in
 # NCCL, Gloo or XLA; DistNetworkError and DistStoreError for the rendezvous and its store).
@@ -52,3 +60,68 @@ def infrastructure_cause(*texts: str | None) -> str | None:
                 line = next((ln.strip() for ln in text.splitlines() if name in ln), name)
                 return line[:300]
     return None
+
+
+# --- who must act on a failure that is not the platform's --------------------------------------
+# The summary's failure_kind names who must act (contract/failure_kinds.py): the script's author, whoever
+# builds its environment, its network or data, bakeoff's launcher, or this machine. The evaluation counts
+# none but the script's as evidence about a leg, and says the bake-off could not run rather than asking
+# for more seeds.
+
+# What a failed import says (ModuleNotFoundError, and an ImportError naming a missing library).
+_MISSING = re.compile(r"\b(ModuleNotFoundError: No module named '[^']+'|ImportError: (cannot import name|No module "
+                      r"named|lib\S+\.so\S*: cannot open shared object file)[^\n]*)")
+# What a job without a network sees: name resolution, an unreachable network or host, a refused or timed-out
+# connection, and the wrappers urllib, requests/urllib3 and torchvision's downloads put around them.
+_NETWORK = re.compile(r"(Temporary failure in name resolution|Name or service not known|nodename nor servname|"
+                      r"Network is unreachable|No route to host|Failed to establish a new connection|"
+                      r"Could not resolve host|getaddrinfo failed|URLError|ConnectTimeout|"
+                      r"Max retries exceeded with url|Error downloading \S+|Failed to download)")
+# torch's words for "no CUDA here": the CUDA build without a driver, with a driver and no device, and a CPU
+# build (c10/cuda/CUDAFunctions.cpp; torch/cuda/__init__.py _lazy_init; tried with torch 2.9.0).
+_NO_CUDA = re.compile(r"(Found no NVIDIA driver on your system|No CUDA GPUs are available|Torch not compiled with "
+                      r"CUDA enabled|no CUDA-capable device is detected|CUDA driver initialization failed)")
+_TORCHRUN_VARIABLE = re.compile(r"KeyError: '(RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)'")
+# A line that says what went wrong: an exception ("ValueError: ...", "torch.OutOfMemoryError: ...") or
+# argparse's "prog: error: ...".
+_WORDS = re.compile(r"^(\S+: error: .+|([A-Za-z_][\w.]*\.)?[A-Z]\w*(Error|Exception|Exit|Interrupt|Failure)\b.*)$")
+# What torchrun and bakeoff's own launcher add after a worker's traceback: never the cause.
+_NOISE = re.compile(r"^(\[bakeoff\]|W\d{4} |E\d{4} |I\d{4} |\[rank\d+\]:?\s*$|=+$|-+$|Traceback|Root Cause|Failures:|"
+                    r"\[\d+\]:|\s+(time|host|rank|exitcode|error_file|traceback)\s*:|.*ChildFailedError|"
+                    r"torch\.distributed\.elastic|.*To enable traceback see|.*<NO_OTHER_FAILURES>|  File \"|    )")
+REASON_CHARS = 500
+
+
+def last_words(output: str) -> str | None:
+    """The line of a failed process's last output that says what went wrong, with the line before it
+    where that one is the start of the message; None when the output says nothing."""
+    lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
+    lines = [re.sub(r"^\[rank\d+\]:\s*", "", ln) for ln in lines]
+    meaningful = [ln for ln in lines if not _NOISE.match(ln)]
+    for line in reversed(meaningful):
+        if _WORDS.match(line.strip()):
+            return line.strip()[:REASON_CHARS]
+    return meaningful[-1].strip()[:REASON_CHARS] if meaningful else None
+
+
+def classify(text: str, emulated_on: str | None = None) -> tuple[str, str | None]:
+    """(failure kind, what to do) for a failure whose exception or output reads `text`."""
+    if _TORCHRUN_VARIABLE.search(text):
+        var = _TORCHRUN_VARIABLE.search(text).group(1)  # type: ignore[union-attr]
+        return LAUNCHER, (f"the script reads {var}, which torchrun sets, but it was started as one process: set "
+                          "entrypoint.script_mode.distributed: true so that torchrun starts it (on SageMaker too)")
+    found = _MISSING.search(text)
+    if found:
+        return MISSING_PACKAGE, (f"{found.group(1)}: the script's environment lacks it; list it in a requirements.txt "
+                                 "beside the script (SageMaker installs it), or install it in this Python for a local "
+                                 "run")
+    emulated_cpu = bool(emulated_on) and "cuda" not in (emulated_on or "") and "gpu" not in (emulated_on or "")
+    if emulated_cpu and _NO_CUDA.search(text):
+        return LOCAL_EMULATION, (f"this machine runs the leg on {emulated_on}, but the script insists on CUDA: give "
+                                 "the leg a `local:` block that makes it use the CPU (e.g. local: {arguments: "
+                                 "[--device, cpu]}); `bakeoff run` alone uses it, the deployed spec is unchanged")
+    found = _NETWORK.search(text)
+    if found:
+        return NO_NETWORK, (f"the job could not reach the network ({found.group(1)}): give the data as a channel "
+                            "(data.channels), or the job a route out (a VPC with a NAT, no network isolation)")
+    return SCRIPT, None

@@ -44,6 +44,7 @@ class PreparedScript:
     failure: str | None = None
     notes: list[str] = field(default_factory=list)
     mlflow: ScriptRun | None = None
+    failure_kind: str = "script"  # who must act on `failure` (training/failure_cause.py)
 
 
 def _requirements(code_dir: Path) -> tuple[str | None, list[str]]:
@@ -79,6 +80,13 @@ def _requirements(code_dir: Path) -> tuple[str | None, list[str]]:
 
 def prepare(env: TrainingEnv, script: Path, leg_args: list[str], settings: ScriptSettings) -> PreparedScript:
     failure, notes = _requirements(script.parent)
+    kind = "script"
+    if failure:
+        from bakeoff_runtime.training.failure_cause import MISSING_PACKAGE, NO_NETWORK, classify
+
+        # pip that cannot reach an index says so; one that finds no such package is a requirements.txt to fix
+        found, _ = classify(failure)
+        kind = NO_NETWORK if found == NO_NETWORK else MISSING_PACKAGE
     hps = script_hyperparameters(env.hyperparameters)
     arguments = command_line(hps, settings.argument_style) + list(leg_args)
     seed = env.hyperparameters.get(SEED_HP)
@@ -101,7 +109,7 @@ def prepare(env: TrainingEnv, script: Path, leg_args: list[str], settings: Scrip
     metrics = LogMetrics(settings.metrics, settings.loss_metric,
                          env.model_dir / "metrics.jsonl" if env.host_rank == 0 else None,
                          on_value=run.log if run is not None else None)
-    return PreparedScript(arguments, environment, metrics, failure, notes, run)
+    return PreparedScript(arguments, environment, metrics, failure, notes, run, failure_kind=kind)
 
 
 def _ended(env: TrainingEnv) -> tuple[str, str | None, str | None]:
