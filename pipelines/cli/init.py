@@ -26,34 +26,74 @@ def _name_for(directory: Path) -> str:
     return name or "my-bakeoff"
 
 
+def _scan_script(script: Path):
+    """What the script's source says (pipelines/plan/script_scan.py), with the Python files beside it."""
+    from pipelines.plan.script_scan import scan
+
+    folder = script.resolve().parent
+    files = tuple((p.relative_to(folder).as_posix(), p.read_bytes()) for p in sorted(folder.rglob("*.py"))[:500]
+                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    return scan(files, script.name)
+
+
+def _yaml_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a YAML double-quoted scalar
+
+
 def _script_spec(text: str, directory: Path, script: Path) -> str:
-    """The script template filled in for `script`: its folder relative to the spec's, and what its
-    argument parser shows (a `--seed` option, a `--device` option for the per-leg arguments)."""
+    """The script template filled in for `script`: its folder relative to the spec's, and what its source
+    shows: a `--seed` option, a `--device` option for the per-leg arguments (and the `local:` block a
+    CUDA default needs here), a `--key=value` configurator, and metric regexes written from its own
+    print statements (pipelines/cli/script_regexes.py)."""
     import os
 
+    from pipelines.cli.script_regexes import metric_regexes
+
     rel = Path(os.path.relpath(script.resolve().parent, directory.resolve())).as_posix()
-    source = script.read_text(errors="replace")
-    takes = {m.group(1) for m in re.finditer(r"""add_argument\(\s*['"]--([A-Za-z0-9_-]+)['"]""", source)}
-    seed = "seed" if "seed" in takes else None
+    found = _scan_script(script)
+    seed = found.option("seed")
+    device = found.option("device")
     outside = rel == ".." or rel.startswith("../")
+    metrics = metric_regexes(list(found.prints))
+    # From its own prints where they name both losses; else the template's generic lines, to adjust.
+    metric_lines = [f"- {{name: {m.name}, regex: {_yaml_string(m.regex)}}}   # {script.name}:{m.line}"
+                    for m in metrics] if {m.name for m in metrics} == {"train_loss", "val_loss"} else None
+    cuda_default = device is not None and str(device.default or "").split(":")[0] == "cuda"
+    equals = bool(found.keyvalue_configurator)
+
+    def given(option, value: str) -> str:  # how the script takes it: `--key value` or `--key=value`
+        return f"{option.flags[-1]}={value}" if equals else f"{option.flags[-1]}, {value}"
     lines = {
         "__OUTSIDE__": "allow_outside_spec_dir: true   # the script lives outside this folder" if outside else None,
-        "__SEED__": (f"seed: {{argument: {seed}}}      # the job's seed reaches the script as --{seed} N" if seed
-                     else "# seed: {argument: seed}     # how the seed reaches the script, if it takes one"),
-        "__TRN_ARGS__": ("arguments: [--device, xla]   # only this leg's; the porting cost" if "device" in takes
+        "__STYLE__": (f"argument_style: equals       # {found.keyvalue_configurator[0]}: --key=value"
+                      if found.keyvalue_configurator else None),
+
+        "__SEED__": (f"seed: {{argument: {seed.dest}}}      # the job's seed reaches the script as "
+                     f"{seed.flags[-1]}{'=' if equals else ' '}N" if seed else
+                     "# seed: {argument: seed}     # how the seed reaches the script, if it takes one"),
+        "__TRN_ARGS__": (f"arguments: [{given(device, 'xla')}]   # only this leg's; the porting cost" if device
                          else "# arguments: [--device, xla]   # what only this leg's script gets"),
+        "__G5_LOCAL__": (f"local: {{arguments: [{given(device, 'cpu')}]}}   # `bakeoff run` here only (the script "
+                         "defaults to cuda); never deployed" if cuda_default else None),
     }
-    out = []
+    out: list[str] = []
     for line in text.splitlines():
+        if line.endswith("#__METRICS__"):
+            generic = line[:-len("#__METRICS__")].rstrip()
+            if metric_lines is None:
+                out.append(generic + ("   # adjust to the lines your script prints" if "train_loss" in line else ""))
+            elif "train_loss" in line:
+                out += [line[:len(line) - len(line.lstrip())] + m for m in metric_lines]
+            continue
         key = line.strip().lstrip("#")
         if key in lines:
             fill = lines[key]
-            if fill is not None:
-                out.append(line[:len(line) - len(line.lstrip())] + fill)
+            indent = line[:len(line) - len(line.lstrip())]
+            for part in ([fill] if isinstance(fill, str) else fill or []):
+                out.append(indent + part)
             continue
         out.append(line.replace("__SOURCE_DIR__", rel).replace("__SCRIPT__", script.name))
-    text = "\n".join(out) + "\n"
-    return text
+    return "\n".join(out) + "\n"
 
 
 def _files(template: str, name: str, directory: Path | None = None, script: Path | None = None) -> dict[str, bytes]:
@@ -120,6 +160,15 @@ def cmd_init(args) -> int:
     root = Path(args.dir)
     for path in written:
         print(f"wrote {path}")
+    if args.template == "script":  # what validate says of it, before any job: a leg with no route to XLA...
+        from pipelines import api
+        from pipelines.errors import SpecError
+
+        try:
+            for warning in api.validate(root / "bakeoff.yaml").warnings:
+                print(f"  warning: {warning}")
+        except SpecError as exc:
+            print(f"  to fix before it runs: {exc}")
     print(f"next: bakeoff validate {root / 'bakeoff.yaml'}  then  bakeoff run {root / 'bakeoff.yaml'} "
           f"--out {root / 'runs' / 'first'}")
     return 0

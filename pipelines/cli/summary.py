@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from bakeoff_runtime.report.document import devices_note, parity_word
 from bakeoff_runtime.report.formatting import size
 from pipelines.terminal_text import data
 
@@ -75,8 +76,8 @@ def render_summary(evaluation: Evaluation, console) -> None:
         ("peak device memory", lambda f: size(f.get("peak_device_memory_bytes_max"))),
         ("peak host memory", lambda f: size(f.get("peak_host_memory_bytes_max"))),
         ("wall time" + emu, lambda f: _num(f.get("wall_time_s_mean"), "{:.0f}s")),
-        ("cost per run" + emu, lambda f: _usd(f.get("cost_per_run_usd_mean"))),
-        ("parity", lambda f: f.get("parity", "baseline")),
+        ("cost per run" + emu, lambda f: _usd(f.get("cost_per_run_usd_mean")) + devices_note(f)),
+        ("parity", parity_word),
     ]
     for label, get in rows:
         cells = [data(get(f)) for f in legs.values()]

@@ -113,7 +113,8 @@ class Substitutions:
         script_mode = self.plan.spec.entrypoint.mode == "script"
         for leg in self.plan.legs:
             emu = self.emulation[leg.name]
-            extra = ", ".join(f"{k}={v}" for k, v in {**emu.environment, **self.steering(leg.name)}.items())
+            extra = ", ".join(f"{k}={v}" if v else f'{k}=""'
+                              for k, v in {**emu.environment, **self.steering(leg.name)}.items())
             declared = self.plan.spec.leg(leg.name)
             own = declared.local
             line = (f"leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.backend}, "
@@ -137,8 +138,9 @@ class Substitutions:
         if self.mlflow:
             lines.append(f"MLflow -> {self.mlflow['MLFLOW_TRACKING_URI']} (the client of this Python; no install)")
         if self.plan.spec.entrypoint.mode == "script":
-            lines.append("script mode: requirements.txt is checked against this Python, not installed; an emulated "
-                         "neuron leg's SM_NUM_NEURONS is its number of processes here")
+            how = f"{self.plan.script.why}; " if self.plan.script else ""
+            lines.append(f"script mode: {how}requirements.txt is checked against this Python, not installed; an "
+                         "emulated neuron leg's SM_NUM_NEURONS is its number of processes here")
         lines.append("the Evaluate step's evaluation config -> emulated: speed and cost labelled, local wall time "
                      "as billable time, prices from the bundled table or the Price List cache")
         return lines

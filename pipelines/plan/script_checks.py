@@ -206,7 +206,8 @@ def _requirements(bundle: Bundle) -> set[str]:
 
 def _imports(spec, bundle: Bundle, found: ScriptScan) -> tuple[list[str], list[str]]:
     """(an image lacks it, this Python lacks it): each third-party module the script imports for
-    certain (not under a caught ImportError) that requirements.txt does not list."""
+    certain (not under a caught ImportError, nor in a branch some runs skip) that requirements.txt
+    does not list."""
     from importlib.util import find_spec
 
     from estimators.images import NoDefaultImage, default_image
@@ -215,8 +216,8 @@ def _imports(spec, bundle: Bundle, found: ScriptScan) -> tuple[list[str], list[s
     listed = {m.lower() for m in _requirements(bundle)}
     certain: dict[str, str] = {}
     for imp in found.imports:
-        if imp.guarded or imp.module in found.local_modules or imp.module in sys.stdlib_module_names \
-                or imp.module in ("bakeoff_runtime", "__future__"):
+        if imp.guarded or imp.conditional or imp.module in found.local_modules \
+                or imp.module in sys.stdlib_module_names or imp.module in ("bakeoff_runtime", "__future__"):
             continue
         certain.setdefault(imp.module, f"{imp.file}:{imp.line}")
     image_gaps: list[str] = []

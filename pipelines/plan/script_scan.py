@@ -76,6 +76,7 @@ class Import:
     line: int
     guarded: bool  # inside a try whose handlers catch ImportError (or broader)
     module_level: bool  # run when the file is imported, not inside a function
+    conditional: bool = False  # inside an `if` (run on some paths only: a device option's branch, say)
 
 
 @dataclass(frozen=True)
@@ -170,10 +171,12 @@ class _Reader(ast.NodeVisitor):
     def __init__(self, file: str):
         self.file = file
         self.found: dict[str, list] = {k: [] for k in ("options", "process_group", "spawns", "accelerator", "xla",
-                                                       "xla_frameworks", "cuda", "imports", "keyvalue", "prints")}
+                                                       "xla_frameworks", "cuda", "imports", "keyvalue", "prints",
+                                                       "globals")}
         self.cuda_checked = False
         self._guard = 0
         self._depth = 0
+        self._if = 0
         self._in_argument = 0
 
     def _add(self, kind: str, what: str, node: ast.AST) -> None:
@@ -189,6 +192,13 @@ class _Reader(ast.NodeVisitor):
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
 
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        self._if += 1
+        for stmt in (*node.body, *node.orelse):
+            self.visit(stmt)
+        self._if -= 1
+
     def _function(self, node) -> None:
         self._depth += 1
         self.generic_visit(node)
@@ -199,7 +209,8 @@ class _Reader(ast.NodeVisitor):
     # imports
     def _import(self, module: str, node: ast.Import | ast.ImportFrom) -> None:
         top = module.split(".")[0]
-        self.found["imports"].append(Import(top, module, self.file, node.lineno, self._guard > 0, self._depth == 0))
+        self.found["imports"].append(Import(top, module, self.file, node.lineno, self._guard > 0, self._depth == 0,
+                                            self._if > 0))
         if top == "torch_xla":
             self._add("xla", f"imports {module}", node)
         if top in XLA_PICKING:
@@ -268,6 +279,14 @@ class _Reader(ast.NodeVisitor):
             elif default.value.split(":")[0] == "xla":
                 self._add("xla", f"its {longest} option defaults to {default.value!r}", node)
 
+    # module-level settings (what a --key=value configurator overrides)
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if self._depth == 0 and not self._if and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            self.found["globals"].append(Option((f"--{name}",), name, None, _literal(node.value), (), node.lineno,
+                                                self.file))
+        self.generic_visit(node)
+
     # names
     def visit_Attribute(self, node: ast.Attribute) -> None:
         name = _name(node)
@@ -333,6 +352,9 @@ def scan(files: Files, script: str, shipped: frozenset[str] = frozenset()) -> Sc
             target = local.get(imp.full) or local.get(imp.module)
             if target and target not in order:
                 queue.append(target)
+    if found["keyvalue"]:  # its module-level settings are its options, `--name=value` (nanoGPT's configurator)
+        entry = PurePosixPath(script).name
+        found["options"] += [o for o in found["globals"] if o.file == entry and not o.dest.startswith("_")]
     names = {n.split(".")[0] for n in local}
     names |= {PurePosixPath(n).parts[0] for n, _ in files if len(PurePosixPath(n).parts) > 1
               and PurePosixPath(n).parts[0] not in _RUNTIME_DIRS}  # packages without an __init__.py

@@ -159,6 +159,7 @@ def config(plan: Plan) -> EvaluationConfig:
     for name, leg_cfg in config["legs"].items():
         env = plan.jobs_of(name)[0].environment if plan.jobs_of(name) else {}
         leg_cfg["numerics_environment"] = {k: env[k] for k in numerics_env if k in env}
+        leg_cfg["processes_per_host"] = plan.leg(name).processes_per_host  # "used 1 of 8 devices" beside the cost
     return config
 
 

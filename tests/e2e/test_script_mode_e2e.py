@@ -154,8 +154,9 @@ def test_tied_weights_that_the_move_to_xla_unties_fail_the_same_model_check(tmp_
 
 
 def test_a_hugging_face_trainer_script_is_measured_from_its_trainer_state(tmp_path):
-    # Only spec lines differ: the GPU leg keeps transformers off the XLA device it would pick on its
-    # own, the trn leg uses an optimizer that runs on XLA (the Trainer's fused AdamW does not).
+    # The GPU leg as it deploys: the local engine tells it to stay off the XLA device that transformers would
+    # pick on its own wherever torch_xla imports (USE_TORCH_XLA=0, printed). Only the trn leg's spec line differs:
+    # an optimizer that runs on XLA (the Trainer's fused AdamW does not).
     # Ten steps, evaluated twice on the way, of a one-layer GPT-2 (the script's n_layer): the trn leg's time is
     # XLA compiling the Trainer's graphs, and more steps or layers would only make them run longer.
     hps = {"max_steps": 10, "per_device_train_batch_size": 8, "learning_rate": 0.001, "logging_steps": 5,
@@ -163,17 +164,21 @@ def test_a_hugging_face_trainer_script_is_measured_from_its_trainer_state(tmp_pa
            "n_layer": 1}
     proc, ev = _run(tmp_path, "hf_trainer", {"hf_trainer_state": True, "seed": {"argument": "seed"},
                                              "unit": "tokens", "units_per_step": 256},
-                    legs=[{**TRN, "hyperparameters": {"optim": "adamw_torch"}},
-                          {**GPU, "environment": {"USE_TORCH_XLA": "0"}}],
+                    legs=[{**TRN, "hyperparameters": {"optim": "adamw_torch"}}, GPU],
                     hyperparameters=hps, metric="eval_loss")
     assert ev["verdict"] == "pass", proc.stdout[-3000:]
+    assert "USE_TORCH_XLA=0" in proc.stderr  # the substitution, said
     s = _job_summary(tmp_path, "trn1-s1")
     assert s["metric_source"].startswith("trainer_state.json") and s["metrics"]["eval_loss"] > 0
     assert s["model"]["devices"] == {"xla": s["model"]["tensors"]} and s["first_train_loss"] is not None
     assert _check(ev, "backend:trn1")["status"] == "passed"
-    lines = ev["porting"]["legs"]["trn1"]["spec_lines"]
-    assert "hyperparameter optim: adamw_torch (baseline: (unset))" in lines
-    assert "environment USE_TORCH_XLA: (unset) (baseline: 0)" in lines
+    gpu = _job_summary(tmp_path, "g5-s1")  # its emulation: the CPU, not XLA
+    assert gpu["model"]["devices"] == {"cpu": gpu["model"]["tensors"]} and "xla" not in gpu["evidence"]
+    assert _check(ev, "backend:g5")["status"] == "unchecked" and "as its emulation intends" in \
+        _check(ev, "backend:g5")["why"]
+    assert ev["porting"]["legs"]["trn1"]["spec_lines"] == ["hyperparameter optim: adamw_torch (baseline: (unset))"]
+    # The losses from trainer_state.json are plotted.
+    assert all(len(r["curves"]["train_loss"]) >= 2 for f in ev["legs"].values() for r in f["runs"])
 
 
 def test_a_script_that_logs_to_mlflow_itself_logs_into_the_jobs_child_run(tmp_path):

@@ -169,3 +169,18 @@ def test_the_engine_and_the_launcher_peek_at_a_summary_through_one_reader(tmp_pa
     path.write_text(json.dumps({"schema": SUMMARY_SCHEMA, "status": "completed", "metrics": {"val_loss": 2.4}}))
     assert unreported("val_acc", [tmp_path / "trn-s0"]) == ["val_loss"]
     assert unreported("val_loss", [tmp_path / "trn-s0"]) is None
+
+
+def test_a_training_curve_is_drawn_from_training_lines_even_where_they_alternate_with_validation():
+    # A Trainer that logs and evaluates at the same steps writes train and eval records in turn: a curve
+    # sampled from every k-th line of both (k even) would hold no training point at all.
+    from bakeoff_runtime.verdict.job_outputs import CURVE_POINTS, digest_metrics
+
+    records = []
+    for step in range(1, 2 * CURVE_POINTS + 1):
+        records += [{"kind": "train", "step": step, "train_loss": 3.0 - step / 1000, "source": "trainer_state.json"},
+                    {"kind": "eval", "step": step, "eval_loss": 3.1 - step / 1000, "source": "trainer_state.json"}]
+    digest = digest_metrics("".join(json.dumps(r) + "\n" for r in records).encode())
+    assert len(digest["evals"]) == 2 * CURVE_POINTS and digest["train_records"] == 2 * CURVE_POINTS
+    assert CURVE_POINTS // 2 <= len(digest["train_curve"]) <= CURVE_POINTS + 1
+    assert digest["train_curve"][-1] == [2 * CURVE_POINTS, 3.0 - 2 * CURVE_POINTS / 1000]

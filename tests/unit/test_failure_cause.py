@@ -1,5 +1,8 @@
-"""Whose failure a failure is: the platform's exits non-zero (never cached, retried), the script's exits 0."""
-from bakeoff_runtime.training.failure_cause import infrastructure_cause
+"""Whose failure a failure is: the platform's exits non-zero (never cached, retried), the script's exits 0;
+and the rest, classed by who must act, in the words the process said last."""
+import pytest
+
+from bakeoff_runtime.training.failure_cause import classify, infrastructure_cause, last_words
 
 
 def test_a_broken_collective_or_rendezvous_is_the_platforms():
@@ -29,3 +32,59 @@ def test_a_worker_killed_by_a_signal_under_torchrun_is_read_from_its_report():
 def test_a_script_error_is_the_scripts():
     assert infrastructure_cause("ValueError: bad port (planted)", "Traceback ...\nValueError: bad port", "") is None
     assert infrastructure_cause(None, None) is None
+
+
+# --- what went wrong, in the process's own words, and who must act -------------------------------------
+ARGPARSE_TAIL = """[bakeoff] script mode: train.py --accel True --epochs 1
+usage: train.py [-h] [--epochs EPOCHS] [--accel]
+train.py: error: unrecognized arguments: True
+"""
+TORCHRUN_TAIL = """Traceback (most recent call last):
+  File "/opt/ml/code/train.py", line 12, in <module>
+    local_rank = int(os.environ["LOCAL_RANK"])
+KeyError: 'LOCAL_RANK'
+E1206 13:01:02.000 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: 1) local_rank: 0
+Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 8, in <module>
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-06_13:01:02
+  host      : algo-1
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 42)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_the_reason_is_what_the_process_said_last_not_its_exit_code():
+    assert last_words(ARGPARSE_TAIL) == "train.py: error: unrecognized arguments: True"
+    # torchrun's own report after a worker's traceback is never the cause.
+    assert last_words(TORCHRUN_TAIL) == "KeyError: 'LOCAL_RANK'"
+    assert last_words("step 1\n[bakeoff] one process\n") == "step 1"
+    assert last_words("") is None
+
+
+@pytest.mark.parametrize("text, emulated_on, kind, words", [
+    ("ModuleNotFoundError: No module named 'wandb'", None, "missing-package", "requirements.txt"),
+    ("urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>", None, "no-network",
+     "data.channels"),
+    ("RuntimeError: Error downloading train-images-idx3-ubyte.gz:\nTried https://...", None, "no-network", "channel"),
+    (TORCHRUN_TAIL, None, "launcher", "distributed: true"),
+    ("RuntimeError: Found no NVIDIA driver on your system.", "local cpu", "local-emulation", "local:"),
+    # On the target hardware a missing GPU is not this machine's doing: the script's (or the platform's).
+    ("RuntimeError: Found no NVIDIA driver on your system.", None, "script", None),
+    ("ValueError: shapes do not match", "local cpu", "script", None),
+])
+def test_a_failure_is_classed_by_who_must_act(text, emulated_on, kind, words):
+    found, advice = classify(text, emulated_on)
+    assert found == kind
+    assert (advice is None) if words is None else (words in advice), advice

@@ -392,3 +392,17 @@ def test_a_section_is_one_entry_in_the_list(evaluation, monkeypatch):
     md, page = render_markdown(evaluation), render_html(evaluation)
     assert "## Extra\n\n2 legs" in md and md.index("## Extra") < md.index("## Checks")
     assert page.index("<h2>Plots</h2>") < page.index("<h2>Extra</h2>") < page.index("<h2>Checks</h2>")
+
+
+def test_a_leg_whose_jobs_used_fewer_devices_than_billed_says_so_beside_its_cost(tmp_path):
+    # A plain (not distributed) script on ml.p4d.24xlarge runs as one process: 1 of the 8 GPUs the bill counts.
+    config = json.loads(json.dumps(CONFIG))
+    config["legs"]["gpu"]["processes_per_host"] = 1
+    config["legs"]["trn"]["processes_per_host"] = 32
+    for leg, values in VALUES.items():
+        for seed, value in enumerate(values):
+            _write_job(tmp_path, leg, seed, value)
+    ev = evaluate(config, load_jobs(tmp_path))
+    assert ev["legs"]["gpu"]["devices_used"] == 1 and ev["legs"]["trn"]["devices_used"] == 32
+    cost = _table(render_markdown(ev))["cost per run"]
+    assert cost[1].endswith("(used 1 of 8 devices)") and "used" not in cost[0]

@@ -147,3 +147,43 @@ def test_a_script_name_a_shell_could_read_is_refused_in_one_line(tmp_path, name,
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
     assert "entrypoint.script" in line and "relative path inside source_dir" in line, line
+
+
+@pytest.mark.parametrize("folder, expect", [
+    # word_language_model's style: its train-loss lines and its "valid loss" lines are told apart.
+    ("accelerator_rnn", {"train": "| epoch   1 |     5/   37 batches | lr 5.00 | ms/batch  1.04 | loss  1.80 | "
+                                  "ppl 6.05",
+                         "val": "| end of epoch   1 | time:  0.05s | valid loss  1.91 | valid ppl     6.73"}),
+    ("keyvalue_gpt", {"train": "step 20: train loss 2.9141, val loss 2.9420", "val": "step 20: train loss 2.9141, "
+                      "val loss 2.9420", "style": "argument_style: equals", "trn": "arguments: [--device=xla]"}),
+    ("cuda_default", {"train": "epoch 0: train loss 0.31000", "val": "epoch 0: val loss 0.29000 accuracy 0.9",
+                      "local": "local: {arguments: [--device, cpu]}"}),
+])
+def test_init_writes_regexes_from_the_scripts_own_prints_that_match_only_their_lines(tmp_path, folder, expect, cli):
+    import re
+
+    import yaml
+
+    for path in (ASSETS / folder).glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    proc = cli("init", tmp_path, "--template", "script", "--script", tmp_path / "train.py")
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "bakeoff.yaml").read_text()
+    metrics = {m["name"]: re.compile(m["regex"]) for m in yaml.safe_load(text)["entrypoint"]["script_mode"]["metrics"]}
+    train, val = metrics["train_loss"], metrics["val_loss"]
+    assert train.search(expect["train"]) and val.search(expect["val"])
+    if expect["train"] != expect["val"]:  # one line each: neither regex reads the other's line
+        assert not train.search(expect["val"]) and not val.search(expect["train"])
+    else:  # one line carries both: each reads its own value
+        assert train.search(expect["train"]).group(1) == "2.9141" and val.search(expect["val"]).group(1) == "2.9420"
+    for key in ("style", "trn", "local"):
+        if key in expect:
+            assert expect[key] in text, text
+    assert cli("validate", tmp_path / "bakeoff.yaml").returncode == 0
+
+
+def test_init_warns_when_the_trn_leg_has_no_way_to_reach_xla(tmp_path, cli):
+    shutil.copy(ASSETS / "accelerator_rnn" / "train.py", tmp_path / "train.py")
+    proc = cli("init", tmp_path, "--template", "script", "--script", tmp_path / "train.py")
+    assert proc.returncode == 0 and "warning: leg trn1: train.py picks its device through torch.accelerator" \
+        in proc.stdout, proc.stdout

@@ -1,6 +1,7 @@
 """The checks that a verdict measured the target: each leg on its backend, the same model on
 every leg, blockers on the first screen, and advice that fits the failure."""
 import json
+import re
 
 import pytest
 from validity_inputs import CONFIG, _bakeoff, _job
@@ -190,10 +191,42 @@ def test_an_emulated_gpu_leg_that_trained_on_xla_fails_and_one_on_the_cpu_says_w
 
 def test_legs_that_agree_to_the_last_bit_on_every_seed_are_flagged_as_one_computation(tmp_path):
     same = ((2.40, 2.40), (2.51, 2.51), (2.32, 2.32))
-    ev = _bakeoff(tmp_path, vals=same)
+    ev = _bakeoff(tmp_path / "cpu", vals=same, trn={"devices": {"cpu": 3}, "graphs": 0})
     check = _check(ev, "same-computation:trn")
     assert check["status"] == "warning" and check["seeds_paired"] == [0, 1, 2]
     assert "the same computation ran on both legs" in check["why"] and "backend check" in check["why"]
     assert ev["measured"]["same_computation"]["trn"]["status"] == "warning"
+    # Each leg showed its own device: the numbers agree only at the precision the script printed.
+    shown = _check(_bakeoff(tmp_path / "shown", vals=same), "same-computation:trn")
+    assert "though each showed it trained on its own backend" in shown["why"] and "more digits" in shown["why"]
     differ = _bakeoff(tmp_path / "differ")
     assert not [c for c in differ["checks"] if c["name"].startswith("same-computation")]
+
+
+def test_a_leg_that_failed_a_validity_check_is_never_drawn_as_passed(tmp_path):
+    ev = _bakeoff(tmp_path, trn={"devices": {"cpu": 3}, "graphs": 0})
+    assert _check(ev, "parity:trn~gpu")["status"] == "passed"  # its numbers agree...
+    assert ev["legs"]["trn"]["voided_by"] == ["backend:trn"]  # ...but they are not about trn1
+    md, page = render_markdown(ev), render_html(ev)
+    assert "| parity | void (backend:trn) | baseline |" in md
+    decision = next(f for f in re.findall(r"<figure>.*?</figure>", page, re.S) if "The decision" in f)
+    assert ">void<title>passed on val_loss, but void: backend:trn failed</title>" in decision
+    assert ">passed<" not in decision
+
+
+def test_a_model_of_another_size_that_the_spec_asks_for_is_not_called_un_tied_weights(tmp_path):
+    config = json.loads(json.dumps(CONFIG))
+    config["legs"]["trn"]["per_leg"] = {"arguments": [], "hyperparameters": {"n_layer": 2}, "environment": {}}
+    bigger = {"parameters": 2016, "tensors": 5, "shapes": {"256x4": 1, "4": 2, "4x4": 2}}  # shapes repeat: a layer
+    wider = {"parameters": 1536, "tensors": 3, "shapes": {"384x4": 1, "4": 1, "4x4": 1}}  # a shape of its own
+    for seed in range(3):
+        _job(tmp_path / "a", "trn", seed, 2.4, devices={"xla": 5}, model=bigger)
+        _job(tmp_path / "a", "gpu", seed, 2.4, devices={"cuda": 3}, graphs=None, memory=2**30)
+        _job(tmp_path / "b", "trn", seed, 2.4, devices={"xla": 3}, model=wider)
+        _job(tmp_path / "b", "gpu", seed, 2.4, devices={"cuda": 3}, graphs=None, memory=2**30)
+    deeper = _check(evaluate(config, load_jobs(tmp_path / "a")), "same-model")["why"]
+    # The spec's own setting first; un-tied weights only as the other reading of repeated shapes.
+    assert "(the spec gives trn hyperparameters n_layer=2 of its own, which may build another model" in deeper
+    assert deeper.index("of its own") < deeper.index("un-tied")
+    why = _check(evaluate(config, load_jobs(tmp_path / "b")), "same-model")["why"]
+    assert "un-tied" not in why and "the spec gives trn hyperparameters n_layer=2 of its own" in why

@@ -70,6 +70,7 @@ class LegConfig(TypedDict):
     numerics_environment: NotRequired[dict[str, str]]  # the compiler's: compiler flags, rounding
     local_processes: NotRequired[int]        # the local engine's
     local_processes_why: NotRequired[str]
+    processes_per_host: NotRequired[int]     # workers a job starts per instance (a plain script: one)
 
 
 class ParityRule(TypedDict):
@@ -366,6 +367,8 @@ class LegFigures(CostMeans):
     backend: str | None
     precision: str | None
     devices: int | None
+    devices_used: NotRequired[int | None]     # of `devices`, those its jobs used (a plain script: one per instance)
+    voided_by: NotRequired[list[str]]         # failed checks that make its parity outcome void (backend:trn1...)
     emulated_on: str | None
     emulated: bool
     seeds: list[int]

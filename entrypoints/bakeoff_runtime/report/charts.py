@@ -392,10 +392,15 @@ def decision_chart(ev: Evaluation, colours: dict[str, str], w: int = 520) -> str
             body.append(f'<circle {tag} cx="{sx(d):.1f}" cy="{y + 14 + 5 * stack:.1f}" r="3.5" fill="{colour}" '
                         f'stroke="{INK}" stroke-width="0.8"><title>seed {seed}: {d:+.4g}</title></circle>')
         status = c["status"]
+        figures = ev["legs"].get(leg)
+        voided = (figures.get("voided_by") if figures else None) or []
+        word, shade = ("void", OUTCOME_COLOUR["failed"]) if voided else (status, OUTCOME_COLOUR.get(status, AXIS))
+        why = f"<title>{_e(status)} on {_e(p['metric'])}, but void: {_e(', '.join(voided))} failed</title>" \
+            if voided else ""
         body.append(f'<rect {tag} x="{m - 16}" y="{y - 12:.1f}" width="9" height="9" fill="{colour}"/>'
                     + _label(m - 22, y - 3, leg, m - 26, "end", ' font-weight="600"')
                     + f'<text x="{m - 8}" y="{y + 13:.1f}" text-anchor="end" font-weight="600" '
-                    f'fill="{OUTCOME_COLOUR.get(status, AXIS)}">{_e(status)}</text>')
+                    f'fill="{shade}">{_e(word)}{why}</text>')
     side = "worse" if worse_right else "better"
     body.append(f'<text x="{(w + m) / 2:.0f}" y="{h - 6}" text-anchor="middle">{_e(p["metric"])}: leg - '
                 f'{_e(p["baseline"])} (right: leg {side})</text>')

@@ -38,7 +38,13 @@ WARM_FORK = " (warm fork)"
 def verdict_sentence(ev: Evaluation) -> str:
     """The decision in words: what was shown, what broke, what would decide it."""
     base = ev["parity"]["baseline"]
+    # The head says what kind of outcome it is, as the verdict's first line does: a comparison that did not
+    # measure what it names is not a parity failure, and a bake-off that could not run is not undecided parity.
+    summary = str(ev.get("summary") or "")
     head = {"pass": "Parity holds", "fail": "Parity fails", "inconclusive": "Inconclusive"}[ev["verdict"]]
+    for words in ("not a valid comparison", "training breaks", "the bake-off could not run"):
+        if summary.startswith(words):
+            head = words[0].upper() + words[1:]
     parts, broken = [], []
     for c in ev["checks"]:
         if c["name"].startswith("parity:"):
@@ -106,6 +112,22 @@ def _empty(cell: str) -> bool:
     return cell.strip() in ("", "-")
 
 
+def parity_word(f: Any) -> str:
+    """A leg's parity outcome, or why it is void: a leg that failed a validity check is never shown as passed."""
+    voided = f.get("voided_by") or []
+    if voided:
+        return f"void ({', '.join(voided)})"
+    return str(f.get("parity", "baseline"))
+
+
+def devices_note(f: Any) -> str:
+    """" (used 1 of 8 devices)" beside a leg's cost when its jobs used fewer devices than the bill counts."""
+    used, devices = f.get("devices_used"), f.get("devices")
+    if used is None or not devices or used >= devices or f.get("cost_per_run_usd_mean") is None:
+        return ""
+    return f" (used {used} of {devices} devices)"
+
+
 def leg_rows(ev: Evaluation) -> list[tuple[str, list[str]]]:
     """(label, one cell per leg). A row whose every cell is empty ("-") is left out; speed and
     cost rows say when they come from an emulation."""
@@ -171,13 +193,13 @@ def leg_rows(ev: Evaluation) -> list[tuple[str, list[str]]]:
         ("wall time" + emu, lambda f: num(f.get("wall_time_s_mean"), "{:.0f} s")),
         ("billable time" + emu, lambda f: num(f.get("billable_s_mean"), "{:.0f} s")),
         ("price per instance-hour", lambda f: usd((f.get("price") or {}).get("usd_per_hour"))),
-        ("cost per run" + emu, lambda f: usd(f.get("cost_per_run_usd_mean"))),
+        ("cost per run" + emu, lambda f: usd(f.get("cost_per_run_usd_mean")) + devices_note(f)),
         ("cost per million " + next((f.get("throughput_unit", "tokens/s").split("/")[0] for f in legs.values()), "tokens")
          + emu, lambda f: usd(f.get("cost_per_million_units_usd_mean"))),
         ("steps to target", lambda f: to_target(f, "steps_to_target_mean")),
         ("cost to reach target" + emu, lambda f: to_target(f, "cost_to_target_usd_mean")),
         ("failed / diverged / lost runs", lambda f: f"{f['failed']} / {f['diverged']} / {f.get('lost', 0)}"),
-        ("parity", lambda f: f.get("parity", "baseline")),
+        ("parity", parity_word),
     ]
     rows = [(label, [get(f) for f in legs.values()]) for label, get in spec]
     return [(label, cells) for label, cells in rows if not all(_empty(c) for c in cells)]

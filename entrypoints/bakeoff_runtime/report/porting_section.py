@@ -23,7 +23,7 @@ def _rows(ev: Evaluation) -> tuple[list[tuple[str, list[str]]], list[str]]:
     def pre(e):
         f = e.get("preflight")
         if not f:
-            return "not run (preflight.enabled or `bakeoff preflight`)"
+            return p.get("preflight_note") or "not run (preflight.enabled or `bakeoff preflight`)"
         return f"{f['verdict']}, {f['blockers']} blocker(s), {len(f['findings'])} finding(s)"
 
     def saved(e):

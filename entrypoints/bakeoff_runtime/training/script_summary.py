@@ -77,7 +77,9 @@ def compose(env: TrainingEnv, settings: ScriptSettings, *, probe: dict[str, Any]
         "backend": job.backend, "precision": job.precision,
         "instance_type": job.instance_type or env.instance_type, "instance_count": env.host_count,
         "emulated_on": job.emulated_on or None, "job_key": job.job_key or None, "spec_hash": job.spec_hash or None,
-        "compile_cache": job.compile_cache or None, "world_size": int(os.environ.get("WORLD_SIZE", 1) or 1),
+        "compile_cache": job.compile_cache or None,
+        # The workers' world, as rank 0 saw it (this launcher is not one of them).
+        "world_size": int((probe.get("evidence") or {}).get("processes") or os.environ.get("WORLD_SIZE", 1) or 1),
         "script_arguments": arguments, "metric_source": metric_source,
         "steps_completed": probe.get("steps"), "max_steps": None,
         "first_train_loss": losses[0] if losses else None,

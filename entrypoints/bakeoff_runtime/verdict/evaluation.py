@@ -261,12 +261,41 @@ def _leg_figures(name: str, leg_cfg: LegConfig, runs: list[dict], parity: dict, 
         "steps_to_target_mean": _mean(x["steps_to_target"] for x in reached) if len(reached) == len(rows) else None,
         "steps_to_target_mean_of_reached": _mean(x["steps_to_target"] for x in reached),
         **_cost_means(rows),
+        "devices_used": _devices_used(leg_cfg, runs),
         "peak_device_memory_bytes_max": max((x["peak_device_memory_bytes"] or 0 for x in rows), default=None) or None,
         "peak_host_memory_bytes_max": max((x["peak_host_memory_bytes"] or 0 for x in rows), default=None) or None,
         "wall_time_s_mean": _mean(x["wall_time_s"] for x in rows),
         "price": price,
         "compile_cache": _cache_split(rows),
     }
+
+
+def _voided_by(leg: str, base: str, failed: list[dict[str, Any]]) -> list[str]:
+    """The failed checks that void `leg`'s parity outcome (it did not train where it says, nor the model
+    the baseline trained, nor several runs; its training broke): its parity word is not the verdict's."""
+    out = []
+    for c in failed:
+        kind, _, who = c["name"].partition(":")
+        if kind == "parity":
+            continue
+        if who == leg or (kind == "same-model" and leg != base):
+            out.append(c["name"])
+    return out
+
+
+def _devices_used(leg_cfg: LegConfig, runs: list[dict]) -> int | None:
+    """Of the leg's devices, how many its jobs used: one per worker process they started (a plain script
+    starts one per instance), or, where one process spread over several GPUs itself, the CUDA devices it
+    allocated on. None where the config does not say (a Runtime trainer uses every device)."""
+    per_host = leg_cfg.get("processes_per_host")
+    devices = int(leg_cfg.get("devices") or 0)
+    if per_host is None or not devices:
+        return None
+    count = int(leg_cfg.get("instance_count") or 1)
+    spread = max(((r["summary"].get("evidence") or {}).get("cuda") or {}).get("devices_used") or 0
+                 for r in runs) if runs else 0
+    per_host_used = spread if per_host == 1 and spread > 1 else per_host
+    return min(devices, per_host_used * count)
 
 
 def _cost_means(rows: list[RunRow]) -> CostMeans:
@@ -688,6 +717,7 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
     for name, f in figures.items():
         if name != base:
             f["parity"] = next(c for c in checks if c["name"] == f"parity:{name}~{base}")["status"]
+        f["voided_by"] = _voided_by(name, base, failed)
     stuck = _could_not_run(runs_by_leg, checks, config)
     recommendation = _overall_recommendation(undecided, legs_cfg) if verdict == "inconclusive" else None
     if stuck and verdict == "inconclusive":  # the stability checks' advice fits what stopped the legs
@@ -696,8 +726,8 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
         recommendation = {"seeds": None, "why": "; ".join(dict.fromkeys(specific)) or (
             "more seeds will not help: fix what stopped them and run again (" + "; ".join(stuck) + ")")}
     headline = _headline(verdict, failed, undecided, stuck, parity, base, metric)
-    if recommendation:
-        headline += f". {'What to do' if stuck else 'To decide it'}: {recommendation['why']}"
+    if recommendation and not stuck:  # what stopped a leg says what to do already
+        headline += f". To decide it: {recommendation['why']}"
     speed: Speed = {"emulated": emulated, "label": EMULATED_LABEL if emulated else "measured on the target hardware",
              "unstable_legs": [n for n, f in figures.items() if f["throughput"]["unstable"]],
              "crosscheck_disagrees": [n for n, f in figures.items() if f["throughput"]["crosscheck_disagrees"]]}

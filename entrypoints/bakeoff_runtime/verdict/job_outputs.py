@@ -90,7 +90,10 @@ def digest_metrics(data: bytes) -> MetricDigest:
     lines = data.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()
-    n_train = len(lines) - len(evals)
+    # The curve is sampled from the training lines alone: every k-th line of all of them could land on
+    # validation lines only (a Trainer that logs and evaluates at the same steps alternates the two).
+    lines = [ln for ln in lines if not any(mark in ln for mark in _EVAL_MARKS)]
+    n_train = len(lines)
     stride = max(1, -(-len(lines) // CURVE_POINTS))
     picked = lines[::stride]
     if lines and (len(lines) - 1) % stride:

@@ -204,6 +204,10 @@ def section(config: Mapping[str, Any], figures: Mapping[str, Mapping[str, Any]],
     else:
         out["code_note"] = ("one training script ran on every leg (the spec has no per-leg script), so no line "
                             "of training code differs; the port is in the backend bakeoff's runtime chose")
+    if config.get("entrypoint_mode") == "script":  # what the report may suggest where no preflight ran
+        out["preflight_note"] = ("not available in script mode (`bakeoff preflight` probes a Runtime script); the "
+                                 "leg's `environment: {PT_XLA_DEBUG_LEVEL: \"1\"}` has PyTorch/XLA say where each "
+                                 "graph compiles and what falls back")
     for name, cfg in legs_cfg.items():
         if name == baseline:
             continue

@@ -75,9 +75,10 @@ def _emulated_on(cfg: dict) -> str | None:
 # What torch.accelerator is, when a script chose its device through it (training/evidence.py says how
 # it was seen): it reports CUDA, MPS, XPU, MTIA, HPU or a PrivateUse1 backend, never PyTorch/XLA
 # (pytorch/pytorch docs, "torch.accelerator"; torch 2.9 with torch-xla 2.9 answers is_available() False).
-ACCELERATOR_ADVICE = ("the script chose its device through torch.accelerator, which does not see PyTorch/XLA "
-                      "(what torch-neuronx on trn1 is): make it choose torch_xla.device() where torch_xla imports "
-                      "(e.g. an option the trn leg sets with `arguments:`)")
+ACCELERATOR_CAUSE = ("the script chose its device through torch.accelerator, which does not see PyTorch/XLA "
+                     "(what torch-neuronx on trn1 is)")
+ACCELERATOR_FIX = ("make it choose torch_xla.device() where torch_xla imports (e.g. an option the trn leg sets with "
+                   "`arguments:`); on trn2, TorchNeuron (backend torchneuron) is a device torch.accelerator reports")
 
 
 def _evidence_line(s: dict, want: str) -> tuple[str, list[str], bool]:
@@ -87,12 +88,11 @@ def _evidence_line(s: dict, want: str) -> tuple[str, list[str], bool]:
     devices = model.get("devices") or {}
     evidence = s.get("evidence") or {}
     xla = evidence.get("xla")
-    seed = s.get("seed")
     words = [", ".join(f"{n} parameter tensor{'s' if n != 1 else ''} on {d}" for d, n in sorted(devices.items()))]
     problems = []
     if devices and set(devices) != {want}:
         off = sum(n for d, n in devices.items() if d != want)
-        problems.append(f"seed {seed}: {off} of {sum(devices.values())} parameter tensors trained on "
+        problems.append(f"{off} of {sum(devices.values())} parameter tensors trained on "
                         f"{', '.join(sorted(d for d in devices if d != want))}, not {want}")
     if xla is not None:
         words.append(f"{xla.get('executions', 0)} XLA graph executions")
@@ -101,24 +101,43 @@ def _evidence_line(s: dict, want: str) -> tuple[str, list[str], bool]:
         if xla is not None:
             shown = True
             if not xla.get("executions"):
-                problems.append(f"seed {seed}: no XLA graph ran (PyTorch/XLA's counters: 0 executions, "
+                problems.append(f"no XLA graph ran (PyTorch/XLA's counters: 0 executions, "
                                 f"{xla.get('graphs_compiled', 0)} graphs compiled)")
+            elif devices and "xla" not in devices and model.get("source", "").startswith("optimizer"):
+                # XLA ran graphs, but the optimizer steps CPU tensors: made before the model moved, it holds
+                # parameters the model no longer uses (PyTorch/XLA's .to() gives a module new parameter objects;
+                # torch.nn.Module._apply, tried with torch-xla 2.9).
+                problems.append(f"{xla['executions']} XLA graphs ran, but the optimizer steps parameters on "
+                                f"{', '.join(sorted(devices))}: it was made before the model moved to XLA, whose .to() "
+                                "gives the model new parameters; make the optimizer after model.to(device)")
         elif devices:  # a summary from before the counters: the compile stats say whether graphs were made
             compile_ = s.get("compile") or {}
             if not (compile_.get("compiled_graphs") or 0) + (compile_.get("cached_compiles") or 0):
-                problems.append(f"seed {seed}: no XLA graph was compiled or run")
-    elif want != "xla" and xla and xla.get("executions") and not problems:
-        problems.append(f"seed {seed}: {xla['executions']} XLA graphs ran on a leg that trains on {want}")
+                problems.append("no XLA graph was compiled or run")
+    elif xla and xla.get("executions") and not problems:
+        problems.append(f"{xla['executions']} XLA graphs ran on a leg that trains on {want}")
     if want == "cuda":
         cuda = evidence.get("cuda")
         if cuda is not None:
             shown = True
             words.append(f"CUDA memory on {cuda.get('devices_used', 0)} of {cuda.get('visible_devices', 0)} devices")
             if not cuda.get("devices_used"):
-                problems.append(f"seed {seed}: no CUDA memory was allocated")
+                problems.append("no CUDA memory was allocated")
         elif devices and not s.get("peak_device_memory_bytes"):
-            problems.append(f"seed {seed}: no CUDA memory was allocated")
+            problems.append("no CUDA memory was allocated")
     return ("; ".join(w for w in words if w) or "not recorded"), problems, shown
+
+
+def _by_seed(found: list[tuple[Any, str]]) -> str:
+    """"seeds 0, 1: X; Y": what each seed showed, seeds that showed the same named once."""
+    per_seed: dict[Any, list[str]] = {}
+    for seed, problem in found:
+        per_seed.setdefault(seed, []).append(problem)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for seed, problems in per_seed.items():
+        groups.setdefault(tuple(problems), []).append(str(seed))
+    return "; ".join(f"seed{'s' if len(who) > 1 else ''} {', '.join(who)}: {'; '.join(problems)}"
+                     for problems, who in groups.items())
 
 
 def backend_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
@@ -138,33 +157,36 @@ def backend_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     if not records:
         return {"name": name, "status": "unchecked", "passed": False,
                 "why": f"{leg}: no run completed, so where it trained cannot be shown"}
-    problems: list[str] = []
+    problems: list[tuple[Any, str]] = []
     seen: list[str] = []
     shown = False
     asked: dict[str, str] = {}
     for s in records:
         words, found, any_shown = _evidence_line(s, want)
         seen.append(words)
-        problems += found
+        problems += [(s.get("seed"), p) for p in found]
         shown = shown or any_shown
         asked = asked or ((s.get("evidence") or {}).get("torch_accelerator") or {})
     script_mode = any(s.get("mode") == "script" for s in records)
     if problems:
+        evidence = _by_seed(problems)
         if stand_in:
-            why = (f"{leg} stands for a GPU and ran on this machine's {want}, but did not train there: "
-                   + "; ".join(problems[:3]) + ": the script chose another device by itself (a framework that picks "
-                   "PyTorch/XLA wherever torch_xla imports, say), so this run did not compare the legs it names; "
-                   "tell it to stay off XLA in the leg's `local:` block (e.g. environment USE_TORCH_XLA: \"0\")")
+            why = (f"{leg} stands for a GPU and ran on this machine's {want}, but did not train there ({evidence}): "
+                   "the script chose another device by itself (a framework that picks PyTorch/XLA wherever torch_xla "
+                   "imports, say), so this run did not compare the legs it names; tell it to stay off XLA in the "
+                   "leg's `local:` block (e.g. environment USE_TORCH_XLA: \"0\")")
         else:
-            fix = ""
+            cause, fix = "", ""
             if asked and target == "xla":
                 answers = ", ".join(f"{k}() -> {v}" for k, v in sorted(asked.items()))
-                fix = f"; {ACCELERATOR_ADVICE} (it answered {answers})"
+                cause = f" because {ACCELERATOR_CAUSE} (it answered {answers})"
+                fix = f"; {ACCELERATOR_FIX}"
             elif want != "cpu":
                 fix = ("; give the leg the arguments that make the script choose it (legs[].arguments, e.g. "
-                       f"[--device, {want}])" if script_mode else "; move the model and batches to rt.device")
-            why = (f"{leg} did not train on its {backend} backend, so its verdict says nothing about "
-                   f"{cfg.get('instance_type')}: " + "; ".join(problems[:3]) + fix)
+                       f"[--device, {want}])" if script_mode else
+                       "; move the model with rt.prepare(model) and the batches to rt.device")
+            why = (f"{leg} did not train on its {backend} backend{cause}, so its verdict says nothing about "
+                   f"{cfg.get('instance_type')}: {evidence}{fix}")
         return {"name": name, "status": "failed", "passed": False, "ran_on": seen, "why": why}
     if stand_in:
         return {"name": name, "status": "unchecked", "passed": False, "ran_on": seen[:1],
@@ -193,6 +215,24 @@ def _shape_difference(mine: dict[str, int], base: dict[str, int]) -> str:
     return ", ".join(parts)
 
 
+def _untied(mine: dict[str, int], base: dict[str, int]) -> bool:
+    """Whether `mine` is `base` with some tensors repeated: extra tensors only of shapes the baseline has,
+    none missing. What a move to XLA that un-ties shared weights leaves; a model of another size has
+    shapes of its own."""
+    extra = {k: mine.get(k, 0) - base.get(k, 0) for k in set(mine) | set(base)}
+    return any(v > 0 for v in extra.values()) and all(v >= 0 and (v == 0 or k in base) for k, v in extra.items())
+
+
+def _own_settings(cfg: dict) -> str:
+    per_leg = cfg.get("per_leg") or {}
+    parts = []
+    if per_leg.get("hyperparameters"):
+        parts.append("hyperparameters " + ", ".join(f"{k}={v}" for k, v in sorted(per_leg["hyperparameters"].items())))
+    if per_leg.get("arguments"):
+        parts.append("arguments " + " ".join(per_leg["arguments"]))
+    return " and ".join(parts)
+
+
 def same_model_check(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]]) -> dict[str, Any]:
     name = "same-model"
     models = {leg: next(((s.get("model") or None) for s in _records(runs) if s.get("model")), None)
@@ -217,8 +257,14 @@ def same_model_check(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict
             fix = ("re-tie them after `model.to(device)` in the script (PyTorch/XLA's .to() copies each shared "
                    "parameter separately), or tie them in a tie_weights() the script calls after the move"
                    if script_mode else "give the model a tie_weights() method, or re-tie after moving it")
-            tied = (f" (shared weights un-tied: {fix})"
-                    if diff > 0 and (m.get("tensors") or 0) > (b.get("tensors") or 0) else "")
+            untied = _untied(m.get("shapes") or {}, b.get("shapes") or {})
+            own = _own_settings(legs_cfg.get(leg) or {})
+            if own:  # a model of another size may be what the spec asks this leg for
+                tied = (f" (the spec gives {leg} {own} of its own, which may build another model; if they should "
+                        f"not, make them the same on every leg" + (f"; or shared weights were un-tied: {fix})"
+                                                                    if untied else ")"))
+            else:
+                tied = f" (shared weights un-tied: {fix})" if untied else ""
             problems.append(f"{leg} has {abs(diff):,} {'more' if diff >= 0 else 'fewer'} parameters than {base} "
                             f"({m.get('parameters'):,} vs {b.get('parameters'):,}; {what or 'same shapes'}){tied}")
     first = _first_losses(base, legs_cfg, runs_by_leg)
@@ -298,7 +344,7 @@ def seeds_check(leg: str, metric: str, runs: list[dict]) -> dict[str, Any]:
 
 
 def same_computation_check(leg: str, base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]],
-                           metric: str) -> dict[str, Any] | None:
+                           metric: str, both_shown: bool = False) -> dict[str, Any] | None:
     """A note when `leg` and the baseline gave bit-identical results (the parity metric and the
     first and last training losses) on every seed both completed: the same arithmetic ran on both,
     so the comparison says nothing about the difference between their hardware. Two legs a local
@@ -314,12 +360,17 @@ def same_computation_check(leg: str, base: str, legs_cfg: dict, runs_by_leg: dic
         return None
     where = {n: (legs_cfg.get(n) or {}).get("emulated_on") for n in (leg, base)}
     same_place = where[leg] and where[leg] == where[base]
-    why = (f"{leg} and {base} gave bit-identical results on every paired seed ({', '.join(map(str, paired))}: "
-           f"{metric} and training losses): the same computation ran on both legs")
-    why += (f", as it does when a local run emulates both on {where[leg]}: this comparison says nothing about their "
-            "hardware" if same_place else
-            "; legs on different hardware cannot agree to the last bit, so one of them did not run where its backend "
-            "runs (see its backend check)")
+    agree = (f"{leg} and {base} gave bit-identical results on every paired seed ({', '.join(map(str, paired))}: "
+             f"{metric} and training losses)")
+    if same_place:
+        why = (f"{agree}: the same computation ran on both legs, as it does when a local run emulates both on "
+               f"{where[leg]}: this comparison says nothing about their hardware")
+    elif both_shown:  # each showed it ran on its own device: they differ below what the script reports
+        why = (f"{agree}, though each showed it trained on its own backend: their differences are below the "
+               "precision the script reports its numbers at (print more digits to see them)")
+    else:
+        why = (f"{agree}: the same computation ran on both legs; legs on different hardware cannot agree to the last "
+               "bit, so one of them did not run where its backend runs (see its backend check)")
     return {"name": f"same-computation:{leg}", "status": "warning", "passed": False, "seeds_paired": paired, "why": why}
 
 
@@ -360,9 +411,11 @@ def checks(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]],
            metric: str = "val_loss") -> list[dict[str, Any]]:
     """The validity checks of a bake-off, in the order they are shown."""
     out = [backend_check(leg, legs_cfg[leg], runs_by_leg[leg]) for leg in legs_cfg]
+    shown = {c["name"].split(":", 1)[1] for c in out if c["status"] == "passed"}
     out.append(same_model_check(base, legs_cfg, runs_by_leg))
     out += [c for leg in legs_cfg if leg != base
-            and (c := same_computation_check(leg, base, legs_cfg, runs_by_leg, metric)) is not None]
+            and (c := same_computation_check(leg, base, legs_cfg, runs_by_leg, metric,
+                                             both_shown={leg, base} <= shown)) is not None]
     out += [seeds_check(leg, metric, runs_by_leg[leg]) for leg in legs_cfg]
     out += [blockers_check(leg, legs_cfg[leg], runs_by_leg[leg]) for leg in legs_cfg]
     return out
