@@ -10,10 +10,11 @@ from conftest import ROOT, bakeoff, tiny_spec, write_spec
 def test_tiny_bakeoff_runs_both_backends(tiny_run):
     proc, out = tiny_run["proc"], tiny_run["out"]
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # Each leg told where it runs here: a GPU hidden from legs that do not run on one, XLA from all but trn.
     assert "leg trn1: 1 x ml.trn1.2xlarge (neuron, 2 processes per host) -> 1 host x 1 process on local " \
-           "xla:cpu (PJRT_DEVICE=CPU)" in proc.stderr
-    assert "leg p4d: 1 x ml.p4d.24xlarge (cuda, 8 processes per host) -> 1 host x 1 process on local cpu, " \
-           "BAKEOFF_BACKEND=cpu" in proc.stderr
+           "xla:cpu (PJRT_DEVICE=CPU, CUDA_VISIBLE_DEVICES=\"\")" in proc.stderr
+    assert "leg p4d: 1 x ml.p4d.24xlarge (cuda, 8 processes per host) -> 1 host x 1 process on local cpu " \
+           "(USE_TORCH_XLA=0, CUDA_VISIBLE_DEVICES=\"\"), BAKEOFF_BACKEND=cpu" in proc.stderr
     ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
     # fp32 on xla:cpu and eager CPU, paired by seed: the same numerics to ~1e-4, well inside 0.2.
     assert ev["verdict"] == "pass", ev["summary"]

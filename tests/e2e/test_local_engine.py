@@ -20,6 +20,8 @@ SUBSTITUTED = {
 # No SM_* variable: SageMaker sets none in a container whose entrypoint is overridden.
 ADDED = {"PJRT_DEVICE", "BAKEOFF_EMULATED_ON", "BAKEOFF_SPEC_HASH", "BAKEOFF_OPT_ML", "BAKEOFF_JOB_KEY",
          "PYTHONUNBUFFERED",
+         # where a leg runs here, told the ways scripts listen (substitutions.steering): printed per leg
+         "USE_TORCH_XLA", "CUDA_VISIBLE_DEVICES",
          "TF_CPP_MIN_LOG_LEVEL", "MLFLOW_TRACKING_URI", "BAKEOFF_MLFLOW_EXPERIMENT", "BAKEOFF_MLFLOW_ARTIFACT_LOCATION"}
 # With jobs side by side (--jobs > 1), each job's share of the cores; the run says so in one line.
 THREADS = set(THREAD_ENV)  # OMP_NUM_THREADS, MKL_NUM_THREADS, TORCHINDUCTOR_COMPILE_THREADS

@@ -230,3 +230,16 @@ def test_a_model_of_another_size_that_the_spec_asks_for_is_not_called_un_tied_we
     assert deeper.index("of its own") < deeper.index("un-tied")
     why = _check(evaluate(config, load_jobs(tmp_path / "b")), "same-model")["why"]
     assert "un-tied" not in why and "the spec gives trn hyperparameters n_layer=2 of its own" in why
+
+
+def test_an_optimizer_made_before_the_model_moved_to_xla_is_named(tmp_path):
+    # The DDP tutorial's order (optimizer, then model.to(device)) works on CUDA; on XLA the optimizer keeps
+    # the CPU parameters the moved model no longer uses, while the forward passes run as XLA graphs.
+    stale = {"optimizer_steps": 30, "training_forwards": 30, "processes": 1,
+             "xla": {"executions": 62, "graphs_compiled": 3, "graphs_cached": 59, "tensors_created": 900}}
+    model = {**{"parameters": 1000, "tensors": 3, "shapes": {"256x4": 1, "4": 1, "4x4": 1}},
+             "source": "optimizer parameters at the first optimizer step"}
+    ev = _bakeoff(tmp_path, trn={"devices": {"cpu": 3}, "model": model, "evidence": stale})
+    why = _check(ev, "backend:trn")["why"]
+    assert ev["verdict"] == "fail" and "62 XLA graphs ran, but the optimizer steps parameters on cpu" in why
+    assert "make the optimizer after model.to(device)" in why

@@ -105,8 +105,10 @@ def _evidence_line(s: dict, want: str) -> tuple[str, list[str], bool]:
                                 f"{xla.get('graphs_compiled', 0)} graphs compiled)")
             elif devices and "xla" not in devices and model.get("source", "").startswith("optimizer"):
                 # XLA ran graphs, but the optimizer steps CPU tensors: made before the model moved, it holds
-                # parameters the model no longer uses (PyTorch/XLA's .to() gives a module new parameter objects;
-                # torch.nn.Module._apply, tried with torch-xla 2.9).
+                # parameters the model no longer uses. Moving a module to XLA gives it new Parameter objects:
+                # torch 2.9 torch/nn/modules/module.py Module._apply replaces a parameter whose new tensor is
+                # not of a shallow-copy-compatible type (`torch._has_compatible_shallow_copy_type`, False from
+                # CPU to XLA) instead of setting its `.data` (tried: `m.weight is w0` is False after .to(xla)).
                 problems.append(f"{xla['executions']} XLA graphs ran, but the optimizer steps parameters on "
                                 f"{', '.join(sorted(devices))}: it was made before the model moved to XLA, whose .to() "
                                 "gives the model new parameters; make the optimizer after model.to(device)")
