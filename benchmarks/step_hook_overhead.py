@@ -1,9 +1,11 @@
 """Script mode's step hook: the same bare training loop with and without it.
 
 The hook (bakeoff_runtime.training.script_probe) is a global optimizer step post-hook that every
-script-mode job runs behind; this measures what it adds to an optimizer step on the host CPU
-backend (its device synchronisation is a no-op there, so the figure is the hook's own work:
-a counter, a clock read, a step line every `sync_interval` steps). Both variants run in this
+script-mode job runs behind, with the device watch (training/evidence.py: its own optimizer post-hook,
+and, once the model's outermost module is known, a forward pre-hook on that module alone); this
+measures what they add to an optimizer step on the host CPU backend (its device synchronisation is a
+no-op there, so the figure is the hooks' own work: counters, a clock read, a step line every
+`sync_interval` steps). Both variants run in this
 one process, interleaved round by round so machine noise hits them alike; the figure is the
 ratio of median step times, the order within each round alternating. On a shared machine that ratio
 moves by several percent from noise alone, so the goal is judged on the hook's own time per call
@@ -81,15 +83,20 @@ def main() -> None:
 
 
 def hook_call_s(calls: int = 20_000) -> float:
-    """The hook's own time per optimizer step: its post-hook called directly on a real optimizer."""
+    """The hooks' own time per optimizer step: the probe's and the watch's post-hooks, and the watch's
+    forward pre-hook on the model, called directly on a real optimizer and model."""
     model = TinyLM(LMConfig(sequence_length=64, d_model=64, n_layers=2, n_heads=4))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     probe = StepProbe(ScriptSettings(units_per_step=1024.0, unit="tokens"), "cpu")
+    watch = probe.watch
     with contextlib.redirect_stdout(io.StringIO()):
         probe._after_step(opt, (), {})  # the first step records the model, once per job
+        watch._after_optimizer_step(opt, (), {})
         t0 = time.perf_counter()
         for _ in range(calls):
+            watch._count_forward(model, ())
             probe._after_step(opt, (), {})
+            watch._after_optimizer_step(opt, (), {})
         return (time.perf_counter() - t0) / calls
 
 
