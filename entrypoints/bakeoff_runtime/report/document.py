@@ -49,6 +49,11 @@ def verdict_sentence(ev: Evaluation) -> str:
     for c in ev["checks"]:
         if c["name"].startswith("parity:"):
             leg = c["name"][len("parity:"):].split("~")[0]
+            figures = ev["legs"].get(leg)
+            voided = figures.get("voided_by") if figures else None
+            if voided:  # its numbers are not about the leg it names: said as such, not as parity
+                parts.append(f"{leg} vs {base}: not counted ({', '.join(voided)} failed)")
+                continue
             why = c["why"].split("; ")[0] if c.get("recommendation") else c["why"]
             parts.append(f"{leg} vs {base}: {why}")
         elif c["status"] == "failed":  # what broke or was not measured comes first: it voids the rest
