@@ -325,6 +325,9 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
         run_dir = Path(target)
         if not run_dir.is_dir():
             raise SpecError(f"{str(target)!r} is neither a run directory nor a pipeline execution ARN")
+        from pipelines.local.run_dir import check
+
+        check(run_dir)  # a run directory is data: a link in it would lead the report's writes outside it
         path = run_dir / "evaluation" / "evaluation.json"
         evaluation = _current_evaluation(run_dir, path, progress)
         source = str(run_dir)

@@ -16,6 +16,7 @@ cache); `force=True` re-runs everything. A run directory is used by one run at a
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -103,6 +104,9 @@ class LocalExecutor:
         self._parallel: ParallelJobs | None = None  # the training jobs' runner while they run
         self._plan: Plan | None = None
         self._look = 1  # which look at this directory's data the decision is (looks.py)
+        # Each job's output.tar.gz as it was when the job ended (path, sha256): what the Evaluate step reads,
+        # checked again before it runs (verify_outputs), since every job runs as this same user.
+        self._outputs: dict[str, tuple[Path, str]] = {}
         self._look_jobs: dict[str, str] = {}  # step name -> job key of the jobs it decides on
 
     # --- set-up ---------------------------------------------------------------------------
@@ -233,6 +237,18 @@ class LocalExecutor:
         with RunLock(self.out), _forward_signals(self):
             if recorded_local(self.out).get("mlflow") is False:  # a run made with --no-mlflow logs nothing now
                 self.mlflow = False
+            named = self.spec.mlflow.tracking_uri
+            if self.mlflow and named:
+                # The directory's own spec.json names that server: a handed-over directory must not send this
+                # machine's requests (or write tables) wherever it says. Where the user's own settings point
+                # (MLFLOW_TRACKING_URI), or nowhere.
+                self.spec = self.spec.model_copy(update={"mlflow": self.spec.mlflow.model_copy(
+                    update={"tracking_uri": None})})
+                if not os.environ.get("MLFLOW_TRACKING_URI"):
+                    self.mlflow = False
+                    self.progress.note(f"MLflow: not logging this decision: the run directory's spec.json names "
+                                       f"{named}, and `bakeoff report` sends nothing where only the directory's "
+                                       "own files say; set MLFLOW_TRACKING_URI to log it there")
             stored = self._stored_definition()
             store = LocalS3(self.out / "s3")
             plan = build_plan(self.spec, bundle=self._uploaded_bundle(stored, store), local_gpu=self.use_gpu)
@@ -308,7 +324,16 @@ class LocalExecutor:
         order = [j.step_name for j in plan.seed_major]
         jobs, keys = self._jobs(plan, steps, subs, params)
         reuse = {n for n in order if not self.force and _finished(self.out / "jobs" / jobs[n].name, keys[n])}
+        for name in sorted(reuse):  # the outputs kept, as they are before any job of this run starts
+            job = jobs[name]
+            try:
+                meta = json.loads((self.out / "jobs" / job.name / "job.json").read_text())
+                uri = f"{job.output_path.rstrip('/')}/{meta['training_job_name']}/output/output.tar.gz"
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            self._remember_output(job.name, store.path(uri))
         rule_original = self._check_rule(reuse)
+        looks.require(self.out, finished=bool(reuse))
         self._look_jobs = dict(keys)
         self._look = looks.check(self.out, keys, self.spec.seed_list, self.sequential)  # before any seed is spent
         self._warn_if_mlflow_is_down(subs)
@@ -388,7 +413,7 @@ class LocalExecutor:
         model = job_dir / "opt" / "ml" / "model"
         summary: dict = dict(summary_or_none(model / "summary.json") or {})
         status, reason = summary.get("status") or ("completed" if outcome.exit_code == 0 else "failed"), \
-            summary.get("reason")
+            _bounded(summary.get("reason"))
         code = outcome.exit_code
         lost = outcome.timed_out or outcome.interrupted or (code is not None and code < 0)
         if outcome.timed_out:
@@ -409,7 +434,9 @@ class LocalExecutor:
             status = "failed"
         training_job_name = f"{job.step_name}-{key[:10]}"
         # Waiting for MLflow at the end of a job is not training: keep it out of what is billed.
-        mlflow_wait = float((summary.get("mlflow") or {}).get("wait_s") or 0.0)
+        wait = (summary.get("mlflow") or {}).get("wait_s")
+        mlflow_wait = float(wait) if isinstance(wait, (int, float)) and not isinstance(wait, bool) \
+            and math.isfinite(wait) and wait > 0 else 0.0
         meta = {"job_key": key, "name": job.name, "leg": job.leg, "seed": job.seed, "step_name": job.step_name,
                 "training_job_name": training_job_name, "status": status, "reason": reason, "exit_code": code,
                 "lost": lost, "timed_out": outcome.timed_out,
@@ -418,8 +445,31 @@ class LocalExecutor:
                 "billable_basis": "local wall time (emulated), less the wait for MLflow", "mlflow_wait_s": mlflow_wait,
                 "started": started, "log": str(job_dir / "stdout.log")}
         write_json_atomically(job_dir / "job.json", meta)
-        publish_outputs(job_dir, job.output_path, training_job_name, store, meta)
+        uri = publish_outputs(job_dir, job.output_path, training_job_name, store, meta)
+        self._remember_output(job.name, store.path(uri))
         return summary
+
+    def _remember_output(self, name: str, path: Path) -> None:
+        import hashlib
+
+        try:
+            self._outputs[name] = (path, hashlib.sha256(path.read_bytes()).hexdigest())
+        except OSError:
+            pass
+
+    def verify_outputs(self) -> None:
+        """Refuse to decide when a job's output changed after it ended: another job (every job runs as this
+        user) rewrote what the Evaluate step reads, digest and all. Checked against what this run saw."""
+        import hashlib
+
+        for name, (path, sha) in sorted(self._outputs.items()):
+            try:
+                now = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                now = None
+            if now != sha:
+                raise RunError(f"job {name}'s output ({path}) changed after the job ended: a process wrote it during "
+                               "the run; no verdict was written (re-run that job with --force)")
 
 
     # --- the parity rule ------------------------------------------------------------------
@@ -615,3 +665,12 @@ def _first_difference(stored: dict[str, Any], compiled: dict[str, Any]) -> str |
             return f"step {step['Name']}" + ("" if step["Name"] in mine else " is missing")
     extra = sorted(str(n) for n in mine if n not in {s["Name"] for s in compiled["Steps"]})
     return f"step {extra[0]} is not one bakeoff compiles" if extra else "its parameters or metadata"
+
+
+MAX_REASON_CHARS = 4000  # job.json and the progress line carry a reason; the job's own files keep all of it
+
+
+def _bounded(reason: str | None) -> str | None:
+    if reason is None or len(reason) <= MAX_REASON_CHARS:
+        return reason
+    return reason[:MAX_REASON_CHARS] + f"… ({len(reason):,} characters; the job's summary.json holds all of it)"

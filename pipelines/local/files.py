@@ -16,8 +16,12 @@ def write_json_atomically(path: Path, body: Any, **dump: Any) -> None:
     the rename itself survives a power cut (rename is atomic on POSIX file systems)."""
     dump = {"indent": 2, **dump}
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)  # a crash's leftover (or a link planted there): unlinked, never followed
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        # A new file of its own (O_EXCL, no link followed), renamed over the target: a rename replaces a
+        # link planted at `path` rather than writing where it points (pipelines/local/run_dir.py).
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(body, **dump) + "\n")
             fh.flush()
             os.fsync(fh.fileno())

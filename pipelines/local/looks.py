@@ -112,6 +112,20 @@ def training_steps(definition: dict[str, Any]) -> tuple[dict[str, str], list[int
     return jobs, sorted(seeds)
 
 
+def require(out: Path, finished: bool) -> None:
+    """The record exists from a directory's first run on: written (empty) before any job when no finished
+    job is kept, and required when one is. A record deleted from a directory whose jobs finished would let
+    a second look at their data through at the full alpha as look 1 (the way parity-rule.json is kept)."""
+    path = out / LOOKS_FILE
+    if path.exists():
+        return
+    if finished:
+        raise SpecError("the record of the decisions taken on this directory's finished jobs is missing, so a "
+                        "decision now could be a look nobody counted; decide in a new --out, or re-run the jobs "
+                        "here with --force (fresh data, a first look)", file=str(path))
+    write_json_atomically(path, {"schema": SCHEMA, "looks": []}, sort_keys=True)
+
+
 def record(out: Path, number: int, jobs: dict[str, str], seeds: list[int], sequential: dict[str, Any] | None,
            evaluation: Evaluation) -> None:
     """Add this decision to the record (or update the look it repeats)."""

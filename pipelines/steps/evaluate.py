@@ -203,7 +203,9 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
     config_uri = next(uri for name, (uri, _) in job.inputs.items() if name == "config")
     config_path = store.path(config_uri)
     config_file = config_path if config_path.is_file() else next(config_path.rglob("*.json"))
-    config = evaluation_config_from(json.loads(config_file.read_text()), str(config_file))
+    body = config_file.read_bytes()
+    _check_address(config_uri, body, config_file)
+    config = evaluation_config_from(json.loads(body), str(config_file))
     config = subs.evaluation_config(config, prices)  # the printed substitution: emulated figures, prices
     # The Preflight step's findings and the collective checks reach the step as its inputs, as
     # on SageMaker (records, above). What is added below is this run directory's own record,
@@ -223,6 +225,7 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
     elif rule_original is not None:
         config["rule_original"] = rule_original
         config["rule_change_reason"] = x.rule_change
+    x.verify_outputs()  # what the jobs left is what they left, not what one of them rewrote later
     x.progress.note("evaluation: deciding parity (the Evaluate step)")
     outcome = x.processor(job, eval_dir, store, x._process,
                              config_override=cast("dict[str, Any]", config))  # written as JSON
@@ -243,6 +246,19 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
         ctx.property_files[(EVALUATE_STEP, pf["PropertyFileName"])] = local / pf["FilePath"]
     path = eval_dir / "evaluation.json"
     return read_evaluation(path), path
+
+
+def _check_address(uri: str, body: bytes, path: Path) -> None:
+    """The config asset is content-addressed (`.../eval-config/<sha256>/config.json`, compile_step): a body
+    that does not hash to its address was written after it was compiled. A training job runs as the same
+    user as `bakeoff run` and can write the run's local store, so what decides the verdict is checked
+    against its address, not trusted. (On SageMaker the training jobs' role must not write this prefix:
+    the README's "What protects a verdict".)"""
+    address = uri.rstrip("/").split("/")[-2] if uri.endswith(".json") else uri.rstrip("/").split("/")[-1]
+    if hashlib.sha256(body).hexdigest() != address:
+        raise RunError(f"the Evaluate step's config in the run's store ({path}) does not match its address: it was "
+                       "changed after it was compiled (a process wrote to the store during the run); no verdict "
+                       "was written")
 
 
 def _jobs_at_once(x: LocalExecutor, deciding_again: bool) -> int:
