@@ -186,7 +186,7 @@ def cmd_preflight(args) -> int:
 def cmd_ui(args) -> int:
     from pipelines.cli.ui import serve
 
-    return serve(args.dir, args.port, args.host)
+    return serve(args.dir, args.port, args.host, writes=args.allow_writes)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -265,7 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="run directory given to `bakeoff run --out`")
     p.add_argument("--port", type=int, default=5000, help="port to serve the UI on (default 5000)")
     p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1, this machine only; "
-                   "another address lets anyone who can reach it read and change the runs, and says so)")
+                   "another address lets anyone who can reach it and has the printed link read the runs, and says "
+                   "so)")
+    p.add_argument("--allow-writes", action="store_true", help="let the UI change runs (rename, tag, delete); by "
+                   "default it only reads")
     p.set_defaults(func=cmd_ui)
 
     from pipelines.cli.aws import register as register_aws

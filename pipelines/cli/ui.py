@@ -1,4 +1,5 @@
-"""`bakeoff ui RUN_DIR`: the MLflow UI of a local run, started in seconds, with links to the comparison.
+"""`bakeoff ui RUN_DIR`: the MLflow UI of a local run, started in seconds, with links to the comparison,
+served to its owner only.
 
 `mlflow ui` with its defaults is slow and noisy on a small machine: a CLI process that spawns
 uvicorn with 4 workers, a job-execution runner (huey consumers) and a StarletteDeprecationWarning
@@ -12,6 +13,12 @@ does not, bakeoff falls back to `mlflow server --workers 1` with the same switch
 
 The links printed come from the store itself (read with sqlite3, no mlflow import): the compare
 view of the per-leg summary runs (legs side by side), of every seed's run, and the experiment.
+
+The server answers its owner only (pipelines/cli/ui_guard.py, in front of MLflow's app): a per-launch
+token in the printed links, the Host names it was started for (MLflow's own check is given the same
+list, MLFLOW_SERVER_ALLOWED_HOSTS), reads only unless `--allow-writes`, and the artifacts of runs whose
+artifact location lies inside the run directory. There is no unguarded fallback: a server that cannot be
+guarded is not started. Its log goes to a private temporary folder, not into the run directory.
 """
 from __future__ import annotations
 
@@ -121,22 +128,57 @@ def urls(base: str, views: Views | None) -> dict[str, str]:
     return found
 
 
-def server_command(db: Path, port: int, host: str = "127.0.0.1",
-                   python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
-    """MLflow's app in one uvicorn worker, told where the store is the way `mlflow server` tells it."""
+def allowed_hosts(host: str) -> list[str]:
+    """The Host names the server answers to: the address it serves on, and this machine's own names and
+    addresses when it serves them all (0.0.0.0, ::); loopback names for a loopback server."""
+    names = {"localhost", "127.0.0.1", "[::1]", "::1"} if _loopback(host) or host in ("0.0.0.0", "::") else set()
+    if host in ("0.0.0.0", "::"):
+        names |= {socket.gethostname(), socket.getfqdn()}
+        try:
+            names |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
+        except OSError:
+            pass
+    else:
+        names.add(host)
+    return sorted(n.lower() for n in names if n)
+
+
+def _with_port(hosts: list[str], port: int) -> list[str]:
+    """Each name as a Host header carries it: bare, and with the port (an IPv6 address in brackets)."""
+    out = []
+    for name in hosts:
+        bare = f"[{name}]" if ":" in name and not name.startswith("[") else name
+        out += [bare, f"{bare}:{port}"]
+    return sorted(set(out))
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def server_command(db: Path, port: int, host: str = "127.0.0.1", python: str = sys.executable, *,
+                   token: str = "", run_dir: Path | None = None,
+                   writes: bool = False) -> tuple[list[str], dict[str, str]]:
+    """MLflow's app in one uvicorn worker behind the guard (ui_guard.py), told where the store is the way
+    `mlflow server` tells it."""
+    from bakeoff_runtime.contract.environment import UI_GUARD_ENV
+
     store = f"sqlite:///{db}"
+    hosts = allowed_hosts(host)
+    guard = {"token": token, "root": str(run_dir or db.parent.parent), "db": str(db), "hosts": hosts,
+             "writes": writes}
     env = {**QUIET_ENV, "_MLFLOW_SERVER_FILE_STORE": store, "_MLFLOW_SERVER_REGISTRY_STORE": store,
-           "_MLFLOW_SERVER_ARTIFACT_ROOT": (db.parent / "artifacts").as_uri(), "_MLFLOW_SGI_NAME": "uvicorn"}
-    return [python, "-m", "uvicorn", "mlflow.server.fastapi_app:app", "--host", host, "--port", str(port),
-            "--workers", "1", "--log-level", "warning", "--no-access-log"], env
-
-
-def fallback_command(db: Path, port: int, host: str = "127.0.0.1",
-                     python: str = sys.executable) -> tuple[list[str], dict[str, str]]:
-    """MLflow's public way, cut down: `mlflow server --workers 1` with the same switches."""
-    return [python, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}", "--host", host,
-            "--port", str(port), "--workers", "1",
-            "--default-artifact-root", (db.parent / "artifacts").as_uri()], dict(QUIET_ENV)
+           "_MLFLOW_SERVER_ARTIFACT_ROOT": (db.parent / "artifacts").as_uri(), "_MLFLOW_SGI_NAME": "uvicorn",
+           # MLflow's own Host check, agreeing with the guard's: it compares the whole Host header, port
+           # included, to each name that has no `*` (mlflow/server/security_utils.py is_allowed_host_header)
+           "MLFLOW_SERVER_ALLOWED_HOSTS": ",".join(_with_port(hosts, port)), UI_GUARD_ENV: json.dumps(guard)}
+    return [python, "-m", "uvicorn", "pipelines.cli.ui_guard:build", "--factory", "--host", host, "--port",
+            str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"], env
 
 
 def default_command(db: Path, port: int, host: str = "127.0.0.1",
@@ -155,10 +197,13 @@ def port_free(host: str, port: int) -> bool:
             return False
 
 
-def answers(url: str, timeout: float = 2.0) -> int | None:
-    """The HTTP status `url` answers with, or None when nothing answers."""
+def answers(url: str, timeout: float = 2.0, token: str | None = None) -> int | None:
+    """The HTTP status `url` answers with, or None when nothing answers (with the guard's cookie, if given)."""
+    from pipelines.cli.ui_guard import COOKIE
+
+    request = urllib.request.Request(url, headers={"Cookie": f"{COOKIE}={token}"} if token else {})
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             return int(resp.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
@@ -166,22 +211,22 @@ def answers(url: str, timeout: float = 2.0) -> int | None:
         return None
 
 
-def wait_until_up(base: str, proc: subprocess.Popen, timeout_s: float) -> bool:
+def wait_until_up(base: str, proc: subprocess.Popen, timeout_s: float, token: str | None = None) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
-        if answers(f"{base}/health") == 200:
+        if answers(f"{base}/health", token=token) == 200:
             return True
         time.sleep(0.1)
     return False
 
 
-def sees_store(base: str, views: Views | None) -> bool:
+def sees_store(base: str, views: Views | None, token: str | None = None) -> bool:
     """Whether the server reads this run's store (MLflow's internal variables were honoured)."""
     if views is None:
         return True
-    return answers(f"{base}/api/2.0/mlflow/experiments/get?experiment_id={views.experiment_id}") == 200
+    return answers(f"{base}/api/2.0/mlflow/experiments/get?experiment_id={views.experiment_id}", token=token) == 200
 
 
 def start(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
@@ -214,10 +259,13 @@ def _tail(path: Path, lines: int = 15) -> str:
         return ""
 
 
-def launch(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *,
-           ready_timeout_s: float = 120.0) -> tuple[subprocess.Popen, dict[str, str]]:
+def launch(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *, ready_timeout_s: float = 120.0,
+           writes: bool = False) -> tuple[subprocess.Popen, dict[str, str]]:
     """Start the UI server for `run_dir` and wait until it serves this run's store. Returns the
-    server process (the caller stops it) and the links to print."""
+    server process (the caller stops it) and the links to print (each carrying the launch's token)."""
+    import secrets
+    import tempfile
+
     db = store_path(run_dir)
     if not port_free(host, port):
         raise SpecError(f"port {port} on {host} is in use; choose another with --port")
@@ -226,49 +274,56 @@ def launch(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *,
     if importlib.util.find_spec("mlflow") is None or importlib.util.find_spec("uvicorn") is None:
         raise RunError("MLflow is not installed in this environment (pip install mlflow)")
     views = find_views(db)
-    base = f"http://{host}:{port}"
-    log_path = db.parent / "ui.log"
-    for build in (server_command, fallback_command):
-        argv, env = build(db, port, host)
-        proc = start(argv, env, log_path)
-        if wait_until_up(base, proc, ready_timeout_s) and sees_store(base, views):
-            return proc, urls(base, views)
-        stop(proc)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}"
+    token = secrets.token_urlsafe(24)
+    log_dir = Path(tempfile.mkdtemp(prefix="bakeoff-ui-"))  # 0700, this user's: the run directory is data
+    log_path = log_dir / "ui.log"
+    argv, env = server_command(db, port, host, token=token, run_dir=Path(run_dir).resolve(), writes=writes)
+    proc = start(argv, env, log_path)
+    if wait_until_up(base, proc, ready_timeout_s, token) and sees_store(base, views, token):
+        return proc, {k: _with_token(url, token) for k, url in urls(base, views).items()}
+    stop(proc)
     raise RunError(f"the MLflow UI did not start within {ready_timeout_s:.0f}s; its log ({log_path}) ends:\n"
                    f"{_tail(log_path)}")
+
+
+def _with_token(url: str, token: str) -> str:
+    """The link with the launch's token before its fragment (the UI's routes are `#/...`)."""
+    page, _, fragment = url.partition("#")
+    return f"{page.rstrip('/')}/?token={token}" + (f"#{fragment}" if fragment else "")
 
 
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def exposure_note(host: str) -> str | None:
+def exposure_note(host: str, writes: bool = False) -> str | None:
     """What serving on `host` exposes, when it is more than this machine (None for loopback)."""
-    import ipaddress
-
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback:
+    if _loopback(host):
         return None
-    return (f"serving on {host}, beyond this machine: anyone who can reach it can read every run of this "
-            "directory and change or delete them (the MLflow UI has no login); the default, 127.0.0.1, serves "
-            "this machine only")
+    what = "read every run of this directory and change or delete them" if writes else \
+        "read every run of this directory"
+    return (f"serving on {host}, beyond this machine: anyone who can reach it and has the printed link (its token) "
+            f"can {what}; it answers to {', '.join(allowed_hosts(host))}; the default, 127.0.0.1, serves this "
+            "machine only")
 
 
 def serve(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *,
-          out: Callable[[str], None] = print, ready_timeout_s: float = 120.0) -> int:
+          out: Callable[[str], None] = print, ready_timeout_s: float = 120.0, writes: bool = False) -> int:
     """Serve the MLflow UI of a local run until Ctrl-C; print where to look first. Exit code 0."""
-    exposed = exposure_note(host)
+    from pipelines.local.run_dir import check
+
+    check(Path(run_dir))  # a run directory is data: no link in it may lead the server outside it
+    exposed = exposure_note(host, writes)
     if exposed:
         out(exposed)
-    proc, links = launch(run_dir, port, host, ready_timeout_s=ready_timeout_s)
+    proc, links = launch(run_dir, port, host, ready_timeout_s=ready_timeout_s, writes=writes)
     labels = {"charts": "Charts, one colour per leg", "legs": "Legs side by side", "seeds": "Every seed's run",
               "experiment": "All runs", "experiments": "MLflow UI"}
     for key, url in links.items():
         out(f"{labels[key]}: {url}")
-    out("(Ctrl-C to stop)")
+    out("(the links carry this launch's token: the UI answers no one without it; Ctrl-C to stop)")
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the server too, not only bakeoff
     try:

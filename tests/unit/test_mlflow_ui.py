@@ -76,5 +76,7 @@ def test_the_ui_serves_this_machine_only_unless_asked_and_then_says_what_that_ex
     assert exposure_note("127.0.0.1") is None and exposure_note("::1") is None and exposure_note("localhost") is None
     for host in ("0.0.0.0", "10.1.2.3", "my-host.example"):
         note = exposure_note(host)
-        assert note.startswith(f"serving on {host}, beyond this machine") and "no login" in note
+        assert note.startswith(f"serving on {host}, beyond this machine") and "has the printed link" in note
+        assert "it answers to " in note and "change" not in note  # read-only unless asked
+    assert "change or delete" in exposure_note("0.0.0.0", writes=True)
     assert build_parser().parse_args(["ui", "run", "--host", "0.0.0.0"]).host == "0.0.0.0"

@@ -161,6 +161,15 @@ DEBUG_ENV = "BAKEOFF_DEBUG"
 # The user's shell -> pipelines/advice/price_list.py: the Price List cache's directory
 # (default ~/.cache/bakeoff).
 CACHE_DIR_ENV = "BAKEOFF_CACHE_DIR"
+# script_run.ScriptRun (launcher) -> tracking/script_writes.py in the script's processes: the file where each
+# metric the script logs through MLflow's Python client is recorded, so that values in the job's run that its
+# script did not log (another job wrote them) are told apart and left out.
+MLFLOW_WRITES_ENV = "BAKEOFF_MLFLOW_WRITES"
+# `bakeoff ui` (pipelines/cli/ui.py) -> the server it starts (pipelines/cli/ui_guard.py): the guard's
+# settings as JSON (the per-launch token, the run directory, the hosts it answers to, whether writes are
+# allowed). An environment variable: readable by the same user only (/proc/PID/environ), never on a
+# command line other users can list.
+UI_GUARD_ENV = "BAKEOFF_UI_GUARD"
 
 
 def _decode_hyperparameter(value: Any) -> Any:
