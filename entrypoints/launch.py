@@ -103,7 +103,10 @@ def run_worker(env: TrainingEnv, script: Path, args: list[str]) -> int:
     sys.argv = [str(script), *args]
     try:
         if settings is not None:
+            from bakeoff_runtime.tracking.script_writes import install
             from bakeoff_runtime.training.script_probe import prepare
+
+            install()  # what the script logs to MLflow itself, recorded as its own (when the launcher asked)
 
             seed = env.hyperparameters.get(SEED_HP)
             probe = prepare(settings, int(seed) if seed is not None else None)
@@ -143,6 +146,9 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
 
     merged = on_line is not None
     client = _start_mlflow_client() if mlflow_client else None
+    # This launcher's own processes (the MLflow clients of its sinks, script mode's included): what the
+    # script leaves running is ended with the job, these are not.
+    own = set(_children(os.getpid()))
     handed, fds = client.hand_over() if client is not None else ({}, ())
     worker_env = {**os.environ, WORKER: "1", **distributed_environment(env), **(extra_env or {}), **handed}
     try:
@@ -162,7 +168,7 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
             for line in child.stderr:
                 sys.stderr.write(line)
                 sys.stderr.flush()
-                tail.append(line)
+                tail.append(_bounded(line))
 
         errors_reader = threading.Thread(target=pass_stderr, daemon=True)
         errors_reader.start()
@@ -178,13 +184,27 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
     assert child.stdout is not None
-    for line in child.stdout:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-        tail.append(line)
-        if on_line is not None:
-            on_line(line)
+
+    def pass_stdout() -> None:
+        for line in child.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            tail.append(_bounded(line))
+            if on_line is not None:
+                on_line(line)
+
+    reader = threading.Thread(target=pass_stdout, daemon=True)
+    reader.start()
+    # The job ends when the worker ends, not when its output closes: a process the script left running
+    # (`sleep 600 &`, a server it forgot) holds the pipe open, and the job would run to its max runtime.
     code = child.wait()
+    reader.join(timeout=DRAIN_S)
+    left = end_leftovers(getattr(child, "pid", None), keep=own | ({client.pid} if client is not None and
+                                                                  getattr(client, "pid", None) else set()))
+    if left:
+        print(f"[bakeoff] the script left {len(left)} process(es) running when it ended; ended with the job: "
+              + "; ".join(left[:5]), file=sys.stderr, flush=True)
+    reader.join(timeout=DRAIN_S)
     if client is not None:
         # Its stdin ended with the worker; once the run is ended it is gone (one stuck on a
         # tracking server that does not answer is not waited for).
@@ -270,7 +290,104 @@ def _start_mlflow_client():
 
 
 TAIL_LINES = 200
+TAIL_LINE_CHARS = 4096  # a line kept for the failure's reason: 200 of them bound what the launcher holds
+DRAIN_S = 2.0  # after the worker ended: what is left of its output has this long to arrive
 CLIENT_GRACE_S = 10
+
+
+def _bounded(line: str) -> str:
+    return line if len(line) <= TAIL_LINE_CHARS else line[:TAIL_LINE_CHARS] + f"... ({len(line):,} characters)\n"
+
+
+def become_subreaper() -> None:
+    """Processes the script starts and orphans (even in a session of their own: `setsid`) become this
+    process's children instead of init's, so the job can end them when the script has ended (Linux
+    prctl(PR_SET_CHILD_SUBREAPER), PR_SET_CHILD_SUBREAPER = 36 in linux/prctl.h; a no-op elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        found = []
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(c) for c in (task / "children").read_text().split()]
+        return found
+    except (OSError, ValueError):
+        return []
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    except OSError:
+        return "?"
+
+
+def end_leftovers(worker_pid: int | None, keep: set[int], grace_s: float = 5.0) -> list[str]:
+    """End what the script left running once it has ended: the worker's process group, and every
+    descendant this process inherited as their subreaper. Returns "pid: command" of each one found."""
+    found: dict[int, str] = {}
+    me = os.getpid()
+    _reap()  # what already ended (an exited `setsid`'s zombie) is collected, not counted as left running
+    frontier = [c for c in _children(me) if c not in keep]
+    while frontier:  # this process's children but the ones it keeps (the MLflow client), and theirs
+        pid = frontier.pop()
+        if pid in found:
+            continue
+        if _alive(pid):
+            found[pid] = _command(pid)
+        frontier += _children(pid)
+    groups = {worker_pid} if worker_pid else set()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for group in groups:
+            try:
+                os.killpg(group, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in found:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(_alive(p) for p in found):
+            _reap()
+            time.sleep(0.05)
+        _reap()
+        if not any(_alive(p) for p in found):
+            break
+    return [f"{pid}: {cmd}" for pid, cmd in found.items()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is dead, whether or not it was reaped yet
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _reap() -> None:
+    """Collect the exit status of orphans this subreaper inherited (no zombies left behind)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 INFRASTRUCTURE = "infrastructure"
 # Failure kinds that exit non-zero even with BAKEOFF_CONTINUE_ON_FAILURE: the platform's, not the script's.
 NOT_CACHEABLE = (INFRASTRUCTURE, "killed")
@@ -302,6 +419,8 @@ def _infrastructure_cause(env: TrainingEnv, output_tail: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault(PROCESS_START_ENV, repr(time.time()))
+    if os.environ.get(WORKER) != "1" and "RANK" not in os.environ:
+        become_subreaper()  # the supervising process: what the script orphans comes back here to be ended
     if not argv:
         print("usage: launch.py SCRIPT [ARGS...]", file=sys.stderr)
         return 2

@@ -26,6 +26,7 @@ from .substitutions import LocalProcessingJob, LocalTrainingJob, host_environmen
 from .warm import WarmPool
 
 STOP_GRACE_S = 10  # SIGTERM, then this long, then SIGKILL (SageMaker gives 120 s)
+DRAIN_S = 5.0  # after a job's process ended: what is left of its output has this long to arrive
 
 
 @dataclass
@@ -90,12 +91,31 @@ class JobProcess:
             timer = threading.Timer(max_runtime_s, deadline)
             timer.daemon = True
             timer.start()
-            try:
-                assert self.proc.stdout is not None
-                for line in self.proc.stdout:
+            proc = self.proc
+
+            def read() -> None:
+                assert proc.stdout is not None
+                for line in proc.stdout:
                     out.write(line)
                     on_line(line)
-                code = self.proc.wait()
+
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            try:
+                # The job ends when its container process ends, not when its output closes: what it left
+                # running would hold the pipe to the max runtime. The launcher ends those itself; whatever
+                # is still in the job's process group after a grace period goes with it.
+                code = proc.wait()
+                reader.join(DRAIN_S)
+                if reader.is_alive():
+                    for sig in (signal.SIGTERM, signal.SIGKILL):
+                        try:
+                            os.killpg(proc.pid, sig)
+                        except (ProcessLookupError, PermissionError):
+                            pass
+                        reader.join(DRAIN_S)
+                        if not reader.is_alive():
+                            break
             except BaseException:
                 self.stop()
                 raise

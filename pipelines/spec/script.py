@@ -17,6 +17,50 @@ MAX_METRIC_REGEX = 500
 MAX_METRIC_DEFINITIONS = 40
 
 
+def nested_repeat(pattern: str) -> str | None:
+    """The part of `pattern` where a repeat that can match more than once holds another unbounded repeat
+    (`(a+)+`, `(\\d*\\.?\\d*)+`): the shape that makes Python's backtracking `re` exponential. None when
+    there is none. Read from the parsed pattern (re's own parser), never by running it."""
+    import importlib
+
+    # The stdlib's sre parser: re._parser from Python 3.11, sre_parse before.
+    parser = importlib.import_module("re._parser" if hasattr(re, "_parser") else "sre_parse")
+    repeats = {parser.MAX_REPEAT, parser.MIN_REPEAT, getattr(parser, "POSSESSIVE_REPEAT", None)}
+
+    def unbounded_inside(items) -> bool:
+        for op, av in items:
+            if op in repeats and av[1] == parser.MAXREPEAT:
+                return True
+            for sub in _children(op, av):
+                if unbounded_inside(sub):
+                    return True
+        return False
+
+    def _children(op, av):
+        if op in repeats:
+            return [av[2]]
+        if op is parser.SUBPATTERN:
+            return [av[3]]
+        if op is parser.BRANCH:
+            return list(av[1])
+        if op in (parser.ASSERT, parser.ASSERT_NOT):
+            return [av[1]]
+        return []
+
+    def walk(items) -> bool:
+        for op, av in items:
+            if op in repeats and av[1] > 1 and unbounded_inside(av[2]):
+                return True
+            if any(walk(sub) for sub in _children(op, av)):
+                return True
+        return False
+
+    try:
+        return pattern if walk(parser.parse(pattern)) else None
+    except Exception:  # noqa: BLE001  (re.compile accepted it; an unreadable parse tree is no finding)
+        return None
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
@@ -39,6 +83,11 @@ class MetricRegex(_Model):
             raise ValueError(f"not a regular expression: {exc}") from None
         if compiled.groups < 1:
             raise ValueError("the regex needs a group around the value, e.g. `loss: ([0-9.eE+-]+)`")
+        nested = nested_repeat(v)
+        if nested:
+            raise ValueError(f"{nested}: a repeat inside a repeat can take time exponential in a line's length "
+                             "(one long output line would stall the job); write it without the nesting, e.g. "
+                             "`([0-9.eE+-]+)`")
         return v
 
 

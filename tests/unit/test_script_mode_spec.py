@@ -43,6 +43,11 @@ def _spec(tmp_path, **over):
     ({"legs.0.precompile": True}, "legs[0].precompile", "precompile"),
     ({"hyperparameters": {"seed": 3}}, "hyperparameters.seed", "carries the seed"),
     ({"legs.0.arguments": ["x" * 300]}, "legs[0].arguments", "at most 256"),
+    # a repeat inside a repeat: exponential in a line's length (a 40-digit line stalled a job)
+    ({"entrypoint.script_mode.metrics": [{"name": "val_loss", "regex": r"loss ((\d+)+)$"}]},
+     "entrypoint.script_mode.metrics", "a repeat inside a repeat"),
+    ({"entrypoint.script_mode.metrics": [{"name": "val_loss", "regex": r"loss ((?:\d*\.?\d*)*)x"}]},
+     "entrypoint.script_mode.metrics", "a repeat inside a repeat"),
 ])
 def test_script_mode_refuses_what_it_cannot_do_in_one_line(tmp_path, over, field, words, cli):
     proc = cli("validate", _spec(tmp_path, **over))
@@ -187,3 +192,24 @@ def test_init_warns_when_the_trn_leg_has_no_way_to_reach_xla(tmp_path, cli):
     proc = cli("init", tmp_path, "--template", "script", "--script", tmp_path / "train.py")
     assert proc.returncode == 0 and "warning: leg trn1: train.py picks its device through torch.accelerator" \
         in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("regex", [r"loss ([0-9.]+)", r"loss: (\d+(?:\.\d+)?)", r"(?:val|eval)_loss=([-+0-9.eE]+)",
+                                   r"step (\d+).*loss ([0-9.]{1,32})"])
+def test_an_ordinary_metric_regex_is_not_a_nested_repeat(regex):
+    from pipelines.spec.script import nested_repeat
+
+    assert nested_repeat(regex) is None
+
+
+def test_a_long_line_is_cut_for_the_regexes_and_said_once(tmp_path, capsys):
+    from bakeoff_runtime.contract.script_mode import MetricRegex
+    from bakeoff_runtime.training.script_metrics import MATCH_CHARS, LogMetrics
+
+    metrics = LogMetrics((MetricRegex("val_loss", r"val loss ([0-9.]+)"),), "train_loss", tmp_path / "m.jsonl")
+    for _ in range(3):
+        metrics.feed("x" * (10 * MATCH_CHARS) + " val loss 0.5\n")  # past the cut: not read
+    metrics.feed("val loss 0.25\n")
+    metrics.close()
+    assert metrics.cut_lines == 3 and metrics.series == {"val_loss": [0.25]}
+    assert capsys.readouterr().out.count("was cut to its first") == 1

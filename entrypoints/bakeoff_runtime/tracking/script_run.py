@@ -14,8 +14,9 @@ import math
 import os
 from typing import Any
 
-from bakeoff_runtime.contract import JobEnvironment, TrainingEnv
+from bakeoff_runtime.contract import MLFLOW_WRITES_ENV, JobEnvironment, TrainingEnv
 from bakeoff_runtime.contract.script_mode import LEG_HP, SEED_HP
+from bakeoff_runtime.tracking.script_writes import RECORD_FILE, own_values, read_record
 from bakeoff_runtime.tracking.sink import MlflowSink
 
 READY_WAIT_S = 30.0
@@ -38,6 +39,9 @@ class ScriptRun:
                                        "leg": leg, "seed": seed, "arguments": " ".join(arguments)},
                                artifact_location=job.mlflow_artifact_location or None, job_key=job.job_key or None)
         self.ours: set[str] = set()
+        self.record = env.output_dir / RECORD_FILE
+        self.record.unlink(missing_ok=True)  # an earlier attempt's: this script's writes only
+        self.foreign: dict[str, int] = {}  # metric -> values in the run its script did not log
         if self.sink.enabled:
             self.sink.wait_ready(READY_WAIT_S)
 
@@ -49,7 +53,8 @@ class ScriptRun:
         """What points the script's own MLflow calls at this run."""
         if not self.run_id or not self.experiment:
             return {}
-        return {"MLFLOW_RUN_ID": self.run_id, "MLFLOW_EXPERIMENT_NAME": self.experiment}
+        return {"MLFLOW_RUN_ID": self.run_id, "MLFLOW_EXPERIMENT_NAME": self.experiment,
+                MLFLOW_WRITES_ENV: str(self.record)}
 
     def log(self, name: str, value: float, step: int) -> None:
         self.ours.add(name)
@@ -57,7 +62,9 @@ class ScriptRun:
             self.sink.log_metrics({name: value}, step)
 
     def logged_by_script(self) -> dict[str, list[float]]:
-        """The metrics the script logged to the run itself (not those bakeoff read from its output)."""
+        """The metrics the script logged to the run itself (not those bakeoff read from its output): only the
+        values its own processes recorded logging (tracking/script_writes.py); the others, logged to this run
+        from elsewhere, are counted in `foreign` and left out."""
         if not self.run_id:
             return {}
         try:
@@ -65,13 +72,22 @@ class ScriptRun:
 
             client = MlflowClient(tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"))
             names = set(client.get_run(self.run_id).data.metrics) - self.ours
-            return {name: [m.value for m in sorted(client.get_metric_history(self.run_id, name),
-                                                   key=lambda m: (m.step, m.timestamp))]
-                    for name in sorted(names)}
+            history = {name: [(m.step, m.value) for m in sorted(client.get_metric_history(self.run_id, name),
+                                                                key=lambda m: (m.step, m.timestamp))]
+                       for name in sorted(names)}
         except Exception as exc:  # the verdict does not need MLflow: the log regexes still count
             print(f"[bakeoff] WARNING: cannot read back what the script logged to MLflow: "
                   f"{type(exc).__name__}: {exc}", flush=True)
             return {}
+        own, self.foreign = own_values(history, read_record(self.record, self.run_id))
+        if self.foreign:
+            print(f"[bakeoff] WARNING: {self.foreign_note()}", flush=True)
+        return own
+
+    def foreign_note(self) -> str:
+        said = ", ".join(f"{name} ({n} value{'s' if n > 1 else ''})" for name, n in sorted(self.foreign.items()))
+        return (f"MLflow: this job's run holds values its script did not log, written to the run by another "
+                f"process: {said}; not used")
 
     def close(self, status: str) -> dict[str, Any]:
         mlflow_status = {"completed": "FINISHED", "diverged": "FAILED"}.get(status, "FAILED")

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bakeoff_runtime.contract import ENV, PROCESS_START_ENV, TrainingEnv
+from bakeoff_runtime.contract import ENV, TrainingEnv
 from bakeoff_runtime.contract.backend_table import BACKENDS
 from bakeoff_runtime.contract.documents import summary_or_none
 from bakeoff_runtime.contract.script_mode import (
@@ -32,7 +32,12 @@ from bakeoff_runtime.contract.script_mode import (
     seed_environment,
 )
 from bakeoff_runtime.tracking.script_run import ScriptRun
-from bakeoff_runtime.training.script_metrics import LogMetrics, find_trainer_state, trainer_state
+from bakeoff_runtime.training.script_metrics import (
+    LogMetrics,
+    find_trainer_state,
+    trainer_state,
+    trainer_state_snapshot,
+)
 from bakeoff_runtime.training.script_summary import compose, read_probe, write
 
 
@@ -45,6 +50,7 @@ class PreparedScript:
     notes: list[str] = field(default_factory=list)
     mlflow: ScriptRun | None = None
     failure_kind: str = "script"  # who must act on `failure` (training/failure_cause.py)
+    trainer_states: dict = field(default_factory=dict)  # the trainer_state.json files there before the script
 
 
 def _requirements(code_dir: Path) -> tuple[str | None, list[str]]:
@@ -109,7 +115,13 @@ def prepare(env: TrainingEnv, script: Path, leg_args: list[str], settings: Scrip
     metrics = LogMetrics(settings.metrics, settings.loss_metric,
                          env.model_dir / "metrics.jsonl" if env.host_rank == 0 else None,
                          on_value=run.log if run is not None else None)
-    return PreparedScript(arguments, environment, metrics, failure, notes, run, failure_kind=kind)
+    states = trainer_state_snapshot(_state_roots(env)) if settings.hf_trainer_state else {}
+    return PreparedScript(arguments, environment, metrics, failure, notes, run, failure_kind=kind,
+                          trainer_states=states)
+
+
+def _state_roots(env: TrainingEnv) -> list[Path]:
+    return [env.model_dir, env.output_data_dir, env.checkpoint_dir, Path.cwd()]
 
 
 def _ended(env: TrainingEnv) -> tuple[str, str | None, str | None]:
@@ -126,9 +138,7 @@ def finish(env: TrainingEnv, settings: ScriptSettings, job: PreparedScript, wall
     series = dict(job.metrics.series)
     sources = ["log regexes"] if settings.metrics else []
     if settings.hf_trainer_state:
-        started = float(os.environ.get(PROCESS_START_ENV) or 0)
-        roots = [env.model_dir, env.output_data_dir, env.checkpoint_dir, Path.cwd()]
-        path = find_trainer_state(roots, started)
+        path = find_trainer_state(_state_roots(env), job.trainer_states)
         if path is not None:
             hf_series, records = trainer_state(path, settings.loss_metric)
             series.update(hf_series)
@@ -143,6 +153,8 @@ def finish(env: TrainingEnv, settings: ScriptSettings, job: PreparedScript, wall
         if own:
             series.update(own)
             sources.append("the script's own MLflow logging (" + ", ".join(sorted(own)) + ")")
+        if job.mlflow.foreign:
+            job.notes.append(job.mlflow.foreign_note())
     summary = compose(env, settings, probe=read_probe(env.output_dir / PROBE_FILE), series=series, status=status,
                       reason=reason, failure_kind=kind, arguments=job.arguments,
                       metric_source=", ".join(sources) or "none declared", wall_time_s=wall_time_s)

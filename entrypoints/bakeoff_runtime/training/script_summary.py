@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import statistics
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,7 @@ def write(env: TrainingEnv, summary: dict[str, Any]) -> None:
         os.replace(tmp, directory / "summary.json")
     metrics = env.model_dir / "metrics.jsonl"
     if metrics.exists():
-        (env.output_data_dir / "metrics.jsonl").write_bytes(metrics.read_bytes())
+        shutil.copyfile(metrics, env.output_data_dir / "metrics.jsonl")  # in chunks: it can be gigabytes
     from bakeoff_runtime.contract.output_digest import record
 
     for directory in (env.model_dir, env.output_data_dir):  # the Evaluate step checks it
