@@ -29,6 +29,9 @@ NOISE_TAIL = 0.00135  # one-sided tail of the stop bar: what 3 SD would be were 
 FALSE_STOP_BUDGET = 0.01
 
 
+MAX_LINE_BYTES = 1 << 20  # a metrics.jsonl line longer than this is no record a job wrote
+
+
 def stop_tail(planned_seeds: int) -> float:
     """The one-sided tail of the stop bar for one seed, when up to `planned_seeds` are judged."""
     return min(NOISE_TAIL, FALSE_STOP_BUDGET / max(1, planned_seeds))
@@ -42,21 +45,31 @@ def _diverged(job_dir: Path) -> str | None:
 
 
 def eval_curve(job_dir: Path, metric: str) -> list[tuple[int, float]]:
-    """(step, value) of the parity metric at each evaluation of a finished job."""
+    """(step, value) of the parity metric at each evaluation of a finished job, read line by line (a job's
+    metrics.jsonl can be hundreds of megabytes); a line that is no record of this shape is passed over."""
     path = job_dir / "opt" / "ml" / "model" / "metrics.jsonl"
     out = []
     try:
-        lines = path.read_text().splitlines()
+        fh = open(path, "rb")  # noqa: SIM115  (closed below)
     except OSError:
         return []
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if rec.get("kind") == "eval" and metric in rec:
-            value = rec[metric]
-            out.append((int(rec.get("step", 0)), float(value) if value is not None else math.nan))
+    with fh:
+        for line in fh:
+            if b'"eval"' not in line or len(line) > MAX_LINE_BYTES:
+                continue
+            try:
+                rec = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if not isinstance(rec, dict) or rec.get("kind") != "eval" or metric not in rec:
+                continue
+            step, value = rec.get("step", 0), rec[metric]
+            if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
+                continue
+            if value is None:
+                out.append((int(step), math.nan))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.append((int(step), float(value)))
     return out
 
 

@@ -2,6 +2,7 @@
 run side by side), plain lines elsewhere (a line when a job starts and one when it ends)."""
 from __future__ import annotations
 
+import math
 import time
 
 from pipelines.terminal_text import data
@@ -82,15 +83,15 @@ class Progress:
             self._bar.remove_task(task)
         self._run_walls.append(wall)
         self._ended += 1
-        metric = (summary.get("metrics") or {}).get("val_loss")
-        tps = (summary.get("throughput") or {}).get("tokens_per_sec")
+        metric = _number((summary.get("metrics") or {}).get("val_loss"))
+        tps = _number((summary.get("throughput") or {}).get("tokens_per_sec"))
         bits = [f"{status}", f"{_fmt_s(wall)}"]
         if metric is not None:
             bits.append(f"val_loss={metric:.4f}")
         if tps:
             bits.append(f"{tps:,.0f} tokens/s")
         if reason and status != "completed":
-            bits.append(f"reason: {data(reason)}")
+            bits.append(f"reason: {data(_one_line(reason))}")
         style = "green" if status == "completed" else "red"
         # One at a time, a job's place says how many are behind it; side by side, the count of ended jobs does.
         eta = self.eta_s(index if self._at_once == 1 else self._ended)
@@ -107,3 +108,15 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def _number(value: object) -> float | None:
+    """A figure a job wrote, when it is one: a job's summary is the job's to write (text, a list, a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _one_line(reason: str, limit: int = 300) -> str:
+    line = reason.strip().splitlines()[0] if reason.strip() else reason
+    return line if len(line) <= limit else line[:limit] + "…"

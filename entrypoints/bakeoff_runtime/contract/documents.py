@@ -571,15 +571,61 @@ def read_summary(path: Path | str) -> JobSummary:
     return summary_from(json.loads(Path(path).read_text()), str(path))
 
 
+# The fields of summary.json that bakeoff reads, and the JSON types they must have. A job writes this
+# file (a user's script runs in that job), so a wrong type is that run's problem: never a crash of the
+# engine that peeks at it or of the evaluation that judges it.
+_NUMBER = (int, float)
+SUMMARY_TYPES: dict[str, tuple[type, ...]] = {
+    "status": (str,), "reason": (str,), "failure_kind": (str,), "leg": (str,), "seed": (int, str),
+    "metrics": (dict,), "throughput": (dict,), "compile": (dict,), "model": (dict,), "mlflow": (dict,),
+    "evidence": (dict,), "environment": (dict,),
+    "preflight": (dict,), "warnings": (list,), "notes": (list,),
+    "validation_history": (list,), "time_to_first_step_s": _NUMBER, "wall_time_s": _NUMBER,
+    "steps_completed": (int,), "peak_host_memory_bytes": _NUMBER, "peak_device_memory_bytes": _NUMBER,
+}
+MAX_SUMMARY_BYTES = 8 * 1024 * 1024
+_JSON_NAMES = {str: "text", int: "a whole number", float: "a number", dict: "an object", list: "a list"}
+
+
+def load_summary(raw: bytes | str) -> tuple[JobSummary | None, str | None]:
+    """(summary, None) for the bytes of a summary.json this code reads, whose read fields have their types;
+    (None, what is wrong) otherwise, in words for the run's reason. Bounded: a file over MAX_SUMMARY_BYTES
+    or nested past the parser's depth is refused, not read."""
+    if len(raw) > MAX_SUMMARY_BYTES:
+        return None, f"summary.json is {len(raw):,} bytes, more than {MAX_SUMMARY_BYTES:,}: not read"
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        return None, "summary.json nests too deeply to read"
+    except json.JSONDecodeError as exc:
+        return None, f"summary.json is not valid JSON ({exc.msg} at line {exc.lineno})"
+    except ValueError as exc:  # bytes that are not UTF-8 (a UnicodeDecodeError): it had no msg or lineno to show
+        return None, f"summary.json is not valid JSON ({exc})"
+    if not isinstance(body, dict):
+        return None, "summary.json is not a JSON object"
+    try:
+        summary = summary_from(body)
+    except DocumentError as exc:  # a schema this code does not know: its keys may mean other things
+        return None, str(exc)
+    for key, types in SUMMARY_TYPES.items():
+        value = body.get(key)
+        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+            return None, (f"summary.json's {key!r} is a {type(value).__name__}, not "
+                          f"{' or '.join(_JSON_NAMES[t] for t in types)}")
+    return summary, None
+
+
 def summary_or_none(path: Path | str) -> JobSummary | None:
     """summary.json where a job may not have written one yet (or at all): None when it is missing,
-    unreadable, not JSON or not a summary this code reads. For the code that only peeks at a job
-    (its status, its reason, its metrics' names); the Evaluate step reads with `read_summary` and
-    says what was wrong."""
+    unreadable, too large, not JSON, not a summary this code reads or has a read field of the wrong type
+    (`load_summary`). For the code that only peeks at a job (its status, its reason, its metrics' names);
+    the Evaluate step reads with `load_summary` and says what was wrong."""
     try:
-        return read_summary(path)
-    except (OSError, ValueError):
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_SUMMARY_BYTES + 1)
+    except OSError:
         return None
+    return load_summary(raw)[0]
 
 
 def evaluation_config_from(body: object, where: str = "config.json") -> EvaluationConfig:

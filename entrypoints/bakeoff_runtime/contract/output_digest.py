@@ -25,9 +25,18 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _sha256_file(path: Path) -> str:
+    """A file's sha256, read in chunks: a job's metrics.jsonl can be hundreds of megabytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def record(directory: Path) -> None:
     """Write the digest of the covered files in `directory` (call after writing them)."""
-    files = {name: _sha256((directory / name).read_bytes()) for name in COVERED if (directory / name).is_file()}
+    files = {name: _sha256_file(directory / name) for name in COVERED if (directory / name).is_file()}
     tmp = directory / f".{DIGEST_FILE}.tmp"
     tmp.write_text(json.dumps({"schema": SCHEMA, "files": files}, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, directory / DIGEST_FILE)
@@ -39,6 +48,12 @@ def mismatch(found: dict[str, bytes | None], raw_digest: bytes | None, completed
     `found`: each covered file's bytes as read (None: absent). A digest is required of a job
     that completed (its numbers decide the verdict); a job that died before writing one is
     judged by what it left, but a digest it did write is always checked."""
+    return mismatch_of({name: None if data is None else _sha256(data) for name, data in found.items()},
+                       raw_digest, completed)
+
+
+def mismatch_of(shas: dict[str, str | None], raw_digest: bytes | None, completed: bool) -> str | None:
+    """`mismatch`, from each covered file's sha256 as computed by the reader (None: absent)."""
     if raw_digest is None:
         if not completed:
             return None
@@ -53,10 +68,10 @@ def mismatch(found: dict[str, bytes | None], raw_digest: bytes | None, completed
     if files is None:
         return f"its outputs changed after it finished ({DIGEST_FILE} is not the digest the job wrote)"
     for name in COVERED:
-        expected, data = files.get(name), found.get(name)
+        expected, data = files.get(name), shas.get(name)
         if expected is None and data is None:
             continue
-        if expected is None or data is None or _sha256(data) != expected:
+        if expected is None or data is None or data != expected:
             what = "is missing" if data is None else ("was added" if expected is None else "does not match")
             return (f"its outputs changed after it finished ({name} {what} against the digest the job recorded "
                     "when it finished); its numbers are not used")

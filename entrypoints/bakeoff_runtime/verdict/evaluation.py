@@ -91,7 +91,8 @@ def classify(job: JobRecord, metric: str) -> tuple[str, str | None, str | None]:
         return DIVERGED, None, reason or "diverged"
     if status == FAILED:
         kind = s.get("failure_kind") or "script"
-        return (LOST if kind in LOST_KINDS else FAILED), kind, reason
+        return ((LOST if kind in LOST_KINDS else FAILED), kind,
+                reason or f"the job reported `failed` ({kind}) and no reason")
     if status == COMPLETED:
         value = (s.get("metrics") or {}).get(metric)
         if value is None:
@@ -122,7 +123,8 @@ def _reached(evals: list[dict], metric: str, target: float | None, direction: st
     for r in evals:
         v = r.get(metric)
         if _finite(v) and (v <= target if direction == "minimize" else v >= target):
-            return r.get("step"), r.get("time_s")
+            step, time_s = r.get("step"), r.get("time_s")
+            return (step if _finite(step) else None), (time_s if _finite(time_s) else None)
     return None, None
 
 
@@ -141,7 +143,7 @@ def resolve_target(parity: dict, values_by_leg: dict[str, dict[int, float]]) -> 
 
 
 def _curve_points(evals: list[dict], key: str) -> list[list[float]]:
-    return [[r["step"], r[key]] for r in evals if _finite(r.get(key)) and "step" in r]
+    return [[r["step"], r[key]] for r in evals if _finite(r.get(key)) and _finite(r.get("step"))]
 
 
 def job_costs(billable_s: float | None, instance_count: int, usd_per_hour: float | None,
@@ -160,43 +162,54 @@ def job_costs(billable_s: float | None, instance_count: int, usd_per_hour: float
             "cost_to_target_usd": to_target}
 
 
+def _n(value: Any) -> float | None:
+    """A figure a job reported, if it is a finite number (a job writes its summary: anything else is none)."""
+    return value if _finite(value) else None
+
+
+def _o(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target, direction: str) -> RunRow:
     s = run["summary"] or {}
-    tp = s.get("throughput") or {}
-    unit = tp.get("unit", "tokens")
-    billable = run["billable_s"]
-    units = tp.get("units_processed")
+    tp = _o(s.get("throughput"))
+    unit = tp.get("unit") if tp.get("unit") in ("tokens", "samples") else "tokens"
+    billable = _n(run["billable_s"])
+    units = _n(tp.get("units_processed"))
     evals = run["digest"]["evals"]
     steps_to_target, time_to_target = _reached(evals, metric, target, direction)
-    value = (s.get("metrics") or {}).get(metric)
-    costs = job_costs(billable, count, per_hour, units, time_to_target, s.get("wall_time_s"))
+    value = _o(s.get("metrics")).get(metric)
+    costs = job_costs(billable, count, per_hour, units, time_to_target, _n(s.get("wall_time_s")))
+    compile_, cache = _o(s.get("compile")), _o(_o(s.get("compile")).get("cache"))
     # A cast, not a checked literal: one key is named by the parity metric.
     return cast(RunRow, {
         "seed": run["seed"], "status": run["status"], "failure_kind": run["kind"], "reason": run["reason"],
-        "job": run["job"], "job_key": s.get("job_key") or run.get("job_key"),
+        "job": run["job"], "job_key": s.get("job_key") if isinstance(s.get("job_key"), str) else run.get("job_key"),
         metric: value if _finite(value) else None,
-        "throughput": tp.get(f"{unit}_per_sec"),
-        "throughput_overall": tp.get("overall_per_sec"),
-        "throughput_timing": tp.get("timing"),
-        "throughput_window_s": tp.get("window_s"),
+        "throughput": _n(tp.get(f"{unit}_per_sec")),
+        "throughput_overall": _n(tp.get("overall_per_sec")),
+        "throughput_timing": tp.get("timing") if isinstance(tp.get("timing"), str) else None,
+        "throughput_window_s": _n(tp.get("window_s")),
         "steps_to_target": steps_to_target, "time_to_target_s": time_to_target,
-        "training_time_s": s.get("training_time_s"),
-        "validation_time_s": s.get("validation_time_s"),
+        "training_time_s": _n(s.get("training_time_s")),
+        "validation_time_s": _n(s.get("validation_time_s")),
         "curves": {"train_loss": run["digest"]["train_curve"], metric: _curve_points(evals, metric)},
-        "environment": s.get("environment"),
-        "time_to_first_step_s": s.get("time_to_first_step_s"),
-        "compile_time_s": (s.get("compile") or {}).get("compile_time_s"),
-        "compiled_graphs": (s.get("compile") or {}).get("compiled_graphs"),
-        "peak_device_memory_bytes": s.get("peak_device_memory_bytes"),
-        "peak_host_memory_bytes": s.get("peak_host_memory_bytes"),
-        "wall_time_s": s.get("wall_time_s"),
+        "environment": {str(k): str(v) for k, v in _o(s.get("environment")).items()},
+        "time_to_first_step_s": _n(s.get("time_to_first_step_s")),
+        "compile_time_s": _n(compile_.get("compile_time_s")),
+        "compiled_graphs": _n(compile_.get("compiled_graphs")),
+        "peak_device_memory_bytes": _n(s.get("peak_device_memory_bytes")),
+        "peak_host_memory_bytes": _n(s.get("peak_host_memory_bytes")),
+        "wall_time_s": _n(s.get("wall_time_s")),
         "units_processed": units,
         "billable_s": billable, **costs,
-        "steps_completed": s.get("steps_completed"),
-        "mlflow_run_id": (s.get("mlflow") or {}).get("run_id"),
-        "cache_state": ((s.get("compile") or {}).get("cache") or {}).get("state"),
-        "cache_hits": ((s.get("compile") or {}).get("cache") or {}).get("hits"),
-        "cache_misses": ((s.get("compile") or {}).get("cache") or {}).get("misses"),
+        "steps_completed": _n(s.get("steps_completed")),
+        "mlflow_run_id": _o(s.get("mlflow")).get("run_id") if isinstance(_o(s.get("mlflow")).get("run_id"), str)
+        else None,
+        "cache_state": cache.get("state") if cache.get("state") in ("cold", "warm", "unknown") else None,
+        "cache_hits": _n(cache.get("hits")),
+        "cache_misses": _n(cache.get("misses")),
     })
 
 
@@ -674,7 +687,11 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
         named = named_job(str(job.get("dir")))
         if named and (leg is None or job.get("summary_problem_kind") == "changed-output"):
             leg, seed = named  # what it was fetched as: a changed output's own words are not trusted
-        if leg not in runs_by_leg or (leg, seed) in seen or s and s.get("precompile"):
+        elif named and (str(leg), str(seed)) == (named[0], str(named[1])):
+            seed = named[1]  # the same seed, as a number (a job may write it as text)
+        seed = _as_seed(seed)
+        if not isinstance(leg, str) or leg not in runs_by_leg or seed is None or (leg, seed) in seen \
+                or s and s.get("precompile"):
             continue
         state, kind, reason = classify(job, metric)
         billable = meta.get("billable_s")
@@ -811,6 +828,17 @@ def _could_not_run(runs_by_leg: dict[str, list[dict]], checks: list[dict[str, An
         who = WHO_MUST_ACT.get(first["kind"] or "", first["kind"] or "no result")
         out.append(f"no job of {leg} completed ({who}): {first['reason'] or 'no reason recorded'}")
     return out
+
+
+def _as_seed(value: Any) -> int | None:
+    """A job's seed as the plan names seeds (a whole number), or None for one that is not."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
 
 
 def _overall_recommendation(undecided: list[dict[str, Any]], legs_cfg: dict[str, LegConfig]) -> Recommendation:

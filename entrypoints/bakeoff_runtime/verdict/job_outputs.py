@@ -8,29 +8,48 @@ instead of being held as one dict per line.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
+import shutil
 import tarfile
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 
 from bakeoff_runtime.contract import parse_job_name
-from bakeoff_runtime.contract.documents import DocumentError, JobMeta, JobRecord, JobSummary, MetricDigest, summary_from
-from bakeoff_runtime.contract.output_digest import COVERED, DIGEST_FILE, mismatch
+from bakeoff_runtime.contract.documents import (
+    MAX_SUMMARY_BYTES,
+    JobMeta,
+    JobRecord,
+    JobSummary,
+    MetricDigest,
+    load_summary,
+)
+from bakeoff_runtime.contract.output_digest import COVERED, DIGEST_FILE, mismatch_of
 
 CURVE_POINTS = 200       # points kept per training curve
 MAX_EVAL_RECORDS = 2000  # validation records kept per job (they are few: one per eval_interval)
 
 
+MAX_LINE_BYTES = 1 << 20  # a metrics.jsonl line longer than this is no record bakeoff wrote: skipped
+SPOOL_BYTES = 8 << 20     # a member read from an archive is held in memory up to this, on disk beyond
+
+
 def _from_tar(path: Path, name: str) -> bytes | None:
-    return _many_from_tar(path, (name,)).get(name)
+    found = _many_from_tar(path, (name,))
+    handle = found.get(name)
+    return handle.read(MAX_SUMMARY_BYTES) if handle is not None else None
 
 
-def _many_from_tar(path: Path, names: tuple[str, ...]) -> dict[str, bytes]:
+def _many_from_tar(path: Path, names: tuple[str, ...]) -> dict[str, BinaryIO]:
     """The first regular member of each base name in `names`, in one pass over the archive (an
-    output archive is read once, however many of its files the evaluation needs)."""
-    found: dict[str, bytes] = {}
+    output archive is read once, however many of its files the evaluation needs), each as a
+    seekable file: in memory when small, spooled to disk when not (memory does not grow with a
+    job's metrics)."""
+    found: dict[str, BinaryIO] = {}
     try:
         with tarfile.open(path) as tar:
             for member in tar.getmembers():
@@ -40,7 +59,10 @@ def _many_from_tar(path: Path, names: tuple[str, ...]) -> dict[str, bytes]:
                 if member.isfile() and base in names and base not in found:
                     handle = tar.extractfile(member)
                     if handle is not None:
-                        found[base] = handle.read()
+                        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (the caller's)
+                        shutil.copyfileobj(handle, spool)
+                        spool.seek(0)
+                        found[base] = cast(BinaryIO, spool)
                     if len(found) == len(names):
                         break
     except (tarfile.TarError, OSError, ValueError, KeyError):
@@ -49,10 +71,12 @@ def _many_from_tar(path: Path, names: tuple[str, ...]) -> dict[str, bytes]:
 
 
 def _parse(line: bytes) -> dict | None:
+    if len(line) > MAX_LINE_BYTES:
+        return None
     try:
         record = json.loads(line)
-    except ValueError:
-        return None  # a torn last line of a job that died mid-write
+    except (ValueError, RecursionError):
+        return None  # a torn last line of a job that died mid-write, or junk
     return record if isinstance(record, dict) else None
 
 
@@ -60,129 +84,118 @@ def _parse(line: bytes) -> dict | None:
 _EVAL_MARKS = (b'"kind": "eval"',)
 
 
-def _line_at(data: bytes, pos: int) -> bytes:
-    start = data.rfind(b"\n", 0, pos) + 1
-    end = data.find(b"\n", pos)
-    return data[start:end if end >= 0 else len(data)]
-
-
-def _lines_with(data: bytes, marks: tuple[bytes, ...], limit: int) -> list[bytes]:
-    """The lines holding any of `marks`, in order, found by byte search (no per-line loop)."""
-    found: list[tuple[int, bytes]] = []
-    for mark in marks:
-        pos = data.find(mark)
-        while pos >= 0 and len(found) < limit:
-            found.append((pos, _line_at(data, pos)))
-            end = data.find(b"\n", pos)
-            pos = data.find(mark, end + 1) if end >= 0 else -1
-    return [line for _, line in sorted(found)]
+def _lines_of(fh: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, each at most MAX_LINE_BYTES (a longer one is read past, not held)."""
+    fh.seek(0)
+    while True:
+        line = fh.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while True:  # the rest of an overlong line: skipped in bounded reads
+                more = fh.readline(MAX_LINE_BYTES)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield b"{}"  # counted as a line, parsed as no record
+            continue
+        yield line.rstrip(b"\n")
 
 
 def digest_metrics(data: bytes) -> MetricDigest:
-    """A down-sampled training curve, every validation record and the step of the first
-    non-finite training loss, from one job's metrics.jsonl.
+    return digest_stream(io.BytesIO(data))
 
-    Byte searches find the validation lines and any NaN/Infinity; the training curve takes
-    every k-th line of a split done in C. Only the lines kept are JSON-decoded, so the cost
-    grows with the points kept, not with the steps logged.
-    """
-    evals = [r for r in map(_parse, _lines_with(data, _EVAL_MARKS, MAX_EVAL_RECORDS)) if r is not None]
-    lines = data.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    # The curve is sampled from the training lines alone: every k-th line of all of them could land on
-    # validation lines only (a Trainer that logs and evaluates at the same steps alternates the two).
-    lines = [ln for ln in lines if not any(mark in ln for mark in _EVAL_MARKS)]
-    n_train = len(lines)
-    stride = max(1, -(-len(lines) // CURVE_POINTS))
-    picked = lines[::stride]
-    if lines and (len(lines) - 1) % stride:
-        picked.append(lines[-1])  # always keep the last point of the curve
-    train = []
-    for record in map(_parse, picked):
-        if record is not None and record.get("kind") == "train" and isinstance(record.get("train_loss"), (int, float)):
-            train.append([record.get("step", 0), record["train_loss"]])
+
+def digest_stream(fh: BinaryIO) -> MetricDigest:
+    """A down-sampled training curve, every validation record (at most MAX_EVAL_RECORDS) and the step of
+    the first non-finite training loss, from one job's metrics.jsonl, in two streaming passes: memory holds
+    the points kept, never the file. The curve is sampled from training lines alone (every k-th line of
+    both kinds could land on validation lines only: a Trainer that logs and evaluates at the same steps
+    alternates them)."""
+    evals: list[dict] = []
+    n_train = 0
     first_nonfinite = None
-    for mark in (b"NaN", b"Infinity"):
-        pos = data.find(mark)
-        while pos >= 0:
-            record = _parse(_line_at(data, pos))
+    for line in _lines_of(fh):
+        if not line:
+            continue
+        if any(mark in line for mark in _EVAL_MARKS):
+            if len(evals) < MAX_EVAL_RECORDS and (record := _parse(line)) is not None:
+                evals.append(record)
+            continue
+        n_train += 1
+        if b"NaN" in line or b"Infinity" in line:
+            record = _parse(line)
             value = (record or {}).get("train_loss")
             if record and record.get("kind") == "train" and isinstance(value, float) and not math.isfinite(value):
                 step = record.get("step")
-                if first_nonfinite is None or (step is not None and step < first_nonfinite):
-                    first_nonfinite = step
-                break
-            pos = data.find(mark, pos + 1)
+                if isinstance(step, (int, float)) and not isinstance(step, bool) and (
+                        first_nonfinite is None or step < first_nonfinite):
+                    first_nonfinite = int(step)
+    stride = max(1, -(-n_train // CURVE_POINTS))
+    train: list[list[float]] = []
+    index = 0
+    last = None
+    for line in _lines_of(fh):
+        if not line or any(mark in line for mark in _EVAL_MARKS):
+            continue
+        if index % stride == 0 or index == n_train - 1:  # every k-th, and always the last point of the curve
+            record = _parse(line)
+            point = _train_point(record)
+            if point is not None:
+                if index == n_train - 1 and index % stride:
+                    last = point
+                else:
+                    train.append(point)
+        index += 1
+    if last is not None:
+        train.append(last)
     return {"train_curve": train, "evals": evals, "train_records": n_train,
             "first_nonfinite_train_step": first_nonfinite}
 
 
-def _lines(data: bytes) -> Iterator[bytes]:
-    for line in data.split(b"\n"):
-        if line:
-            yield line
+def _train_point(record: dict | None) -> list[float] | None:
+    if not record or record.get("kind") != "train":
+        return None
+    value, step = record.get("train_loss"), record.get("step", 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
+        step = 0
+    return [step, value]
 
 
-def _digest_bytes(data: bytes) -> MetricDigest:
-    return digest_metrics(data)
-
-
-# The fields of summary.json the evaluation reads, and the JSON types they must have: a job writes
-# this file, so a wrong type is that run's problem, never the evaluation's crash.
-_NUMBER = (int, float)
-SUMMARY_TYPES: dict[str, tuple[type, ...]] = {
-    "status": (str,), "reason": (str,), "failure_kind": (str,), "leg": (str,), "seed": (int, str),
-    "metrics": (dict,), "throughput": (dict,), "compile": (dict,), "model": (dict,), "mlflow": (dict,),
-    "preflight": (dict,), "warnings": (list,), "notes": (list,),
-    "validation_history": (list,), "time_to_first_step_s": _NUMBER, "wall_time_s": _NUMBER,
-    "steps_completed": (int,), "peak_host_memory_bytes": _NUMBER, "peak_device_memory_bytes": _NUMBER,
-}
-MAX_SUMMARY_BYTES = 8 * 1024 * 1024
-
-
-def _load_summary(raw: bytes | str) -> tuple[JobSummary | None, str | None]:
-    if len(raw) > MAX_SUMMARY_BYTES:
-        return None, f"summary.json is {len(raw):,} bytes, more than {MAX_SUMMARY_BYTES:,}: not read"
-    try:
-        body = json.loads(raw)
-    except RecursionError:
-        return None, "summary.json nests too deeply to read"
-    except json.JSONDecodeError as exc:
-        return None, f"summary.json is not valid JSON ({exc.msg} at line {exc.lineno})"
-    except ValueError as exc:  # bytes that are not UTF-8 (a UnicodeDecodeError): it had no msg or lineno to show
-        return None, f"summary.json is not valid JSON ({exc})"
-    if not isinstance(body, dict):
-        return None, "summary.json is not a JSON object"
-    try:
-        summary = summary_from(body)
-    except DocumentError as exc:  # a schema this evaluation does not know: its keys may mean other things
-        return None, str(exc)
-    for key, types in SUMMARY_TYPES.items():
-        value = body.get(key)
-        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
-            return None, (f"summary.json's {key!r} is a {type(value).__name__}, not "
-                          f"{' or '.join(_JSON_NAMES[t] for t in types)}")
-    return summary, None
-
-
-_JSON_NAMES = {str: "text", int: "a whole number", float: "a number", dict: "an object", list: "a list"}
-
-
-def _outputs(job_dir: Path) -> tuple[dict[str, bytes | None], bytes | None] | None:
-    """The covered files' bytes and the job's digest over them, from the first place that holds a
-    summary.json: the job's own directories (opt/ml/model sorts before opt/ml/output/data, the copy
+def _outputs(job_dir: Path) -> tuple[dict[str, BinaryIO | None], bytes | None] | None:
+    """The covered files (open, seekable) and the job's digest over them, from the first place that holds
+    a summary.json: the job's own directories (opt/ml/model sorts before opt/ml/output/data, the copy
     SageMaker tars as output.tar.gz), else an output archive."""
     for path in sorted(job_dir.rglob("summary.json")):
         folder = path.parent
-        files = {name: (folder / name).read_bytes() if (folder / name).is_file() else None for name in COVERED}
+        files: dict[str, BinaryIO | None] = {
+            name: (open(folder / name, "rb") if (folder / name).is_file() else None)  # noqa: SIM115
+            for name in COVERED}
         digest = folder / DIGEST_FILE
-        return files, digest.read_bytes() if digest.is_file() else None
+        return files, _bounded_read(digest) if digest.is_file() else None
     for path in sorted(job_dir.rglob("*.tar.gz")):
         members = _many_from_tar(path, (*COVERED, DIGEST_FILE))
         if members.get("summary.json"):
-            return {name: members.get(name) for name in COVERED}, members.get(DIGEST_FILE)
+            raw = members.get(DIGEST_FILE)
+            return {name: members.get(name) for name in COVERED}, raw.read(MAX_SUMMARY_BYTES) if raw else None
     return None
+
+
+def _bounded_read(path: Path, limit: int | None = None) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(limit or MAX_SUMMARY_BYTES)
+
+
+def _sha256_of(fh: BinaryIO | None) -> str | None:
+    if fh is None:
+        return None
+    fh.seek(0)
+    h = hashlib.sha256()
+    for chunk in iter(lambda: fh.read(1 << 20), b""):
+        h.update(chunk)
+    fh.seek(0)
+    return h.hexdigest()
 
 
 def named_job(directory_name: str) -> tuple[str, int] | None:
@@ -206,19 +219,27 @@ def load_job(job_dir: Path) -> JobRecord:
     found = _outputs(job_dir)
     if found is not None:
         files, raw_digest = found
-        summary, problem = _load_summary(files["summary.json"] or b"")
-        problem_kind = "unreadable-output" if problem else None
-        if summary is not None:
-            changed = (mismatch(files, raw_digest, completed=summary.get("status") == "completed")
-                       or _not_this_job(job_dir, summary))
-            if changed:
-                summary, problem, problem_kind = None, changed, "changed-output"
-        if summary is not None:
-            digest = _digest_bytes(files.get("metrics.jsonl") or b"")
+        try:
+            handle = files["summary.json"]
+            summary, problem = load_summary(handle.read(MAX_SUMMARY_BYTES + 1) if handle else b"")
+            problem_kind = "unreadable-output" if problem else None
+            if summary is not None:
+                shas = {name: _sha256_of(fh) for name, fh in files.items()}
+                changed = (mismatch_of(shas, raw_digest, completed=summary.get("status") == "completed")
+                           or _not_this_job(job_dir, summary))
+                if changed:
+                    summary, problem, problem_kind = None, changed, "changed-output"
+            if summary is not None:
+                metrics = files.get("metrics.jsonl")
+                digest = digest_stream(metrics) if metrics is not None else digest_metrics(b"")
+        finally:
+            for fh in files.values():
+                if fh is not None:
+                    fh.close()
     # What the platform knows of the job (the local executor writes job.json beside the job
     # and into its output archive; on SageMaker `bakeoff report ARN` adds billed time later).
     meta_path = job_dir / "job.json"
-    raw_meta = meta_path.read_bytes() if meta_path.exists() else None
+    raw_meta = _bounded_read(meta_path) if meta_path.is_file() else None
     if raw_meta is None:
         for path in sorted(job_dir.rglob("*.tar.gz")):
             raw_meta = _from_tar(path, "job.json")
@@ -256,12 +277,13 @@ def iter_records(job_dir: Path) -> Iterator[dict]:
                     yield record
         return
     for path in sorted(Path(job_dir).rglob("*.tar.gz")):
-        raw = _from_tar(path, "metrics.jsonl")
-        if raw:
-            for line in _lines(raw):
-                record = _parse(line)
-                if record is not None:
-                    yield record
+        found = _many_from_tar(path, ("metrics.jsonl",)).get("metrics.jsonl")
+        if found is not None:
+            with found:
+                for line in _lines_of(found):
+                    record = _parse(line)
+                    if record is not None:
+                        yield record
             return
 
 

@@ -114,6 +114,9 @@ def _cache_saving(f: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+MAX_RECORD_BYTES = 16 * 2**20  # a step's record file (a preflight's report is kilobytes): read no more of it
+
+
 def _members(directory: Path) -> dict[str, bytes]:
     """The files of a step's model artifacts as the Evaluate step receives them: model.tar.gz
     (SageMaker) or the files themselves."""
@@ -127,11 +130,12 @@ def _members(directory: Path) -> dict[str, bytes]:
                     for m in tar.getmembers():
                         handle = tar.extractfile(m) if m.isfile() else None
                         if handle is not None:
-                            out.setdefault(Path(m.name).name, handle.read())
+                            out.setdefault(Path(m.name).name, handle.read(MAX_RECORD_BYTES))
             except (OSError, tarfile.TarError):
                 continue
         elif path.is_file():
-            out.setdefault(path.name, path.read_bytes())
+            with open(path, "rb") as fh:
+                out.setdefault(path.name, fh.read(MAX_RECORD_BYTES))
     return out
 
 

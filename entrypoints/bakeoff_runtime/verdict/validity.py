@@ -60,7 +60,10 @@ def is_validity_check(check: Mapping[str, Any]) -> bool:
 
 
 def _records(runs: list[dict]) -> list[dict]:
-    return [r["summary"] for r in runs if r.get("summary") and r["summary"].get("status") in (COMPLETED, "diverged")]
+    # The run's state as the evaluation classified it (a summary that says "completed" about a metric that is
+    # no number is a failed run), not the summary's own word.
+    return [r["summary"] for r in runs if r.get("summary") and r.get("status", r["summary"].get("status"))
+            in (COMPLETED, "diverged")]
 
 
 def _emulated_on(cfg: dict) -> str | None:
@@ -81,13 +84,23 @@ ACCELERATOR_FIX = ("make it choose torch_xla.device() where torch_xla imports (e
                    "`arguments:`); on trn2, TorchNeuron (backend torchneuron) is a device torch.accelerator reports")
 
 
+def _object(value: Any) -> dict:
+    """A part of a summary read as an object: a job writes its summary, so a part of another type is nothing."""
+    return value if isinstance(value, dict) else {}
+
+
+def _counts(value: Any) -> dict[str, int]:
+    """{device type: parameter tensors}, the entries that are whole numbers only."""
+    return {str(k): v for k, v in _object(value).items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
 def _evidence_line(s: dict, want: str) -> tuple[str, list[str], bool]:
     """(where the run trained, in words; what shows it did not train on `want`; whether anything
     was shown at all) for one completed run's summary."""
-    model = s.get("model") or {}
-    devices = model.get("devices") or {}
-    evidence = s.get("evidence") or {}
-    xla = evidence.get("xla")
+    model = _object(s.get("model"))
+    devices = _counts(model.get("devices"))
+    evidence = _object(s.get("evidence"))
+    xla = _counts(evidence.get("xla")) if isinstance(evidence.get("xla"), dict) else None
     words = [", ".join(f"{n} parameter tensor{'s' if n != 1 else ''} on {d}" for d, n in sorted(devices.items()))]
     problems = []
     if devices and set(devices) != {want}:
@@ -113,13 +126,13 @@ def _evidence_line(s: dict, want: str) -> tuple[str, list[str], bool]:
                                 f"{', '.join(sorted(devices))}: it was made before the model moved to XLA, whose .to() "
                                 "gives the model new parameters; make the optimizer after model.to(device)")
         elif devices:  # a summary from before the counters: the compile stats say whether graphs were made
-            compile_ = s.get("compile") or {}
+            compile_ = _object(s.get("compile"))
             if not (compile_.get("compiled_graphs") or 0) + (compile_.get("cached_compiles") or 0):
                 problems.append("no XLA graph was compiled or run")
     elif xla and xla.get("executions") and not problems:
         problems.append(f"{xla['executions']} XLA graphs ran on a leg that trains on {want}")
     if want == "cuda":
-        cuda = evidence.get("cuda")
+        cuda = _counts(evidence.get("cuda")) if isinstance(evidence.get("cuda"), dict) else None
         if cuda is not None:
             shown = True
             words.append(f"CUDA memory on {cuda.get('devices_used', 0)} of {cuda.get('visible_devices', 0)} devices")
@@ -168,7 +181,8 @@ def backend_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
         seen.append(words)
         problems += [(s.get("seed"), p) for p in found]
         shown = shown or any_shown
-        asked = asked or ((s.get("evidence") or {}).get("torch_accelerator") or {})
+        said = _object(_object(s.get("evidence")).get("torch_accelerator"))
+        asked = asked or {str(k): str(v) for k, v in said.items()}
     script_mode = any(s.get("mode") == "script" for s in records)
     if problems:
         evidence = _by_seed(problems)
@@ -324,13 +338,14 @@ def _first_losses(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict]])
 
 def seeds_check(leg: str, metric: str, runs: list[dict]) -> dict[str, Any]:
     name = f"seeds:{leg}"
-    done = [r for r in runs if r.get("summary") and r["summary"].get("status") == COMPLETED]
+    done = [r for r in runs if r.get("summary") and r.get("status", r["summary"].get("status")) == COMPLETED]
     if len(done) < 2:
         return {"name": name, "status": "unchecked", "passed": False,
                 "why": f"{leg}: fewer than 2 completed seeds, so whether they differ cannot be shown"}
 
     def result(s: dict) -> tuple:
-        return ((s.get("metrics") or {}).get(metric), s.get("first_train_loss"), s.get("final_train_loss"))
+        return tuple(repr(v) for v in ((s.get("metrics") or {}).get(metric), s.get("first_train_loss"),
+                                       s.get("final_train_loss")))
 
     results = {result(r["summary"]) for r in done}
     seeds = ", ".join(str(r["seed"]) for r in sorted(done, key=lambda r: r["seed"]))
@@ -354,7 +369,8 @@ def same_computation_check(leg: str, base: str, legs_cfg: dict, runs_by_leg: dic
     def results(name):
         return {r["seed"]: ((r["summary"].get("metrics") or {}).get(metric), r["summary"].get("first_train_loss"),
                             r["summary"].get("final_train_loss"))
-                for r in runs_by_leg[name] if r.get("summary") and r["summary"].get("status") == COMPLETED}
+                for r in runs_by_leg[name]
+                if r.get("summary") and r.get("status", r["summary"].get("status")) == COMPLETED}
 
     mine, theirs = results(leg), results(base)
     paired = sorted(set(mine) & set(theirs), key=str)
@@ -386,7 +402,7 @@ def blockers_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     recompiles: list[int] = []
     warnings: set[str] = set()
     for s in records:
-        compile_ = s.get("compile") or {}
+        compile_ = _object(s.get("compile"))
         fallbacks.update(compile_.get("fallback_ops") or [])
         if isinstance(compile_.get("recompiles_after_warmup"), int):
             recompiles.append(compile_["recompiles_after_warmup"])
