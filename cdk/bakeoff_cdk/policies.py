@@ -199,6 +199,13 @@ def check_data_uri(uri: str, where: str) -> str:
 
 
 # --- the execution role -------------------------------------------------------------------
+def input_keys(prefix: str) -> list[str]:
+    """The keys of the assets `deploy` uploads (pipelines/sagemaker/compiler.py: code/<sha256>/,
+    data/<sha>/<channel>/; pipelines/steps/evaluate.py: <name>/eval-config/<sha256>/config.json)."""
+    return [f"{prefix}/code/*", f"{prefix}/data/*", f"{prefix}/*/eval-config/*"]
+
+
+
 def execution_grants(stack: Stack, bucket: s3.IBucket, prefix: str, definition: dict, role_arn: str, *,
                      pipeline_arn: str, region: str, mlflow_arns: list[str], extra_data_uris: list[str]) -> list[Grant]:
     """Least privilege for the pipeline and its jobs: their own jobs, this bucket, pulls of
@@ -218,7 +225,15 @@ def execution_grants(stack: Stack, bucket: s3.IBucket, prefix: str, definition: 
         Grant("ArtifactsObjects", [iam.PolicyStatement(
             sid="ArtifactsObjects",
             actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
-            resources=[bucket.arn_for_objects(f"{prefix}/*")])], "prefix-objects",
+            resources=[bucket.arn_for_objects(f"{prefix}/*")]),
+            # What a verdict is decided from and by is uploaded at deploy time by the deployer, never written
+            # by a job: a training job (the script runs with this role) that could rewrite the Evaluate step's
+            # config, the code or the data would move the verdict of every job after it. An explicit deny wins
+            # over any allow in the role's policies (IAM policy evaluation logic).
+            iam.PolicyStatement(
+                sid="InputsReadOnly", effect=iam.Effect.DENY,
+                actions=["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+                resources=[bucket.arn_for_objects(key) for key in input_keys(prefix)])], "prefix-objects",
             [bucket.arn_for_objects(f"{prefix}/*")]),
         # No s3:prefix condition: GetBucketLocation never carries one, and a prefix-conditioned
         # ListBucket does not count for GetObject/HeadObject, whose missing keys then answer 403

@@ -96,9 +96,9 @@ def test_compile_cache_expiry_is_configurable():
 def test_execution_role_least_privilege(quickstart):
     stack, construct, t = quickstart
     statements = statements_by_sid(t, "BakeoffExecutionRole")
-    assert set(statements) == {"PipelineJobs", "PassItselfToJobs", "ArtifactsObjects", "ArtifactsList",
-                               "PullTrainingImages", "EcrLogin", "JobMetrics", "JobLogGroups", "JobLogStreams",
-                               "JobLogStreamsRead"}
+    assert set(statements) == {"PipelineJobs", "PassItselfToJobs", "ArtifactsObjects", "InputsReadOnly",
+                               "ArtifactsList", "PullTrainingImages", "EcrLogin", "JobMetrics", "JobLogGroups",
+                               "JobLogStreams", "JobLogStreamsRead"}
     assert sorted(statements["PipelineJobs"]["Action"]) == sorted([
         "sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
         "sagemaker:CreateProcessingJob", "sagemaker:DescribeProcessingJob", "sagemaker:StopProcessingJob",
@@ -110,6 +110,17 @@ def test_execution_role_least_privilege(quickstart):
     assert sorted(statements["ArtifactsObjects"]["Action"]) == ["s3:AbortMultipartUpload", "s3:DeleteObject",
                                                                 "s3:GetObject", "s3:PutObject"]
     assert json.dumps(statements["ArtifactsObjects"]["Resource"]).endswith('"/bakeoff/*"]]}')
+    # No job (the script runs with this role) can rewrite what the verdict is decided from: the code, the
+    # data and the Evaluate step's config, all uploaded by the deployer.
+    deny = statements["InputsReadOnly"]
+    assert deny["Effect"] == "Deny" and sorted(deny["Action"]) == ["s3:AbortMultipartUpload", "s3:DeleteObject",
+                                                                    "s3:PutObject"]
+    denied = json.dumps(deny["Resource"])
+    for key in ("/bakeoff/code/*", "/bakeoff/data/*", "/bakeoff/*/eval-config/*"):
+        assert key in denied, denied
+    config_uri = next(s for s in construct.compiled.definition["Steps"] if s["Type"] == "Processing")[
+        "Arguments"]["ProcessingInputs"]
+    assert any("/eval-config/" in json.dumps(i) for i in config_uri)
     repos = json.dumps(statements["PullTrainingImages"]["Resource"])
     for repo in ("pytorch-training-neuronx", "pytorch-training"):
         assert f":repository/{repo}" in repos
