@@ -30,7 +30,7 @@ from bakeoff_runtime import contract
 from bakeoff_runtime.contract.documents import Evaluation, summary_or_none
 from bakeoff_runtime.tracking import net as mlflow_net
 from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
-from pipelines.hashing import digest
+from pipelines.hashing import digest, file_sha256
 from pipelines.names import GATE_STEP, PREFLIGHT_STEP
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.model import BakeoffSpec
@@ -429,7 +429,7 @@ class LocalExecutor:
             reason = f"killed by {name}" + (f" (last words: {reason})" if reason else "")
         elif code and not reason:
             failure = job_dir / "opt" / "ml" / "output" / "failure"
-            reason = failure.read_text().splitlines()[0] if failure.exists() else f"process exited with code {code}"
+            reason = _first_line(failure) or f"process exited with code {code}"
         if lost:
             status = "failed"
         training_job_name = f"{job.step_name}-{key[:10]}"
@@ -450,21 +450,17 @@ class LocalExecutor:
         return summary
 
     def _remember_output(self, name: str, path: Path) -> None:
-        import hashlib
-
         try:
-            self._outputs[name] = (path, hashlib.sha256(path.read_bytes()).hexdigest())
+            self._outputs[name] = (path, file_sha256(path))
         except OSError:
             pass
 
     def verify_outputs(self) -> None:
         """Refuse to decide when a job's output changed after it ended: another job (every job runs as this
         user) rewrote what the Evaluate step reads, digest and all. Checked against what this run saw."""
-        import hashlib
-
         for name, (path, sha) in sorted(self._outputs.items()):
             try:
-                now = hashlib.sha256(path.read_bytes()).hexdigest()
+                now = file_sha256(path)
             except OSError:
                 now = None
             if now != sha:
@@ -568,7 +564,7 @@ class LocalExecutor:
         report = job_dir / "opt" / "ml" / "model" / "preflight.json"
         if not report.exists():
             failure = job_dir / "opt" / "ml" / "output" / "failure"
-            why = failure.read_text().splitlines()[0] if failure.exists() else f"exit code {outcome.exit_code}"
+            why = _first_line(failure) or f"exit code {outcome.exit_code}"
             raise RunError(f"preflight of leg {leg} did not finish: {why} (see {job_dir / 'stdout.log'})")
         return json.loads(report.read_text())
 
@@ -674,3 +670,14 @@ def _bounded(reason: str | None) -> str | None:
     if reason is None or len(reason) <= MAX_REASON_CHARS:
         return reason
     return reason[:MAX_REASON_CHARS] + f"… ({len(reason):,} characters; the job's summary.json holds all of it)"
+
+
+def _first_line(path: Path) -> str | None:
+    """The first line of a job's failure file (the job writes it: read no more than a reason needs)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(MAX_REASON_CHARS * 4)
+    except OSError:
+        return None
+    lines = head.decode(errors="replace").splitlines()
+    return _bounded(lines[0]) if lines and lines[0].strip() else None
