@@ -32,7 +32,7 @@ def console(stderr: bool = False):
 
     stream = sys.stderr if stderr else sys.stdout
     if is_terminal(stream):
-        return Console(stderr=stderr, soft_wrap=True)
+        return Console(stderr=stderr, soft_wrap=True, emoji=False)
     return Console(file=stream, soft_wrap=True, width=1000, no_color=True, color_system=None, highlight=False,
                    emoji=False)
 

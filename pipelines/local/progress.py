@@ -17,7 +17,7 @@ class Progress:
         from rich.console import Console
 
         # Piped or captured, lines stay whole (no wrapping at 80 columns mid-sentence).
-        self.console = console or Console(stderr=True, soft_wrap=True)
+        self.console = console or Console(stderr=True, soft_wrap=True, emoji=False)
         self.live = self.console.is_terminal
         self._bar = None
         self._tasks: dict[int, object] = {}  # job index -> its bar

@@ -406,3 +406,42 @@ def test_a_leg_whose_jobs_used_fewer_devices_than_billed_says_so_beside_its_cost
     assert ev["legs"]["gpu"]["devices_used"] == 1 and ev["legs"]["trn"]["devices_used"] == 32
     cost = _table(render_markdown(ev))["cost per run"]
     assert cost[1].endswith("(used 1 of 8 devices)") and "used" not in cost[0]
+
+
+# --- job text: no escape or control character reaches either report -------------------------------------
+ESCAPES = "\x1b]0;pwned\x07\x1b[31m"  # retitles a terminal, then paints what follows red
+CONTROLS = [chr(c) for c in (*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))] + ["\u202e", "\u2066"]
+BENIGN = "café naïve 日本語 🎉 Ωμέγα — ok"
+
+
+def test_escapes_and_control_characters_in_job_text_reach_neither_report(evaluation, tmp_path):
+    """A failure reason, a check's why, a leg's name, an environment, the bake-off's name: text a job
+    or spec wrote, with escape sequences, BEL and other C0/C1 controls in it. report.md and report.html
+    carry none of them; the text around them stays, word for word."""
+    hostile = f"boom{ESCAPES}\x07 oom\x9b31m\x00 [red]x[/red]"
+    # "trn" names a leg, its checks and runs: every one of them renamed, so the report still agrees with itself
+    ev = json.loads(json.dumps(evaluation).replace('trn', 'trn\\u001b[1m\\u0007'))
+    ev["bakeoff"] = f"fixed{ESCAPES}"
+    for f in ev["legs"].values():
+        for r in f["runs"]:
+            r["status"], r["reason"] = "failed", f"{hostile} {BENIGN}"
+            r["environment"] = {**(r.get("environment") or {}), "note": hostile}
+    ev["checks"].append({"name": f"warning{ESCAPES}", "status": "warning", "why": hostile + "".join(CONTROLS)})
+    ev["speed"]["unstable_legs"] = [f"trn{ESCAPES}"]
+    md_path, html_path = (tmp_path / "report.md", tmp_path / "report.html")
+    write_reports(ev, tmp_path)
+    for text in (md_path.read_bytes().decode(), html_path.read_bytes().decode()):
+        assert not set(text) & (set(CONTROLS) | {"\x1b", "\x07", "\x9b"}), \
+            sorted(hex(ord(c)) for c in set(text) & set(CONTROLS))
+        assert "pwned" not in text and "[31m" not in text and "[1m" not in text  # each sequence went whole
+        assert BENIGN in text and "oom31m" in text
+    md = md_path.read_text()
+    assert md.startswith("# Bake-off fixed: ") and "| trn | 0 | failed |" in md
+    assert '<h3><span class="sw" data-leg="trn"' in html_path.read_text()  # the leg keeps its colour
+
+
+def test_benign_unicode_in_job_text_is_shown_unchanged(evaluation):
+    ev = json.loads(json.dumps(evaluation))
+    ev["checks"].append({"name": "note", "status": "warning", "why": f"{BENIGN}\tand a tab"})
+    assert f"{BENIGN}\tand a tab" in render_html(ev) and f"{BENIGN}\tand a tab" in render_markdown(ev)
+    assert render_markdown(evaluation) == render_markdown(json.loads(json.dumps(evaluation)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -101,9 +102,25 @@ def _left_for(tick_labels: list[str]) -> int:
     return max(52, round(max(map(len, tick_labels), default=1) * FONT * 0.58 + FONT + 16))
 
 
+# A coordinate never leaves this band: a value far off an axis (a trimmed curve's first steps, data
+# beyond a degenerate axis) is drawn off the chart, not at "inf" or "nan".
+_FAR = 1e6
+
+
+def _within(x: float) -> float:
+    return -_FAR if math.isnan(x) else min(_FAR, max(-_FAR, x))
+
+
 def _scale(lo: float, hi: float, a: float, b: float) -> Callable[[float], float]:
     span = (hi - lo) or 1.0
-    return lambda v: a + (v - lo) / span * (b - a)
+    if not math.isfinite(span):  # ends further apart than the largest float: measured in halves
+        half = hi / 2 - lo / 2
+        return lambda v: _within(a + (v / 2 - lo / 2) / half * (b - a))
+    return lambda v: _within(a + (v - lo) / span * (b - a))
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def y_axis(points: list[tuple[float, float]], trim_from: float = 0.15):
@@ -163,8 +180,7 @@ def line_chart(title: str, series: list[tuple[str, str, list[list[list[float]]]]
     """series: (leg, colour, runs), each run [[step, value], ...]. Per leg: the range across seeds
     as a translucent band with a dashed outline, each seed as a thin line, the mean as a thick
     one; all bands are drawn before any line so no leg's band hides another's curve."""
-    finite = [[[x, y] for x, y in run if isinstance(y, (int, float)) and math.isfinite(y)] for _, _, runs in series
-              for run in runs]
+    finite = [[[x, y] for x, y in run if _finite(x) and _finite(y)] for _, _, runs in series for run in runs]
     pts = [(p[0], p[1]) for run in finite for p in run]
     if not pts:
         return no_data(title)
@@ -258,6 +274,8 @@ def bar_chart(title: str, bars: list[tuple[str, str, float | None, list[float]]]
               emulated: str = "") -> str:
     """bars: (leg, colour, mean, per-seed values). The bar is the mean; each seed is a dot and
     the seeds' range a whisker, so the spread behind a difference is in view."""
+    bars = [(leg, colour, mean if _finite(mean) else None, [v for v in seeds if _finite(v)])
+            for leg, colour, mean, seeds in bars]
     shown = [b for b in bars if b[2] is not None]
     if not shown:
         return no_data(title, "no leg reported this")
@@ -300,6 +318,8 @@ def stacked_bar_chart(title: str, parts: list[str], bars: list[tuple[str, str, l
                       unit: str, value_fmt: Fmt, *, w: int = 480, h: int = 280, emulated: str = "") -> str:
     """bars: (leg, colour, one value per part, per-seed totals). Parts keep the leg's colour and
     differ by fill (solid, hatched, light) so colour still means the leg; the legend is grey."""
+    bars = [(leg, colour, [v if _finite(v) else 0.0 for v in values], [t for t in totals if _finite(t)])
+            for leg, colour, values, totals in bars]
     if not any(sum(v) > 0 for _, _, v, _ in bars):
         return no_data(title, "no leg reported this")
     items = [(p, _swatch_box(*_legend_fill(PART_STYLES[j], f"hatch-{_slug(title)}-legend")), None)
@@ -355,7 +375,9 @@ def decision_chart(ev: Evaluation, colours: dict[str, str], w: int = 520) -> str
     m = round(min(w * 0.4, max(80.0, label)))
     h = top + row * len(checks) + 2 * FONT + 26
     values = [v for c in checks for v in (*c["ci"], *(d for _, d in c.get("per_seed_diffs") or []))]
-    reach = max([abs(v) for v in values if math.isfinite(v)] + [1.25 * c["margin"] for c in checks])
+    reach = max([abs(v) for v in values if _finite(v)] + [1.25 * c["margin"] for c in checks if _finite(c["margin"])],
+                default=1.0)
+    reach = reach if math.isfinite(reach) else sys.float_info.max
     xt = nice_ticks(-reach, reach, 7)
     right = w - 30  # room for the last tick's label
     sx = _scale(xt[0], xt[-1], m, right)

@@ -8,6 +8,7 @@ Numbers and money are written by report.formatting, figures drawn by report.char
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,17 @@ from bakeoff_runtime.report import porting_section
 from bakeoff_runtime.report import scaling as report_scaling
 from bakeoff_runtime.report import spend as report_spend
 from bakeoff_runtime.report.charts import PALETTE, bar_chart, decision_chart, leg_colours, line_chart, stacked_bar_chart
-from bakeoff_runtime.report.formatting import MONEY_RULE, md, md_row, money_tick, nice_ticks, num, size, usd
+from bakeoff_runtime.report.formatting import (
+    MONEY_RULE,
+    inert_strings,
+    md,
+    md_row,
+    money_tick,
+    nice_ticks,
+    num,
+    size,
+    usd,
+)
 from bakeoff_runtime.verdict import validity
 from bakeoff_runtime.verdict.parity_tests import test_of
 
@@ -435,7 +446,9 @@ SECTIONS: list[Section] = [
 
 # --- the documents ----------------------------------------------------------------------------
 def render_markdown(ev: Evaluation) -> str:
-    # Every piece of text below that came from the evaluation (and so, often, from a job) goes through md().
+    # Every piece of text below that came from the evaluation (and so, often, from a job) goes through md(),
+    # after inert_strings() has taken out the escapes and control characters a job could have put in it.
+    ev = inert_strings(ev)
     out = [f"# Bake-off {md(ev.get('bakeoff'))}: {md(str(ev['verdict']).upper())}", "", md(verdict_sentence(ev)),
            *_measured_md(ev)]
     if _emulated(ev):
@@ -472,6 +485,7 @@ code{font-size:12px}pre{overflow-x:auto;max-width:100%;font-size:12px}footer{mar
 
 
 def render_html(ev: Evaluation) -> str:
+    ev = inert_strings(ev)  # job text: no escape or control character reaches the page (html.escape leaves them)
     name = e(str(ev.get("bakeoff")))
     verdict = e(ev["verdict"])
     decision = decision_chart(ev, leg_colours(ev))
@@ -499,7 +513,10 @@ def write_reports(ev: Evaluation, out_dir: Path) -> list[Path]:
     for path, text in zip(paths, (render_html(ev), render_markdown(ev)), strict=True):
         # Whole or not at all: a reader never sees half a report.
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        tmp.unlink(missing_ok=True)  # a link planted there is removed, never written through
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        tmp.replace(path)  # a rename replaces a link at `path`; it does not follow it
     return paths
 
