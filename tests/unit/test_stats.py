@@ -217,3 +217,15 @@ def test_a_declared_step_widens_the_interval_by_half_its_lattice_and_holds_alpha
                           resolution=1 / 200)
         passed += r["outcome"] == stats.PASS
     assert passed / reps <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / reps), passed / reps
+
+
+def test_a_metric_near_1e_11_has_a_step_of_its_own_size_not_one():
+    from bakeoff_runtime.verdict.stats import metric_step, paired_interval
+
+    values = [1.3e-11, 1.1e-11, 1.2e-11, 1.25e-11]
+    step = metric_step(values)
+    assert step is not None and step <= 1e-12, step
+    assert metric_step([0.912, 0.905]) == 0.001 and metric_step([3.0, 4.0]) == 1.0  # as before
+    ci = paired_interval([a - b for a, b in zip(values, [1.2e-11, 1.0e-11, 1.2e-11, 1.2e-11], strict=True)], 0.05,
+                         step)
+    assert ci["ci"][1] - ci["ci"][0] < 1e-10  # an interval on the metric's own scale

@@ -90,7 +90,11 @@ def metric_step(values: Sequence[float], resolution: float | None = None) -> flo
         return None
     for k in range(0, 13):
         scale = 10.0 ** k
-        if all(abs(v * scale - round(v * scale)) <= 1e-9 * max(1.0, v * scale) for v in vals):
+        # A value that rounds to 0 at k decimals is not written at k decimals, however small the
+        # remainder: 3e-11 is not "0 at 0 decimals" (read so, a metric near 1e-11 had a step of 1,
+        # an SD floor of 0.41 and an interval of +-0.7 that nothing could decide).
+        if all(v == 0 or (round(v * scale) != 0 and abs(v * scale - round(v * scale)) <= 1e-9 * max(1.0, v * scale))
+               for v in vals):
             return 10.0 ** -k
     return max(vals) * 1e-12  # numerical noise: the floor never binds
 
