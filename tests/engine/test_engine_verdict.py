@@ -92,3 +92,13 @@ def test_a_script_error_fails_its_run_with_the_scripts_words(monkeypatch, capsys
     assert job["exit_code"] == 1 and job["status"] == "failed" and not job["lost"]
     assert (tmp_path / "out" / "jobs" / "m5-s2" / "opt" / "ml" / "output" / "failure").exists()
     assert ev["verdict"] != "pass" and code == {"fail": 1, "inconclusive": 3}[ev["verdict"]], err[-2000:]
+
+
+def test_a_model_that_fits_its_task_metric_near_1e_11_is_decided_and_reported(monkeypatch, capsys, tmp_path):
+    spec = verdict_spec(tmp_path, seeds=4, margin=0.05)
+    out = tmp_path / "out"
+    recipe = Recipe(base=1.2e-11, seed_noise=1e-13)
+    code, _, stderr = bakeoff_cli(monkeypatch, capsys, FakeContainer(recipe), "run", spec, "--out", out, "--no-mlflow")
+    ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
+    assert code == 0 and ev["verdict"] == "pass", (ev["first_line"], stderr[-2000:])
+    assert (out / "evaluation" / "report.html").stat().st_size < 5_000_000
