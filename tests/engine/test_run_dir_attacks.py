@@ -7,8 +7,8 @@ import os
 import sqlite3
 
 import pytest
-from fake_container import FakeContainer, bakeoff_cli, verdict_spec
 
+from fake_container import FakeContainer, bakeoff_cli, verdict_spec
 from pipelines.errors import SpecError
 from pipelines.local.lock import LOCK_FILE, RunLock
 
@@ -129,9 +129,8 @@ def test_deleting_the_lock_file_during_a_run_does_not_let_a_second_run_in(tmp_pa
     out = tmp_path / "out"
     with RunLock(out):
         (out / LOCK_FILE).unlink()
-        with pytest.raises(SpecError, match="in use by"):
-            with RunLock(out):
-                pass
+        with pytest.raises(SpecError, match="in use by"), RunLock(out):
+            pass
     with RunLock(out):  # benign: released, it is taken again
         assert json.loads((out / LOCK_FILE).read_text())["pid"] == os.getpid()
 
