@@ -5,7 +5,9 @@ that an argparse `store_true` flag cannot take; a script that is not distributed
 instances) and the warnings `bakeoff validate` prints and `bakeoff run` repeats at its start (how
 many processes run the script and on how many of the instance's devices; a trn leg with no route to
 PyTorch/XLA; a script that picks its device through `torch.accelerator`; CUDA a local run cannot
-give; a module that neither the image nor requirements.txt provides, or that this Python lacks).
+give; a module that neither the image nor requirements.txt provides, or that this Python lacks; a
+requirements.txt line that takes packages from elsewhere than PyPI, refused when the jobs run with network
+isolation and it needs the network or a path outside the source dir: requirements_file.py).
 
 The facts it rests on:
 * SageMaker's PyTorch toolkit starts a script once per instance unless a distribution is enabled,
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from bakeoff_runtime.contract.backend_table import row
 from pipelines.errors import SpecError
 from pipelines.plan.bundle import SHIPPED_FILES, Bundle
+from pipelines.plan.requirements_file import Requirements, read
 from pipelines.plan.script_scan import ScriptScan, process_model, scan
 
 ACCELERATOR_FIX = (
@@ -74,7 +77,7 @@ def findings(spec, bundle: Bundle, local_gpu: bool = False) -> ScriptFindings:
     found = scan_of(bundle)
     distributed, why = process_model(spec, found)
     _refuse_flag_values(spec, found)
-    warnings: list[str] = []
+    warnings: list[str] = _package_sources(spec, bundle)
     for i, leg in enumerate(spec.legs):
         if not distributed and leg.instance_count > 1:
             raise _error(spec, ("legs", i, "instance_count"), (
@@ -188,20 +191,45 @@ def _unknown_arguments(spec, found: ScriptScan) -> list[str]:
             "stop it with \"unrecognized arguments\""]
 
 
+def _requirements_file(bundle: Bundle) -> Requirements | None:
+    """requirements.txt beside the script (what the job's pip installs), and the files it includes."""
+    folder = bundle.script.rsplit("/", 1)[0] + "/" if "/" in bundle.script else ""
+    files = dict(bundle.files)
+    name = f"{folder}requirements.txt"
+    return read(files, name) if name in files else None
+
+
 def _requirements(bundle: Bundle) -> set[str]:
     """The modules requirements.txt beside the script provides (import names, by its distribution names)."""
-    folder = bundle.script.rsplit("/", 1)[0] + "/" if "/" in bundle.script else ""
-    text = dict(bundle.files).get(f"{folder}requirements.txt")
-    if text is None:
-        return set()
+    found = _requirements_file(bundle)
     out = set()
-    for line in text.decode("utf-8", "replace").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line or line.startswith("-"):
-            continue
-        dist = re.split(r"[\s<>=!~;\[@]", line, maxsplit=1)[0].lower().replace("-", "_").replace(".", "_")
+    for name in found.names if found else ():
+        dist = name.lower().replace("-", "_").replace(".", "_")
         out.add(_IMPORT_NAMES.get(dist, dist))
     return out
+
+
+def _package_sources(spec, bundle: Bundle) -> list[str]:
+    """requirements.txt's lines that take packages from elsewhere than PyPI: a warning, or a refusal when the jobs
+    run with network isolation and a line needs the network or a path outside the source dir (pip could reach
+    neither: CreateTrainingJob's EnableNetworkIsolation, security.network_isolation)."""
+    if not spec.entrypoint.script_mode.install_requirements:
+        return []  # not installed: what it says is not what the jobs run
+    found = _requirements_file(bundle)
+    if found is None or not found.sources:
+        return []
+    unreachable = [s for s in found.sources if s.beyond]
+    if spec.security.network_isolation and unreachable:
+        more = f" (and {len(unreachable) - 1} more)" if len(unreachable) > 1 else ""
+        raise _error(spec, ("security", "network_isolation"), (
+            f"the jobs run with network isolation, but {unreachable[0]}{more} takes packages from where an isolated "
+            "job cannot reach: put those packages' wheels in a wheels/ folder beside requirements.txt (`pip download "
+            "-d wheels ...`) and list them by name (`lib==1.2`) instead, or set "
+            "entrypoint.script_mode.install_requirements: false if the image has them"))
+    shown = "; ".join(str(s) for s in found.sources[:4])
+    more = f"; and {len(found.sources) - 4} more" if len(found.sources) > 4 else ""
+    return [f"requirements.txt takes packages from elsewhere than PyPI: {shown}{more}; every job's pip installs "
+            "from there as it starts: check each is a source you trust"]
 
 
 def _imports(spec, bundle: Bundle, found: ScriptScan) -> tuple[list[str], list[str]]:

@@ -102,7 +102,11 @@ def _data_channels(spec: BakeoffSpec, base_dir: Path, bucket: str, prefix: str) 
         if not path.exists():
             raise SpecError(f"channel {name!r}: {path} does not exist", file=file, line=line,
                             field=f"data.channels.{name}")
-        secrets = [p.name for p in ([path] if path.is_file() else path.rglob("*")) if is_secret(p.name)]
+        # By name, and by where in the channel's folder it sits (.kube/config, .config/gh/hosts.yml): the same
+        # lists as the code bundle's (pipelines/plan/bundle.py). Not by content: data is data (a corpus of code
+        # holds token-shaped strings).
+        members = {path.name: path} if path.is_file() else {p.relative_to(path).as_posix(): p for p in path.rglob("*")}
+        secrets = [rel for rel, p in members.items() if is_secret(p.name, rel)]
         if secrets:
             raise SpecError(f"channel {name!r} holds files that look like secrets ({', '.join(sorted(secrets)[:3])}); "
                             "a data channel is uploaded as it is: move them out", file=file, line=line,

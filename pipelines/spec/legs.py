@@ -21,7 +21,15 @@ from pipelines.spec.fields import (
     SpecFieldError,
     _Model,
     looks_like_secret,
+    secret_findings,
 )
+
+# Why a secret never goes in `environment:`, said in each refusal (its SageMaker source quoted).
+_ENVIRONMENT_IS_PUBLIC = (
+    "a job's Environment is returned by DescribeTrainingJob and stored in the pipeline definition (botocore's "
+    "SageMaker model, CreateTrainingJob.Environment: \"Do not include any security-sensitive information including "
+    "account access IDs, secrets, or tokens in any environment fields\"): grant access through the execution role, "
+    "or have the script read the value from AWS Secrets Manager")
 
 
 class ScalingSize(_Model):
@@ -130,14 +138,19 @@ class Leg(_Model):
 
     @model_validator(mode="after")
     def _no_secrets_in_environment(self):
-        for key in [*self.environment, *(self.local.environment if self.local else {})]:
-            if looks_like_secret(key):
-                raise SpecFieldError(("environment", key), (
-                    f"{key} looks like a secret; a job's Environment is returned by DescribeTrainingJob and stored "
-                    "in the pipeline definition (botocore's SageMaker model, CreateTrainingJob.Environment: \"Do not "
-                    "include any security-sensitive information including account access IDs, secrets, or tokens "
-                    "in any environment fields\"): grant access through the execution role, or have the script read "
-                    "the value from AWS Secrets Manager"))
+        """A secret by its name (HF_TOKEN, GITHUB_PAT, PGPASSWORD) or by its value (a token's format, a URL with
+        a password: pipelines.spec.fields.SECRET_RULES), in the leg's environment or its local one."""
+        places: list[tuple[tuple[str, ...], dict[str, str]]] = [(("environment",), self.environment)]
+        if self.local:
+            places.append((("local", "environment"), self.local.environment))
+        for where, env in places:
+            for key, value in env.items():
+                if looks_like_secret(key):
+                    raise SpecFieldError((*where, key), f"{key} looks like a secret; {_ENVIRONMENT_IS_PUBLIC}")
+                found = secret_findings(value, most=1)
+                if found:
+                    raise SpecFieldError((*where, key), f"{key}'s value holds {found[0].kind} ({found[0].shown}); "
+                                         f"{_ENVIRONMENT_IS_PUBLIC}")
         return self
 
     @model_validator(mode="after")
