@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation
+from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation, whole_evaluation_problem
 from pipelines.errors import RunError, SpecError
 
 from ._support import Progress, SpecLike, as_spec, note, ops_for, public
@@ -386,9 +386,16 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) ->
     why = stale_evaluation(run_dir)
     if why is None:
         try:
-            return read_evaluation(path)
-        except DocumentError as exc:  # written by a bakeoff that reads other documents
-            raise SpecError(str(exc)) from None
+            evaluation = read_evaluation(path)
+            problem = whole_evaluation_problem(evaluation)
+            if problem is None:
+                return evaluation
+            raise DocumentError(f"{path}: not an evaluation bakeoff wrote: {problem}")
+        except (DocumentError, ValueError) as exc:
+            # Another bakeoff's document, or one edited or cut short: decided again when the directory can be.
+            if not (run_dir / "spec.json").exists() or not (run_dir / "pipeline.json").exists():
+                raise SpecError(str(exc)) from None
+            why = f"its evaluation.json cannot be read ({str(exc)[:200]})"
     if not (run_dir / "spec.json").exists() or not (run_dir / "pipeline.json").exists():
         if path.exists():
             raise RunError(f"{run_dir}: {why}, and it holds no spec to decide again from; run `bakeoff run SPEC "

@@ -39,6 +39,10 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
     loaded = as_spec(spec, overrides)
     plan = build_plan(loaded)
     _check_compiles(loaded, plan)
+    if previous_run is not None:
+        found = _previous_record(Path(previous_run), Path.is_file)
+        if found is not None:  # none: seed_warnings says there is no evaluation.json there
+            _check_previous_evaluation(found)
     warnings = seed_warnings(loaded, Path(previous_run) if previous_run else None) + design_warnings(loaded) \
         + plan.notes
     legs = tuple(LegPlan(name=leg.name, instance_type=leg.instance_type, instance_count=leg.instance_count,
@@ -92,7 +96,182 @@ def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.Pa
         raise SpecError("planning the seeds and cost needs pipelines.advice.budget, which this install lacks") from None
     if from_run is not None and not Path(from_run).exists():
         raise SpecError(f"--from {from_run}: no such run directory")
-    return plan_budget(as_spec(spec, overrides), Path(from_run) if from_run else None, max_seeds=max_seeds)
+    run = Path(from_run) if from_run is not None else None
+    if run is not None:
+        if not run.is_dir():  # the evaluation.json itself: planned from the folder that holds it
+            if run.name != "evaluation.json" or _previous_record(run.parent, Path.exists) != run:
+                raise SpecError(f"--from {from_run}: not a run directory; give the --out directory of a previous "
+                                "`bakeoff run` (or the folder holding its evaluation.json)")
+            run = run.parent
+        found = _previous_record(run, Path.exists)
+        if found is not None:  # none: plan_budget says there is no evaluation.json there
+            _check_previous_evaluation(found)
+    return plan_budget(as_spec(spec, overrides), run, max_seeds=max_seeds)
+
+
+# --- a previous run's record (`plan --from`, `validate --from`) --------------------------------
+# Its evaluation.json is read from wherever the user points: checked here, before the planners read
+# it, so that what is wrong with it is one line naming the file, its line and the field, never a crash
+# in the arithmetic that would have used it.
+MAX_RECORD_BYTES = 64 << 20  # an evaluation is kilobytes to a few megabytes (curves of many seeds)
+HUGE = 1e100  # no metric's mean or spread is larger; past it the planners' sums overflow to inf
+_FIX = "give the directory of a previous `bakeoff run` (--from reads the evaluation.json bakeoff wrote there)"
+
+
+def _previous_record(run: Path, present: Any) -> Path | None:
+    """The evaluation.json a --from of `run` names, found as the planners find it: `run` itself (a file),
+    else RUN/evaluation/evaluation.json, else RUN/evaluation.json (the first that is `present`)."""
+    if run.is_file():
+        return run
+    return next((c for c in (run / "evaluation" / "evaluation.json", run / "evaluation.json") if present(c)), None)
+
+
+def _check_previous_evaluation(path: Path) -> Any:
+    """The evaluation at `path` as the planners read it, checked: a JSON object of a schema this bakeoff
+    reads whose fields the planners use have their types and finite values. SpecError (exit 2) naming
+    the file, line and field otherwise."""
+    import json
+    import stat
+
+    from bakeoff_runtime.contract.documents import DocumentError, evaluation_from
+
+    where = str(path)
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecError(f"not a file; {_FIX}", file=where, field="--from")
+        if info.st_size > MAX_RECORD_BYTES:
+            raise SpecError(f"{info.st_size:,} bytes is not an evaluation (at most {MAX_RECORD_BYTES:,}); {_FIX}",
+                            file=where, field="--from")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot read it ({exc.strerror or exc}); {_FIX}", file=where, field="--from") from None
+    try:
+        body = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise SpecError(f"nested too deeply to be an evaluation; {_FIX}", file=where, field="--from") from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"not valid JSON ({exc.msg}); {_FIX}", file=where, line=exc.lineno, field="--from") from None
+    except _NotJson as exc:
+        raise SpecError(f"{exc.args[0]}, which JSON has not and bakeoff never writes; {_FIX}", file=where,
+                        line=_constant_line(raw, str(exc.args[1])), field="--from") from None
+    except ValueError as exc:  # bytes that are not UTF-8 (UnicodeDecodeError)
+        raise SpecError(f"not JSON text ({exc}); {_FIX}", file=where, field="--from") from None
+    try:
+        evaluation = evaluation_from(body, where)
+    except DocumentError as exc:
+        raise SpecError(f"{str(exc).removeprefix(where + ': ')}; {_FIX}", file=where, field="--from") from None
+    problem = _record_problem(evaluation)
+    if problem is not None:
+        loc, message = problem
+        raise SpecError(f"{message}; {_FIX}", file=where, line=_json_line(raw, loc),
+                        field="".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip("."))
+    return evaluation
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"it holds {name}", name)
+
+
+def _constant_line(raw: bytes, name: str) -> int | None:
+    import re
+
+    found = re.search(rb"[:\[,]\s*" + re.escape(name.encode()), raw)
+    return raw[:found.start()].count(b"\n") + 1 if found else None
+
+
+def _record_problem(evaluation: Any) -> tuple[tuple, str] | None:
+    """The first field the planners read (pipelines/advice/budget.py, seeds.py) that is not of its type."""
+    def bad(value: Any, kind: str, *, minimum: float = -HUGE, maximum: float = HUGE,
+            whole: bool = False) -> str | None:
+        """Why `value` is not `kind`: not a number, not whole, or outside [minimum, maximum] (so bounded that the
+        planners' arithmetic stays finite); None when it is, or is null."""
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        from pipelines.spec.loader import _shown
+
+        if value is None or (number and (not whole or isinstance(value, int)) and minimum <= value <= maximum):
+            return None
+        number_word = "a whole number" if whole else "a number"
+        return f"{_shown(value)} is not {kind}: {number_word} from {minimum:g} to {maximum:g}"
+
+    checks = evaluation.get("checks")
+    if checks is not None and not isinstance(checks, list):
+        return ("checks",), f"is {_json_type(checks)}, not a list of checks"
+    for i, check in enumerate(checks or []):
+        if not isinstance(check, dict):
+            return ("checks", i), f"is {_json_type(check)}, not a check (an object)"
+        for key in ("name", "test"):
+            if check.get(key) is not None and not isinstance(check[key], str):
+                return ("checks", i, key), f"is {_json_type(check[key])}, not text"
+        for key, kind, most, whole in (("sd", "a standard deviation", HUGE, False),
+                                       ("se", "a standard error", HUGE, False),
+                                       ("n_pairs", "a count of seeds", 10**9, True),
+                                       ("n_leg", "a count of seeds", 10**9, True),
+                                       ("n_baseline", "a count of seeds", 10**9, True)):
+            why = bad(check.get(key), kind, minimum=0, maximum=most, whole=whole)
+            if why:
+                return ("checks", i, key), why
+        if check.get("test") == "paired" and check.get("sd") is not None and check.get("n_pairs") is None:
+            return ("checks", i), "a paired check with an sd has no n_pairs (the seeds it was measured on)"
+    legs = evaluation.get("legs")
+    if legs is not None and not isinstance(legs, dict):
+        return ("legs",), f"is {_json_type(legs)}, not an object of legs"
+    for name, leg in (legs or {}).items():
+        if not isinstance(leg, dict):
+            return ("legs", name), f"is {_json_type(leg)}, not a leg (an object)"
+        why = bad(leg.get("instance_count"), "an instance count", minimum=1,
+                  maximum=10**6, whole=True)
+        if why:
+            return ("legs", name, "instance_count"), why
+        metric = leg.get("metric")
+        if metric is not None and not isinstance(metric, dict):
+            return ("legs", name, "metric"), f"is {_json_type(metric)}, not an object"
+        why = bad((metric or {}).get("mean"), "a mean")
+        if why:
+            return ("legs", name, "metric", "mean"), why
+        runs = leg.get("runs")
+        if runs is not None and not isinstance(runs, list):
+            return ("legs", name, "runs"), f"is {_json_type(runs)}, not a list of runs"
+        for j, run in enumerate(runs or []):
+            if not isinstance(run, dict):
+                return ("legs", name, "runs", j), f"is {_json_type(run)}, not a run (an object)"
+            for key, kind, most in (("billable_s", "a time in seconds", 1e9),
+                                    ("cost_usd", "a cost in dollars", 1e12)):
+                why = bad(run.get(key), kind, minimum=0, maximum=most)
+                if why:
+                    return ("legs", name, "runs", j, key), why
+    return None
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "text", bool: "true or false", int: "a number",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _json_line(raw: bytes, loc: tuple) -> int | None:
+    """The line of the field at `loc` in a JSON document, where it can be found (JSON is YAML's flow
+    style: its composer keeps every node's line); None otherwise."""
+    import yaml
+
+    if len(raw) > 8 << 20:
+        return None
+    try:
+        node = yaml.compose(raw.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        for part in loc:
+            if isinstance(node, yaml.MappingNode):
+                node = next(v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part)
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                node = node.value[part]
+            else:
+                return None
+        return int(node.start_mark.line) + 1 if node is not None else None
+    except (yaml.YAMLError, StopIteration, IndexError, ValueError, RecursionError):
+        return None
 
 
 @public

@@ -270,13 +270,21 @@ class LocalExecutor:
             jobs, keys = self._jobs(plan, steps, subs, params)
             ctx = self._context(pipeline_name(self.spec), params, keys, steps)
             ran = dict(keys)  # the keys the jobs ran under (this machine's could differ: another torch)
+            never: list[str] = []
             for name, job in jobs.items():
                 try:
                     meta = json.loads((self.out / "jobs" / job.name / "job.json").read_text())
                     ctx.training_job_names[name] = str(meta["training_job_name"])
                     ran[name] = str(meta.get("job_key") or keys[name])
                 except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
-                    continue  # never ran here: the evaluation counts it as giving no result
+                    # Never ran here (the run was stopped first): the Evaluate step's request still names it,
+                    # under the name it would have had, and the evaluation counts it as giving no result.
+                    ctx.training_job_names[name] = f"{job.step_name}-{keys[name][:10]}"
+                    never.append(job.name)
+            if never:
+                self.progress.note(f"{len(never)} job(s) never ran here ({', '.join(sorted(never)[:6])}"
+                                   f"{', ...' if len(never) > 6 else ''}): decided without them; `bakeoff run "
+                                   f"SPEC --out {self.out}` runs them")
             rule = self._recorded_rule()
             self.rule_change = rule.get("reason")
             self._look_jobs = ran

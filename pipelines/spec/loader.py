@@ -9,6 +9,7 @@ duplicate keys.
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,9 @@ def decode(raw: bytes, file: str | None) -> str:
     return text
 
 
-def parse_yaml(text: str, file: str | None = None) -> tuple[Any, dict[tuple, int]]:
+def _compose(text: str, file: str | None, what: str) -> tuple[Any, dict[tuple, int]]:
+    """The data of `text`, read only after its nodes were checked (core tags, depth, size), and the line
+    of each key and item; (None, {}) for an empty document. `what` names it in an error."""
     try:
         node = yaml.compose(text, Loader=_LineLoader)
     except yaml.YAMLError as exc:
@@ -98,18 +101,36 @@ def parse_yaml(text: str, file: str | None = None) -> tuple[Any, dict[tuple, int
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(f"not valid YAML: {problem}", file=file,
                         line=mark.line + 1 if mark else None) from None
-    except RecursionError:
-        raise SpecError(f"nesting deeper than {MAX_DEPTH} levels: a bake-off spec is a few levels deep",
+    except RecursionError:  # the composer recurses per level: far past MAX_DEPTH, refused before _walk
+        raise SpecError(f"nesting deeper than {MAX_DEPTH} levels: {what} is a few levels deep",
                         file=file) from None
     if node is None:
-        raise SpecError("the spec is empty; `bakeoff init DIR` writes one to start from", file=file)
+        return None, {}
     lines: dict[tuple, int] = {}
     try:
         _walk(node, (), lines, 0, _Budget())
     except SpecError as exc:
         raise SpecError(exc.message, file=file, line=exc.line, field=exc.field) from None
     # Every node is core-tagged, bounded and finite: constructing it is safe.
-    data = yaml.load(text, Loader=_LineLoader)
+    return yaml.load(text, Loader=_LineLoader), lines
+
+
+def parse_value(text: str, where: str) -> Any:
+    """A `--set` value, read as the spec file is (core tags only, bounded depth, size and alias
+    expansion): what it holds becomes part of the spec, so it gets no looser a reader."""
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError(f"a value of {len(text):,} characters is not a spec field's (at most {MAX_SPEC_BYTES:,})",
+                        file=where)
+    if "\x00" in text:
+        raise SpecError("the value holds a NUL character", file=where)
+    data, _ = _compose(text, where, "a spec field's value")
+    return data
+
+
+def parse_yaml(text: str, file: str | None = None) -> tuple[Any, dict[tuple, int]]:
+    data, lines = _compose(text, file, "a bake-off spec")
+    if data is None and not lines:
+        raise SpecError("the spec is empty; `bakeoff init DIR` writes one to start from", file=file)
     if not isinstance(data, dict):
         raise SpecError("the spec must be a mapping of fields (name, legs, ...)", file=file, line=1)
     return data, lines
@@ -246,18 +267,19 @@ def load_spec(path: str | Path, overrides: list[str] | None = None) -> BakeoffSp
         raise SpecError(f"cannot read: {exc.strerror}", file=shown) from None
     data, lines = parse_yaml(decode(raw, shown), shown)
     if overrides:
-        from pipelines.spec.overrides import apply_overrides
-
         data, touched = apply_overrides(data, overrides)
         try:
             spec = BakeoffSpec.model_validate(data)
         except ValidationError as exc:
             error = format_validation_error(exc, shown, lines)
+            in_file = {_dotted(loc) for loc in lines}
             blamed = next((arg for prefix, arg in touched if error.field and
-                           (error.field == prefix or error.field.startswith(prefix + ".")
-                            or error.field.startswith(prefix + "["))), None)
+                           (error.field == prefix or error.field.startswith((prefix + ".", prefix + "["))
+                            # a group the override made (`--set hyperparameters.a.b=1`): not the file's
+                            or (error.field not in in_file and prefix.startswith((error.field + ".",
+                                                                                  error.field + "["))))), None)
             if blamed is not None:
-                raise SpecError(error.message, file=f"--set {blamed}", field=error.field) from None
+                raise SpecError(error.message, file=_where(blamed), field=error.field) from None
             raise error from None
     else:
         spec = spec_from_dict(data, shown, lines)
@@ -280,3 +302,120 @@ def locate(spec: BakeoffSpec, field: tuple) -> tuple[str | None, int | None]:
         if field[:n] in lines:
             return (str(src) if src else None), lines[field[:n]]
     return (str(src) if src else None), None
+
+
+# --- `--set key.path=value` overrides (pipelines/spec/overrides.py is their public name) ------------------
+# A path names fields with dots; a leg is selected by index (`legs.1.x`, `legs[1].x`) or by name
+# (`legs.trn1.x`). Every problem is blamed on the `--set` argument, in one line. The value is read as the
+# spec file is (parse_value), and the path is as bounded: what either holds becomes part of the spec.
+_PART = re.compile(r"[^.\[\]]+|\[\d+\]")
+
+
+_KEY = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+|\[\d+\])*")
+SHOWN_CHARS = 120  # of an argument or a value quoted in an error line
+
+
+def _shown_arg(text: str) -> str:
+    """An argument as an error line quotes it: control characters escaped (one line, nothing the terminal
+    acts on) and at most SHOWN_CHARS of it."""
+    out = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    return out if len(out) <= SHOWN_CHARS else f"{out[:SHOWN_CHARS]}... ({len(text):,} characters)"
+
+
+def _where(item: str) -> str:
+    return f"--set {_shown_arg(item)}"
+
+
+def _parts(key: str, item: str) -> list[str | int]:
+    """`legs[1].precision`, `legs.1.precision` and `legs.trn1.precision` alike."""
+    if not _KEY.fullmatch(key):
+        raise SpecError(f"'{_shown_arg(key)}' is not a field path (names with dots, a list index as .1 or [1]), e.g. "
+                        "--set training.max_steps=50", file=_where(item))
+    parts: list[str | int] = [int(t[1:-1]) if t.startswith("[") else (int(t) if t.isdigit() else t)
+                              for t in _PART.findall(key)]
+    if len(parts) > MAX_DEPTH:
+        raise SpecError(f"a field path of {len(parts):,} parts: a bake-off spec is at most {MAX_DEPTH} levels deep",
+                        file=_where(item))
+    return parts
+
+
+def _indices(n: int) -> str:
+    return "it is empty" if n == 0 else f"use an index 0-{n - 1}"
+
+
+def _select_leg(legs: list, part: str | int, item: str) -> int:
+    if isinstance(part, int):
+        if not 0 <= part < len(legs):
+            raise SpecError(f"there is no legs[{part}]; the spec has {len(legs)} leg(s)"
+                            + (f" (0-{len(legs) - 1})" if legs else ""), file=_where(item))
+        return part
+    names = [leg.get("name") if isinstance(leg, dict) else None for leg in legs]
+    if part in names:
+        return names.index(part)
+    known = _shown_arg(", ".join(str(n) for n in names)) or "none"
+    raise SpecError(f"there is no leg named {part!r}; legs are {known} (or give an index: legs.0)", file=_where(item))
+
+
+def _value(raw: str, item: str) -> Any:
+    if not raw:
+        return ""
+    try:
+        return parse_value(raw, _where(item))
+    except SpecError as exc:
+        hint = "; quote it, e.g. --set 'seeds=[1, 2]'" if exc.message.startswith("not valid YAML") else ""
+        message = exc.message.replace("not valid YAML: ", "the value is not valid YAML (", 1)
+        if message != exc.message:
+            message += ")"
+        raise SpecError(message + hint, file=exc.file) from None
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The spec with the overrides applied, and (dotted field, argument) for each, so that a
+    validation error in an overridden field can be blamed on its argument.
+
+    `data` itself is not changed: each group and list on an override's path is copied before it is
+    (a mapping handed to the API stays the caller's)."""
+    data = dict(data)
+    touched: list[tuple[str, str]] = []
+    for item in overrides or []:
+        if not isinstance(item, str) or "=" not in item:
+            raise SpecError("expected KEY=VALUE, e.g. --set training.max_steps=50", file=_where(str(item)))
+        key, raw = item.split("=", 1)
+        value = _value(raw, item)
+        parts = _parts(key.strip(), item)
+        node: Any = data
+        dotted = ""
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if isinstance(node, list):
+                index = _select_leg(node, part, item) if dotted == "legs" else part
+                if not isinstance(index, int) or not 0 <= index < len(node):
+                    raise SpecError(f"{dotted} is a list of {len(node)}; {_indices(len(node))}", file=_where(item))
+                dotted += f"[{index}]"
+                if last:
+                    node[index] = value
+                else:
+                    node[index] = _copied(node[index])
+                    node = node[index]
+                continue
+            if not isinstance(node, dict):
+                raise SpecError(f"{dotted or 'the spec'} is a value ({_shown(node)}), not a group of fields; set "
+                                f"{dotted} itself", file=_where(item))
+            name = str(part)
+            dotted = f"{dotted}.{name}" if dotted else name
+            if last:
+                node[name] = value
+            else:
+                node[name] = {} if node.get(name) is None else _copied(node[name])
+                node = node[name]
+        touched.append((dotted, item))
+    return data, touched
+
+
+def _copied(node: Any) -> Any:
+    """A group or list on an override's path, copied one level (what is changed is the copy)."""
+    if isinstance(node, dict):
+        return dict(node)
+    if isinstance(node, list):
+        return list(node)
+    return node

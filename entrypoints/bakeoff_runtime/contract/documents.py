@@ -16,6 +16,7 @@ Torch-free and free of `pipelines`: the container reads with these, and the host
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
@@ -554,10 +555,37 @@ def evaluation_from(body: object, where: str = "evaluation.json") -> Evaluation:
     return cast(Evaluation, checked)  # the schema id vouches for the keys
 
 
+# What the report and the terminal summary take for granted of a whole evaluation: a file someone edited
+# by hand, or one cut short, is not one they can show (`--from`, which reads a few fields, checks its own).
+_EVALUATION_SHAPE: dict[str, tuple[type, ...]] = {"verdict": (str,), "legs": (dict,), "parity": (dict,)}
+_EVALUATION_OPTIONAL: dict[str, tuple[type, ...]] = {"summary": (str,), "checks": (list,), "rule": (dict,),
+                                                      "speed": (dict,)}
+VERDICTS = ("pass", "fail", "inconclusive")
+
+
+def whole_evaluation_problem(ev: Mapping[str, Any]) -> str | None:
+    """What keeps `ev` from being a whole evaluation bakeoff wrote, in words; None when nothing does."""
+    for key, types in _EVALUATION_SHAPE.items():
+        if not isinstance(ev.get(key), types):
+            return f"its {key!r} is {'missing' if key not in ev else type(ev[key]).__name__}"
+    for key, types in _EVALUATION_OPTIONAL.items():
+        if key in ev and not isinstance(ev[key], types):
+            return f"its {key!r} is {type(ev[key]).__name__}"
+    if ev["verdict"] not in VERDICTS:
+        return f"its verdict is {str(ev['verdict'])[:40]!r}"
+    bad = next((name for name, leg in ev["legs"].items() if not isinstance(leg, dict)), None)
+    return f"leg {str(bad)[:40]!r} is not an object" if bad is not None else None
+
+
 def read_evaluation(path: Path | str) -> Evaluation:
     """evaluation.json. Raises OSError for a file that cannot be read, ValueError for one that is not
-    JSON, and DocumentError (a ValueError) for one that is not an evaluation this code reads."""
-    return evaluation_from(json.loads(Path(path).read_text()), str(path))
+    JSON, and DocumentError (a ValueError) for one that is not an evaluation this code reads (nested past
+    the parser's depth included)."""
+    try:
+        body = json.loads(Path(path).read_text())
+    except RecursionError:
+        raise DocumentError(f"{path}: nests too deeply to be an evaluation") from None
+    return evaluation_from(body, str(path))
 
 
 def summary_from(body: object, where: str = "summary.json") -> JobSummary:
