@@ -25,6 +25,66 @@ from bakeoff_runtime.contract.backend_table import BACKENDS
 ADDRESS_ENV = WARM_WORKER_ENV
 # Differ from one job of a leg to the next; the warm interpreter is started without them.
 PER_JOB = (ENV["job_key"], ENV["opt_ml"], ADDRESS_ENV, "PWD", "OLDPWD")
+DIR_PREFIX = "bakeoff-warm-"  # then the owning process's pid, a dash and mkdtemp's letters
+STALE_AFTER_S = 10.0  # a directory younger than this may be one whose sockets are still being bound
+
+
+def sweep_stale(tmp: str | None = None) -> list[str]:
+    """Remove the socket directories of runs that are over: bakeoff-warm-PID-* of this user whose PID is
+    not a running process and none of whose sockets answers. Another user's, a live run's (its pid runs, or
+    an interpreter still listens: a pid of another pid namespace sharing /tmp), one just made, or one
+    named any other way (before the pid was in the name) is left alone. The paths removed."""
+    import stat
+    import time
+
+    tmp = tmp or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(tmp) if n.startswith(DIR_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len(DIR_PREFIX):].split("-", 1)[0]
+        path = os.path.join(tmp, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not pid.isdigit() or int(pid) == os.getpid() or not stat.S_ISDIR(info.st_mode) \
+                or info.st_uid != os.getuid() or time.time() - info.st_mtime < STALE_AFTER_S or _running(int(pid)):
+            continue
+        try:
+            sockets = [os.path.join(path, n) for n in os.listdir(path)]
+        except OSError:
+            continue
+        if any(_answers(s) for s in sockets):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a process of another user: running
+        return True
+    return True
+
+
+def _answers(path: str) -> bool:
+    """Whether an interpreter listens on the socket at `path` (a stale one refuses the connection)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def warm_start_enabled(environ: Mapping[str, str] = os.environ) -> bool:
@@ -80,8 +140,11 @@ class WarmPool:
 
         if self._dir is None:
             # A private directory (0700) in /tmp: a Unix socket's path is limited to 107 bytes, and
-            # only this user may ask for a fork.
-            self._dir = tempfile.mkdtemp(prefix="bakeoff-warm-")
+            # only this user may ask for a fork. Its name carries this process's pid: the interpreters
+            # remove it when this process is killed (warm_server.leave), and the next run removes one
+            # that outlived even them (sweep_stale).
+            sweep_stale()
+            self._dir = tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-")
         address = os.path.join(self._dir, f"{len(self._servers)}.sock")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         server = entrypoints_dir() / "bakeoff_runtime" / "training" / "warm_server.py"

@@ -110,17 +110,42 @@ def unsafe_to_fork() -> str | None:
 def serve(address: str) -> None:
     """Listen on `address` (a Unix socket), import, then fork a worker per request until stdin
     ends: the engine holds the pipe's other end, so this process ends with the engine, however
-    that ends (PR_SET_PDEATHSIG would follow the engine's thread that started it, not the engine)."""
+    that ends. (Not PR_SET_PDEATHSIG: its signal is sent "upon subsequent termination of the parent
+    thread", PR_SET_PDEATHSIG(2const), CAVEATS, https://man.archlinux.org/man/core/man-pages/PR_SET_PDEATHSIG.2const.en,
+    and the engine's thread that starts this process is a job's, which ends long before the engine.)
+    On its way out it takes its socket away, and the engine's directory of sockets with the last one."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
+    server = os.getpid()
+    try:
+        _serve(address, listener)
+    finally:
+        if os.getpid() == server:  # never a forked worker (they end by os._exit, but never theirs to remove)
+            leave(address)
+
+
+def leave(address: str) -> None:
+    """Remove this interpreter's socket, and its directory once empty (the engine's bakeoff-warm-PID-*
+    directory, which the engine removes itself when it ends well: this is for when it was killed)."""
+    try:
+        os.unlink(address)
+        os.rmdir(os.path.dirname(address))  # fails while another leg's interpreter is still there
+    except OSError:
+        pass
+
+
+def _serve(address: str, listener: socket.socket) -> None:
     listener.listen(64)  # bound before the imports: a launcher that comes early waits, not fails
     baseline = dict(os.environ)
     broken = None
+    watch = _EngineWatch(address)  # the imports take seconds: the engine may end meanwhile
     try:
         for name in preload_modules(baseline):
             importlib.import_module(name)
     except Exception as exc:  # the workers import it themselves and say what is wrong
         broken = f"the warm interpreter could not import it: {type(exc).__name__}: {exc}"
+    finally:
+        watch.stop()  # single-threaded again before any fork
     # What the imports set in the environment (torch_xla sets XLA_FLAGS, PJRT_DYNAMIC_PLUGINS, ...,
     # which its client reads later): a fresh worker would have it after the same imports.
     imported = {k: os.environ.get(k) for k in set(os.environ) | set(baseline) if os.environ.get(k) != baseline.get(k)}
@@ -158,6 +183,44 @@ def serve(address: str) -> None:
                     except (ProcessLookupError, PermissionError):
                         pass
         _reap(children, sel)
+
+
+class _EngineWatch:
+    """While the preload imports run (seconds: torch, torch_xla), nothing reads stdin, and an engine
+    killed then (kill -9) would be outlived by that long: a thread watches stdin meanwhile and ends this
+    process at its end. Stopped (joined, and its task gone from /proc/self/task) before the first fork."""
+
+    def __init__(self, address: str) -> None:
+        import threading
+
+        self.address = address
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="bakeoff-engine-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        import select
+
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([0], [], [], 0.1)
+                if ready and not os.read(0, 4096):  # the engine writes nothing: readable is its end
+                    break
+            except OSError:
+                break
+        else:
+            return
+        leave(self.address)
+        os._exit(0)
+
+    def stop(self) -> None:
+        import time
+
+        self._stop.set()
+        self._thread.join()
+        deadline = time.monotonic() + 2.0  # the joined thread's task leaves /proc a moment after
+        while thread_count() > 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
 
 
 def _peek(conn: socket.socket) -> bool:
