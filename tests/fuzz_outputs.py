@@ -71,6 +71,7 @@ CORPUS_SUMMARIES = [
     b'{"status": "completed", "leg": "trn", "seed": 0, "metrics": {"val_loss": 1e300}, "model": "x"}',
     b'{"status": "completed", "leg": "trn", "seed": "0", "metrics": {"val_loss": {"a": 1}}}',
     b'{"status": ["completed"], "leg": "trn", "seed": 0}',
+    b'{"status": "completed", "leg": "trn", "seed": 0, "metrics": {"val_loss": 0.0}, "warnings": [null, false, []]}',
     b'{"status": "completed", "leg": "trn", "seed": 0, "metrics": {"val_loss": 2.5}, "evidence": [1, 2]}',
     b'{"status": "completed", "leg": "trn", "seed": 0, "metrics": {"val_loss": 2.5}, "evidence": {"xla": "x"}}',
 ]

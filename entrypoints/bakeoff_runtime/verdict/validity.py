@@ -392,6 +392,11 @@ def same_computation_check(leg: str, base: str, legs_cfg: dict, runs_by_leg: dic
     return {"name": f"same-computation:{leg}", "status": "warning", "passed": False, "seeds_paired": paired, "why": why}
 
 
+def _texts(value: object) -> list[str]:
+    """The text items of a list a job wrote (anything else in it is passed over, bounded in length)."""
+    return [v[:500] for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def blockers_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     name = f"blockers:{leg}"
     records = _records(runs)
@@ -403,10 +408,10 @@ def blockers_check(leg: str, cfg: dict, runs: list[dict]) -> dict[str, Any]:
     warnings: set[str] = set()
     for s in records:
         compile_ = _object(s.get("compile"))
-        fallbacks.update(compile_.get("fallback_ops") or [])
+        fallbacks.update(_texts(compile_.get("fallback_ops")))
         if isinstance(compile_.get("recompiles_after_warmup"), int):
             recompiles.append(compile_["recompiles_after_warmup"])
-        warnings.update(s.get("warnings") or [])
+        warnings.update(_texts(s.get("warnings")))
     found = []
     if fallbacks:
         found.append(f"CPU fallbacks of {', '.join(sorted(fallbacks)[:5])}")
