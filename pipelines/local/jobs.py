@@ -212,20 +212,26 @@ def publish_outputs(job_dir: Path, output_uri: str, training_job_name: str, stor
     """output.tar.gz (output/data plus the platform's record of the job, what
     DescribeTrainingJob says on SageMaker) under S3OutputPath/TrainingJobName/output/."""
     data = job_dir / "opt" / "ml" / "output" / "data"
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        if data.exists():
-            for item in sorted(data.rglob("*")):
-                if item.is_file():
-                    tar.add(item, arcname=item.relative_to(data).as_posix())
-        body = json.dumps(platform_record, indent=2, sort_keys=True).encode()
-        info = tarfile.TarInfo("job.json")
-        info.size = len(body)
-        tar.addfile(info, io.BytesIO(body))
     uri = f"{output_uri.rstrip('/')}/{training_job_name}/output/output.tar.gz"
     target = store.path(uri)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(buf.getvalue())
+    # Written to a file beside the target and renamed over it: the archive holds the job's whole metrics.jsonl
+    # (hundreds of megabytes for a chatty script), so it is never held in memory, and a reader never sees half.
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        with tarfile.open(tmp, mode="w:gz") as tar:
+            if data.exists():
+                for item in sorted(data.rglob("*")):
+                    if item.is_file():
+                        tar.add(item, arcname=item.relative_to(data).as_posix())
+            body = json.dumps(platform_record, indent=2, sort_keys=True).encode()
+            info = tarfile.TarInfo("job.json")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
     return uri
 
 
