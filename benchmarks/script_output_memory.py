@@ -12,6 +12,7 @@ ratio under 1.25 (flat in the number of lines; a launcher that held the
 lines would be near 100x at 5 M).
 
     .venv/bin/python benchmarks/script_output_memory.py [--lines 5000000] [--baseline 50000]
+    .venv/bin/python benchmarks/script_output_memory.py --lines 100 --baseline 10 --line-bytes 10000000
 """
 from __future__ import annotations
 
@@ -34,13 +35,14 @@ BAKEOFF = Path(sys.executable).with_name("bakeoff")
 SCRIPT = """
 import argparse, sys, torch
 p = argparse.ArgumentParser(); p.add_argument("--seed", type=int); p.add_argument("--lines", type=int)
-a = p.parse_args()
+p.add_argument("--pad", type=int, default=0); a = p.parse_args()
+pad = " " + "x" * a.pad if a.pad else ""
 m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.01)
 for _ in range(3):
     loss = m(torch.ones(8, 4)).pow(2).mean(); opt.zero_grad(); loss.backward(); opt.step()
 out = sys.stdout
 for i in range(a.lines):
-    out.write(f"train loss {1.0 / (i + 1):.6f} at {i}\\n")
+    out.write(f"train loss {1.0 / (i + 1):.6f} at {i}{pad}\\n")
 out.write(f"val loss {0.5 + a.seed / 1000:.6f}\\n")
 """
 
@@ -97,7 +99,7 @@ class Sampler(threading.Thread):
             time.sleep(0.05)
 
 
-def bake(lines: int, tmp: Path) -> tuple[dict[str, int], float, int]:
+def bake(lines: int, tmp: Path, pad: int = 0) -> tuple[dict[str, int], float, int]:
     src = tmp / f"src-{lines}"
     src.mkdir()
     (src / "train.py").write_text(SCRIPT)
@@ -108,7 +110,7 @@ def bake(lines: int, tmp: Path) -> tuple[dict[str, int], float, int]:
             "script_mode": {"metrics": [{"name": "train_loss", "regex": r"train loss ([0-9.]+)"},
                                         {"name": "val_loss", "regex": r"val loss ([0-9.]+)"}],
                             "seed": {"argument": "seed"}}},
-        "hyperparameters": {"lines": lines},
+        "hyperparameters": {"lines": lines, "pad": pad},
         "legs": [{"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32", "max_runtime_s": 3600},
                  {"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32", "max_runtime_s": 3600}],
         "seeds": 1, "parity": {"metric": "val_loss", "margin": 0.5, "baseline": "g5"}}))
@@ -131,11 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=5_000_000)
     ap.add_argument("--baseline", type=int, default=50_000)
+    ap.add_argument("--line-bytes", type=int, default=0, help="pad each line to about this many bytes (long lines: "
+                    "--lines 100 --baseline 10 --line-bytes 10000000)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-output-") as tmp:
-        base, base_wall, base_size = bake(args.baseline, Path(tmp))
-        big, big_wall, big_size = bake(args.lines, Path(tmp))
-    result = {"lines": args.lines, "baseline_lines": args.baseline,
+        base, base_wall, base_size = bake(args.baseline, Path(tmp), args.line_bytes)
+        big, big_wall, big_size = bake(args.lines, Path(tmp), args.line_bytes)
+    result = {"lines": args.lines, "baseline_lines": args.baseline, "line_bytes": args.line_bytes or None,
               "metrics_jsonl_bytes": {"baseline": base_size, "large": big_size},
               "wall_s": {"baseline": round(base_wall, 1), "large": round(big_wall, 1)}, "peak_mib": {}, "ratio": {}}
     for role in (*(r for r, _ in ROLES), "script (worker)"):
