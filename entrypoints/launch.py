@@ -301,8 +301,10 @@ def _bounded(line: str) -> str:
 
 def become_subreaper() -> None:
     """Processes the script starts and orphans (even in a session of their own: `setsid`) become this
-    process's children instead of init's, so the job can end them when the script has ended (Linux
-    prctl(PR_SET_CHILD_SUBREAPER), PR_SET_CHILD_SUBREAPER = 36 in linux/prctl.h; a no-op elsewhere)."""
+    process's children instead of init's, so the job can end them when the script has ended. Linux
+    prctl(PR_SET_CHILD_SUBREAPER) (36 in linux/prctl.h): "When a process becomes orphaned ... it will be
+    reparented to the nearest still living ancestor subreaper", which can wait(2) on it; not inherited by
+    children (man7.org PR_SET_CHILD_SUBREAPER(2const), man-pages 6.9.1). A no-op elsewhere."""
     try:
         import ctypes
 
