@@ -109,6 +109,13 @@ def corpus(tmp_path_factory):
 
 
 # --- AWS clients ---------------------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _own_question_records(monkeypatch, tmp_path_factory):
+    """Each test its own record of attempts (pipelines/local/questions.py): a question one test decided is
+    not another test's earlier attempt, and nothing is written under the user's ~/.local/state."""
+    monkeypatch.setenv("BAKEOFF_STATE_DIR", str(tmp_path_factory.mktemp("bakeoff-state")))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _one_botocore_loader():
     """Every botocore session made in this process reads the service models through one Loader, which keeps

@@ -276,7 +276,7 @@ def _json_line(raw: bytes, loc: tuple) -> int | None:
 
 @public
 def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Sequence[str] = (), force: bool = False,
-              mlflow: bool | None = None, rule_change: str | None = None,
+              mlflow: bool | None = None, rule_change: str | None = None, fresh_start: str | None = None,
               parameters: Mapping[str, str] | None = None, until_decided: bool = False,
               max_seeds: int | None = None, jobs: int | None = None, progress: Progress | None = None,
               **executor_options: Any) -> RunSummary:
@@ -285,9 +285,13 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
 
     Jobs whose inputs did not change are not run again unless `force`. `mlflow` False turns MLflow
     logging off (None: as the spec says). `rule_change` gives the reason for deciding finished jobs
-    under a changed parity rule. `parameters` are pipeline parameters (`MaxSteps=50`), checked against
-    the definition. `until_decided` adds seeds until the verdict is decided or `max_seeds`. `jobs`: training
-    jobs at once (None: one per core, as the memory allows; 1: one after another, each with the whole machine);
+    under a changed parity rule. `fresh_start` gives the reason for deciding a question already decided
+    (or whose design has ended) again as a new attempt: the same legs, rule and training setup decided
+    before in any run directory (pipelines/local/questions.py); without it that run is refused, since
+    an attempt nobody counts lifts the error rates above alpha. `parameters` are pipeline parameters
+    (`MaxSteps=50`), checked against the definition. `until_decided` adds seeds until the verdict is
+    decided or `max_seeds`. `jobs`: training jobs at once (None: one per core, as the memory allows;
+    1: one after another, each with the whole machine);
     the same jobs are run and decided whatever it is.
     `progress` receives a ProgressEvent per job event; nothing is printed. Other keyword arguments go to
     `pipelines.local.LocalExecutor` (`use_gpu`, `python`).
@@ -300,6 +304,7 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
         raise SpecError(f"jobs {jobs!r}: give a whole number of training jobs to run at once, 1 or more",
                         field="--jobs")
     options: dict[str, Any] = {"force": force, "jobs": jobs, "mlflow": mlflow, "rule_change": rule_change,
+                               "fresh_start": fresh_start,
                                "parameters": dict(parameters or {}), "progress": EventProgress(progress),
                                **executor_options}
     out = Path(out_dir)

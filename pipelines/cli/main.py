@@ -41,7 +41,8 @@ def cmd_run(args) -> int:
 
     result = api.run_local(args.spec, args.out, overrides=args.overrides, force=args.force,
                            mlflow=False if args.no_mlflow else None, rule_change=args.rule_change,
-                           parameters=_params(args.param), until_decided=getattr(args, "until_decided", False),
+                           fresh_start=getattr(args, "fresh_start", None), parameters=_params(args.param),
+                           until_decided=getattr(args, "until_decided", False),
                            max_seeds=getattr(args, "max_seeds", None), jobs=getattr(args, "jobs", None),
                            progress=None if args.quiet else LocalDisplay())
 
@@ -209,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rule-change", metavar="WHY", help="re-decide finished jobs under a parity rule (metric, "
                    "margin, alpha, test, baseline) that differs from the one they ran under; the report shows "
                    "both rules and this reason")
+    p.add_argument("--fresh-start", metavar="WHY", help="decide again a question (the same legs, rule and training "
+                   "setup) that was decided before, in any --out, as a new attempt; the report shows this reason "
+                   "and every attempt before it. Not needed for stage 2: fresh seeds after an inconclusive "
+                   "stage 1 continue its design")
     p.add_argument("--until-decided", action="store_true", help="run seeds in rounds (the first is the spec's "
                    "seeds) and stop at pass or fail; a group-sequential design keeps the error rates")
     p.add_argument("--max-seeds", type=int, metavar="N", help="with --until-decided: the cap on seeds per leg "

@@ -17,9 +17,12 @@ import json
 import math
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime.contract.documents import summary_or_none
+
+if TYPE_CHECKING:
+    from .run_rule import Rule
 
 MIN_NOISE_PAIRS = 3   # finished pairs, besides the seed judged, before the beyond-the-margin rule is on
 NOISE_TAIL = 0.00135  # one-sided tail of the stop bar: what 3 SD would be were the noise known
@@ -76,16 +79,28 @@ def eval_curve(job_dir: Path, metric: str) -> list[tuple[int, float]]:
 class DoomWatch:
     """Which legs to stop, from the curves of the jobs finished so far."""
 
-    def __init__(self, spec: Any, planned_seeds: int | None = None):
-        """`planned_seeds`: the most seeds this run may judge (a sequential design's cap)."""
+    def __init__(self, spec: Any, planned_seeds: int | None = None, rule: Rule | None = None):
+        """`planned_seeds`: the most seeds this run may judge (a sequential design's cap). `rule`: the
+        run's parity rule (run_rule.py: the spec's with the parameters the run was started with);
+        without it, the spec's own, until `judge_by` gives the run's."""
         self.tail = stop_tail(planned_seeds or len(spec.seed_list))
-        self.metric = spec.parity.metric
-        self.direction = spec.parity.direction
-        self.margin = float(spec.parity.margin) if spec.parity.margin_type == "absolute" else None
-        self.baseline = spec.baseline
         self.curves: dict[tuple[str, int], list[tuple[int, float]]] = {}
         self.diverged: dict[tuple[str, int], str | None] = {}
         self.doomed: dict[str, str] = {}
+        if rule is not None:
+            self.judge_by(rule)
+        else:
+            self.metric, self.direction, self.baseline = spec.parity.metric, spec.parity.direction, spec.baseline
+            self.margin = float(spec.parity.margin) if spec.parity.margin_type == "absolute" else None
+
+    def judge_by(self, rule: Rule) -> None:
+        """Judge by the run's rule (its metric, direction, baseline and margin), before any job is read:
+        a leg is stopped beyond the margin the verdict decides with, never the spec's where a parameter
+        (`--param ParityMargin=...`) set another."""
+        if self.curves:
+            raise RuntimeError("the doomed-leg rule is set before the first job is read")
+        self.metric, self.direction, self.baseline = rule.metric, rule.direction, rule.baseline
+        self.margin = rule.absolute_margin
 
     def finished(self, leg: str, seed: int, job_dir: Path) -> str | None:
         """Record a finished job; returns the reason when this makes a leg doomed (once per leg)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime import contract
-from bakeoff_runtime.contract.documents import Evaluation, summary_or_none
+from bakeoff_runtime.contract.documents import Attempt, Evaluation, summary_or_none
 from bakeoff_runtime.tracking import net as mlflow_net
 from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from pipelines.hashing import digest, file_sha256
@@ -35,12 +35,14 @@ from pipelines.names import GATE_STEP, PREFLIGHT_STEP
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.model import BakeoffSpec
 
-from . import looks, step_graph
+from . import looks, questions, step_graph
 from .definition import Context, parameter_values, resolve
 from .files import recorded_local, write_json_atomically
 from .jobs import JobContainer, JobProcess, Outcome, ProcessingRunner, publish_outputs, run_processing, run_training
 from .lock import RunLock
 from .progress import Progress
+from .questions import Question
+from .run_rule import Rule, resolved_rule
 from .slots import default_jobs
 
 if TYPE_CHECKING:
@@ -81,10 +83,13 @@ class LocalExecutor:
                  use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
                  rule_change: str | None = None, parameters: dict[str, str] | None = None, progress=None,
                  sequential: dict[str, Any] | None = None, jobs: int | None = None,
-                 container: JobContainer | None = None, processor: ProcessingRunner | None = None):
+                 container: JobContainer | None = None, processor: ProcessingRunner | None = None,
+                 fresh_start: str | None = None):
         """`container`: how each training request's container is run (default `jobs.run_training`, the
         request's own command); the seam the engine's tests use to run a torch-free fake in its place.
-        `processor`: how the Evaluate step's request is run (default `jobs.run_processing`)."""
+        `processor`: how the Evaluate step's request is run (default `jobs.run_processing`).
+        `fresh_start`: the reason for starting a question already decided over as a new attempt
+        (questions.py); without it such a decision is refused."""
         self.spec = spec
         self.out = Path(out_dir).resolve()
         self.force = force
@@ -95,6 +100,7 @@ class LocalExecutor:
         self.mlflow = spec.mlflow.enabled if mlflow is None else mlflow
         self.rule_change = rule_change
         self.parameters = dict(parameters or {})
+        self._rule: Rule | None = None  # the run's parity rule, resolved with its parameters (run_rule.py)
         self.sequential = sequential  # a round of `--until-decided`: its looks, for the Evaluate step
         self.container: JobContainer = container if container is not None else run_training
         self.processor: ProcessingRunner = processor if processor is not None else run_processing
@@ -108,6 +114,9 @@ class LocalExecutor:
         # checked again before it runs (verify_outputs), since every job runs as this same user.
         self._outputs: dict[str, tuple[Path, str]] = {}
         self._look_jobs: dict[str, str] = {}  # step name -> job key of the jobs it decides on
+        self.fresh_start = fresh_start
+        self._question: Question | None = None  # what this run asks, and its attempt at it (questions.py)
+        self._attempt: Attempt | None = None
 
     # --- set-up ---------------------------------------------------------------------------
     def _mlflow_env(self) -> dict[str, str]:
@@ -175,7 +184,24 @@ class LocalExecutor:
             params = parameter_values(compiled.definition, self.parameters)
         except KeyError as exc:
             raise SpecError(str(exc.args[0]), field="--param") from None
+        self._resolve_rule(params)
         return plan, compiled, store, subs, params
+
+    # --- the run's rule -------------------------------------------------------------------
+    @property
+    def rule(self) -> Rule:
+        """The run's parity rule: the spec's with the parameters the run was started with (`--param
+        ParityMargin=...`), resolved once; every reader of the run takes it from here."""
+        if self._rule is None:
+            raise RuntimeError("the run's rule is read before its parameters were resolved")
+        return self._rule
+
+    def _resolve_rule(self, params: dict[str, Any]) -> Rule:
+        try:
+            self._rule = resolved_rule(self.spec, params)
+        except ValueError as exc:
+            raise SpecError(str(exc), field="--param") from None
+        return self._rule
 
     # --- the run --------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -266,6 +292,7 @@ class LocalExecutor:
             subs = Substitutions(plan, self.out, store, python=self.python, gpu=self.use_gpu,
                                  mlflow=self._mlflow_env())
             params = _recorded_parameters(self.out) or parameter_values(definition, self.parameters)
+            self._resolve_rule(params)  # the rule the run was started with, its recorded parameters applied
             steps = {s["Name"]: s for s in definition["Steps"]}
             jobs, keys = self._jobs(plan, steps, subs, params)
             ctx = self._context(pipeline_name(self.spec), params, keys, steps)
@@ -290,6 +317,7 @@ class LocalExecutor:
             self._look_jobs = ran
             self.sequential = self.sequential or looks.sequential_of(self.out, ran)
             self._look = looks.check(self.out, ran, self.spec.seed_list, self.sequential)
+            self._begin_attempt(plan, ran)
             from pipelines.steps import evaluate
             from pipelines.steps import gate as gate_kind
 
@@ -344,6 +372,7 @@ class LocalExecutor:
         looks.require(self.out, finished=bool(reuse))
         self._look_jobs = dict(keys)
         self._look = looks.check(self.out, keys, self.spec.seed_list, self.sequential)  # before any seed is spent
+        self._begin_attempt(plan, keys)  # which attempt at this question, before any seed is spent
         self._warn_if_mlflow_is_down(subs)
         self._write_records(plan, compiled, subs, params)
         for line in subs.describe():
@@ -381,7 +410,7 @@ class LocalExecutor:
     def _stop_if_nobody_reports_the_metric(self, job_dirs: list[Path]) -> None:
         from .metric_watch import unreported
 
-        metric = self.spec.parity.metric
+        metric = self.rule.metric
         seen = unreported(metric, job_dirs)
         if seen is None:
             return
@@ -478,11 +507,12 @@ class LocalExecutor:
 
     # --- the parity rule ------------------------------------------------------------------
     def _check_rule(self, reuse: set[str]) -> dict | None:
-        """The parity rule is fixed before the data: the first run into a directory records it,
-        and deciding finished jobs under another rule needs `rule_change` (a reason), after
+        """The parity rule is fixed before the data: the first run into a directory records it (the
+        run's rule: the spec's with its parameters, so `--param ParityMargin=...` is a rule like any
+        other), and deciding finished jobs under another rule needs `rule_change` (a reason), after
         which the evaluation shows the original rule beside the new one."""
         path = self.out / "parity-rule.json"
-        current = self.spec.parity_rule()
+        current = self.rule.as_dict()
         recorded, unreadable = None, None
         try:
             body = json.loads(path.read_text())
@@ -530,7 +560,7 @@ class LocalExecutor:
             body = json.loads((self.out / "parity-rule.json").read_text())
         except (FileNotFoundError, ValueError):
             return {}
-        if not isinstance(body, dict) or body.get("changed_to") != self.spec.parity_rule():
+        if not isinstance(body, dict) or body.get("changed_to") != self.rule.as_dict():
             return {}
         if body.get("rule") is None:  # decided with --rule-change after the recorded rule was lost
             return {"original": {"unrecorded": body.get("note", "not recorded")}, "reason": body.get("reason")}
@@ -540,14 +570,25 @@ class LocalExecutor:
 
     def _write_records(self, plan: Plan, compiled, subs: Substitutions, params: dict[str, Any]) -> None:
         (self.out / "spec.json").write_text(json.dumps(self.spec.canonical(), indent=2, sort_keys=True) + "\n")
-        body = {**plan.to_json(), "local": {"substitutions": subs.describe(), "parameters": params,
-                                            "runtime": local_runtime(), "jobs_at_once": self.jobs,
-                                            "mlflow": bool(self.mlflow)}}
+        # The run's rule, where the plan has the spec's: they differ when a parameter set the margin.
+        body = {**plan.to_json(), "parity_rule": self.rule.as_dict(),
+                "local": {"substitutions": subs.describe(), "parameters": params, "runtime": local_runtime(),
+                          "jobs_at_once": self.jobs, "mlflow": bool(self.mlflow)}}
         (self.out / "plan.json").write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
         (self.out / "pipeline.json").write_text(compiled.to_json(indent=2))
 
     def _record_look(self, evaluation: Evaluation) -> None:
         looks.record(self.out, self._look, self._look_jobs, self.spec.seed_list, self.sequential, evaluation)
+        if self._question is not None and self._attempt is not None:
+            questions.record(self._question, self._attempt, evaluation)
+
+    def _begin_attempt(self, plan: Plan, jobs: dict[str, str]) -> None:
+        """This decision's attempt at its question (questions.py): counted wherever its --out is."""
+        design = questions.SEQUENTIAL if self.sequential else self.spec.parity.design
+        rule = {**self.spec.parity_rule(), **self.rule.as_dict()}
+        self._question = questions.Question.of(self.spec, plan.bundle.sha256, design, rule)
+        self._attempt = questions.begin(self._question, self.out, jobs, list(self.spec.seed_list), design,
+                                        self.fresh_start)
 
     # --- preflight: the same executor, the Preflight step's request ------------------------
     def preflight(self, leg: str, steps: int) -> dict[str, Any]:

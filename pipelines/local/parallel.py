@@ -62,6 +62,9 @@ class ParallelJobs:
         self.x = executor
         self.order, self.jobs, self.keys, self.reuse = order, jobs, keys, reuse
         self.stopped, self.watch, self.ctx, self.store = stopped, watch, ctx, store
+        rule = getattr(executor, "rule", None)  # the run's rule (run_rule.py); a test's executor may have none
+        if rule is not None:
+            watch.judge_by(rule)  # a leg is stopped beyond the margin the verdict decides with
         self.at_once = max(1, at_once)
         first = executor.spec.seed_list[0]
         self.first_seed = [n for n in order if jobs[n].seed == first]

@@ -204,8 +204,14 @@ class Parity(_Model):
                           "`bakeoff run --rule-change`.")
     margin_type: Literal["absolute", "relative"] = Field(
         "absolute", description="`absolute` in metric units, or `relative` to the baseline mean.")
-    alpha: Float = Field(0.05, gt=0, lt=0.5, description="Significance level of each one-sided test; the "
-                         "decision reads the 1 - 2 alpha confidence interval.")
+    alpha: Float = Field(0.05, gt=0, lt=0.5, description="Significance level of each one-sided test over the "
+                         "whole design (see `design`): a fixed design reads the 1 - 2 alpha confidence interval.")
+    design: Literal["two_stage", "fixed"] = Field(
+        "two_stage", description="`two_stage`: the seeds run are stage 1 of a design that plans one continuation: "
+        "stage 1 reads its interval at the Pocock level (0.0304 one-sided at alpha 0.05), and if it is "
+        "inconclusive a run of fresh seeds of the same question is stage 2, decided on the inverse-normal "
+        "combination of both stages (alpha kept exactly, the first seeds' data kept). `fixed`: decided once at "
+        "the full alpha, with no second stage (a later attempt at the same question needs --fresh-start).")
     power: Float = Field(0.8, ge=0.5, le=0.99, description="Probability of a decisive verdict that an "
                          "inconclusive result's seed recommendation (and `validate --from`) aims for.")
     baseline: str | None = Field(None, description="Leg the others are compared with. Default: the last "

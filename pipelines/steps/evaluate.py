@@ -17,6 +17,7 @@ from bakeoff_runtime.contract.documents import (
     Evaluation,
     EvaluationConfig,
     MlflowConfig,
+    ParityRule,
     evaluation_config_from,
     read_evaluation,
 )
@@ -212,9 +213,15 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
     # which reaches a SageMaker execution another way: a round's design (the round's config
     # asset: sagemaker/more_seeds.with_design), the looks taken before (judged before the
     # execution starts: api/aws._check_looks) and the rule fixed before the data (the
-    # ParityMargin parameter, in evaluate.py).
+    # ParityMargin parameter, in evaluate.py). Here that rule is the run's (x.rule: the spec's with
+    # the run's parameters, recorded in parity-rule.json before any job ran), the one the doomed-leg
+    # watch judged by: the step's `--margin` (the same parameter) then finds nothing to change.
+    config["parity"] = cast("ParityRule", {**config["parity"], **x.rule.as_dict()})
     if x.sequential:
         config["sequential"] = x.sequential
+    attempt = getattr(x, "_attempt", None)
+    if attempt is not None:  # which attempt at the question, and stage 1's figures at stage 2
+        config["attempt"] = attempt
     at_once = _jobs_at_once(x, installed_code)
     if at_once > 1:  # the speed figures shared this machine's cores: the report says so
         config["jobs_at_once"] = at_once

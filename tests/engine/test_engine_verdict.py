@@ -70,7 +70,8 @@ def test_unpaired_legs_with_a_tight_margin_are_inconclusive_with_a_recommendatio
     assert ev["verdict"] == "inconclusive" and code == 3, err[-2000:]
     rec = ev["recommendation"]
     assert rec["seeds"] is None or rec["seeds"] > 3
-    assert "would decide it" in rec["why"] or "no affordable number" in rec["why"]
+    # Stage 1 of the two-stage design: its stage 2's fresh seeds, or why no affordable number reaches the power.
+    assert ("continue with stage 2" in rec["why"] and rec["next"] == "stage 2") or "cannot reach" in rec["why"]
     assert "to decide it:" in out
 
 

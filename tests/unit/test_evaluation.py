@@ -8,6 +8,7 @@ from evaluation_inputs import CONFIG, _job, _jobs
 from jobtree import seal
 
 from bakeoff_runtime.contract.output_digest import DIGEST_FILE
+from bakeoff_runtime.verdict import two_stage
 from bakeoff_runtime.verdict.evaluation import evaluate
 from bakeoff_runtime.verdict.job_outputs import load_jobs
 from conftest import ENTRYPOINTS
@@ -51,7 +52,9 @@ def test_inconclusive_says_how_many_seeds_would_decide_it(tmp_path):
     ev = evaluate(CONFIG, _jobs(tmp_path, [2.45, 2.45, 2.35], [2.41, 2.50, 2.32]))
     assert ev["verdict"] == "inconclusive"
     rec = ev["recommendation"]
-    assert rec["seeds"] > 3 and "seeds per leg would decide it" in rec["why"]
+    # Stage 1 of the two-stage design: the advice is its stage 2, fresh seeds after the ones run.
+    assert rec["seeds"] > 3 and rec["next"] == "stage 2" and "continue with stage 2" in rec["why"]
+    assert rec["fresh_seeds"] == list(range(3, 3 + rec["seeds"])) and f"[3..{2 + rec['seeds']}]" in rec["why"]
     assert ev["to_decide"] == rec["why"] and "To decide it" in ev["summary"]
     check = _check(ev, "parity:trn~gpu")
     assert check["status"] == "inconclusive" and check["recommendation"]["seeds"] == rec["seeds"]
@@ -80,29 +83,44 @@ def test_one_crash_on_one_leg_is_breakage_not_yet_shown(tmp_path):
     assert check["status"] == "inconclusive"
     assert "seed 1 crashed here and not on gpu: RuntimeError: op not lowered" in check["why"]
     assert "1 seed(s) broke on trn and not on gpu, 0 the other way (exact McNemar p=0.5)" in check["why"]
+    # Stage 1 of the two-stage design reads its Pocock level; Holm counts parity and breakage (2 claims).
     assert check["breakage"] == {"leg_only": 1, "baseline_only": 0, "both": 0, "unpaired": 0, "p_value": 0.5,
-                                 "alpha": 0.05}
-    assert "at least 5 seeds broken on trn alone" in check["recommendation"]["why"]
+                                 "alpha": pytest.approx(two_stage.stage1_level(0.05))}
+    assert "at least 7 seeds broken on trn alone" in check["recommendation"]["why"]  # 2**-7 <= 0.0304 / 2
     assert ev["legs"]["trn"]["failed"] == 1
 
 
-def _config(seeds):
+def _config(seeds, design="two_stage"):
     legs = {name: {**leg, "seeds": list(seeds)} for name, leg in CONFIG["legs"].items()}
-    return {**CONFIG, "legs": legs}
+    return {**CONFIG, "legs": legs, "parity": {**CONFIG["parity"], "design": design}}
 
 
 def test_breakage_on_the_leg_alone_fails_once_mcnemar_shows_it(tmp_path):
-    for i in range(6):
-        if i == 5:
+    # Fixed design, one leg: Holm's family is its parity and breakage claims, so a fail needs p <= 0.05 / 2.
+    for i in range(7):
+        if i == 6:
             _job(tmp_path, f"trn-s{i}", "trn", i, 2.41)
         else:
             _job(tmp_path, f"trn-s{i}", "trn", i, float("nan"), status="diverged", reason="loss went nan at step 40")
         _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41 + i / 100)
-    ev = evaluate(_config(range(6)), load_jobs(tmp_path))
+    ev = evaluate(_config(range(7), "fixed"), load_jobs(tmp_path))
     check = _check(ev, "stability:trn")
     assert ev["verdict"] == "fail" and ev["failed_checks"] == "stability:trn" and check["status"] == "failed"
-    assert check["breakage"]["leg_only"] == 5 and check["breakage"]["p_value"] == 1 / 32
-    assert "exact McNemar p=0.0312) <= alpha 0.05" in check["why"]
+    assert check["breakage"]["leg_only"] == 6 and check["breakage"]["p_value"] == 1 / 64
+    assert "exact McNemar p=0.0156) <= alpha 0.05" in check["why"]
+    assert check["holm"]["claims"] == 2 and check["holm"]["threshold"] == pytest.approx(0.025)
+
+
+def test_five_breakages_alone_are_not_a_fail_once_parity_and_breakage_are_one_family(tmp_path):
+    # p = 1/32 fails one claim at 0.05, but the verdict can fail on parity or on breakage: 2 claims.
+    for i in range(6):
+        status = ("completed", None) if i == 5 else ("diverged", "loss went nan at step 40")
+        _job(tmp_path, f"trn-s{i}", "trn", i, 2.41 if i == 5 else float("nan"), status=status[0],
+             **({"reason": status[1]} if status[1] else {}))
+        _job(tmp_path, f"gpu-s{i}", "gpu", i, 2.41 + i / 100)
+    check = _check(evaluate(_config(range(6), "fixed"), load_jobs(tmp_path)), "stability:trn")
+    assert check["status"] == "inconclusive" and check["holm"]["p_value"] == 1 / 32
+    assert not check["holm"]["confirmed"] and "Holm's correction" in check["why"]
 
 
 def test_a_baseline_that_breaks_alone_leaves_it_undecided_never_failed(tmp_path):
@@ -117,7 +135,7 @@ def test_a_baseline_that_breaks_alone_leaves_it_undecided_never_failed(tmp_path)
     assert _check(ev, "stability:trn")["status"] == "passed"
     base = _check(ev, "stability:gpu")
     assert base["status"] == "inconclusive" and "the baseline gpu broke (seed 1 diverged" in base["why"]
-    assert "stability:gpu: run fresh seeds" in ev["recommendation"]["why"]
+    assert "stability:gpu: fix what breaks gpu, then start this question afresh" in ev["recommendation"]["why"]
 
 
 def test_a_seed_that_breaks_on_every_leg_is_not_a_difference(tmp_path):
@@ -379,10 +397,11 @@ def test_seeds_the_doomed_leg_rule_never_ran_are_not_breakage(tmp_path):
 BASE3 = [2.41, 2.50, 2.32]
 
 
-def _three_legs(tmp, extras=None, values=None):
+def _three_legs(tmp, extras=None, values=None, design="two_stage"):
     """Legs a, b, c against the baseline gpu: each `extra` above it on every seed (plus a little
     noise), or the given values."""
     cfg = json.loads(json.dumps(CONFIG))
+    cfg["parity"]["design"] = design
     trn = cfg["legs"].pop("trn")
     for leg, extra in zip("abc", extras or [0.0] * 3, strict=True):
         cfg["legs"][leg] = trn
@@ -395,27 +414,29 @@ def _three_legs(tmp, extras=None, values=None):
 
 
 def test_one_of_three_legs_failing_at_alpha_alone_is_not_a_family_wise_fail(tmp_path):
-    cfg, jobs = _three_legs(tmp_path / "three", [0.0, 0.07, 0.0])
+    cfg, jobs = _three_legs(tmp_path / "three", [0.0, 0.07, 0.0], design="fixed")
     ev = evaluate(cfg, jobs)
     b = _check(ev, "parity:b~gpu")
-    # p = 0.037 fails at alpha 0.05 for one leg; the smallest of three p-values needs 0.05 / 3.
-    assert b["holm"]["p_value"] == pytest.approx(0.0371, abs=5e-4)
-    assert b["holm"]["threshold"] == pytest.approx(0.05 / 3) and not b["holm"]["confirmed"]
+    # p = 0.037 fails at alpha 0.05 for one claim; three legs make six claims (parity and breakage
+    # each), so the smallest p needs 0.05 / 6.
+    assert b["holm"]["p_value"] == pytest.approx(0.0371, abs=5e-4) and b["holm"]["claims"] == 6
+    assert b["holm"]["threshold"] == pytest.approx(0.05 / 6) and not b["holm"]["confirmed"]
     assert b["status"] == "inconclusive" and "Holm's correction" in b["why"]
-    assert ev["verdict"] == "inconclusive" and "fresh seeds on b" in b["recommendation"]["why"]
-    # The same leg judged alone fails, as before.
+    assert ev["verdict"] == "inconclusive" and "more seeds of this question on b" in b["recommendation"]["why"]
+    # The same leg judged alone is still one of two claims (its parity and its breakage): not confirmed.
     alone = _jobs(tmp_path / "alone", [b_ + 0.07 + e for b_, e in zip(BASE3, [0.0, 0.01, -0.01], strict=True)],
                   BASE3)
-    single = evaluate(CONFIG, alone)
-    assert single["verdict"] == "fail" and "holm" not in _check(single, "parity:trn~gpu")
+    cfg1 = {**CONFIG, "parity": {**CONFIG["parity"], "design": "fixed"}}
+    single = _check(evaluate(cfg1, alone), "parity:trn~gpu")
+    assert single["status"] == "inconclusive" and single["holm"]["threshold"] == pytest.approx(0.025)
 
 
 def test_holm_steps_down_a_clear_fail_is_confirmed_and_the_next_one_judged_at_its_rank(tmp_path):
-    cfg, jobs = _three_legs(tmp_path, [0.3, 0.07, 0.0])
+    cfg, jobs = _three_legs(tmp_path, [0.3, 0.07, 0.0], design="fixed")
     ev = evaluate(cfg, jobs)
     a, b = _check(ev, "parity:a~gpu"), _check(ev, "parity:b~gpu")
     assert a["status"] == "failed" and a["holm"]["rank"] == 1 and a["holm"]["confirmed"]
-    assert b["holm"]["rank"] == 2 and b["holm"]["threshold"] == pytest.approx(0.05 / 2)
+    assert b["holm"]["rank"] == 2 and b["holm"]["threshold"] == pytest.approx(0.05 / 5)
     assert b["status"] == "inconclusive"
     assert ev["verdict"] == "fail" and ev["failed_checks"] == "parity:a~gpu"
     assert ev["legs"]["b"]["parity"] == "inconclusive" and ev["legs"]["c"]["parity"] == "passed"

@@ -14,6 +14,7 @@ from scipy import stats as st
 from bakeoff_runtime.report import document as report
 from bakeoff_runtime.report.document import leg_colours, nice_ticks, render_html, render_markdown, usd, write_reports
 from bakeoff_runtime.report.formatting import log_ticks, money_tick, tick_label
+from bakeoff_runtime.verdict import two_stage
 from bakeoff_runtime.verdict.evaluation import evaluate
 from bakeoff_runtime.verdict.job_outputs import load_jobs
 from conftest import ENTRYPOINTS, ROOT
@@ -77,7 +78,7 @@ def test_verdict_first_with_reasons(evaluation):
     sentence = md.splitlines()[2]
     mean = float(np.mean(DIFFS))
     assert sentence.startswith(f"Parity holds: trn vs gpu: equivalent: val_loss difference {mean:+.4g} (trn - gpu; "
-                               "paired t on 3 seeds)")
+                               "paired t on 3 seeds, stage 1 of 2)")
     assert "inside +/-0.05" in sentence and "Cheapest per run: gpu" in sentence
 
 
@@ -148,7 +149,8 @@ def test_too_few_seeds_says_what_cannot_be_concluded(tmp_path):
 def test_statistics_in_the_report_match_scipy(evaluation):
     check = next(c for c in evaluation["checks"] if c["name"] == "parity:trn~gpu")
     res = st.ttest_rel(VALUES["trn"], VALUES["gpu"])
-    ci = res.confidence_interval(0.90)
+    # Stage 1 of the two-stage design reads the 1 - 2 alpha1 interval, alpha1 its Pocock level.
+    ci = res.confidence_interval(1 - 2 * two_stage.stage1_level(0.05))
     assert check["ci"] == pytest.approx([ci.low, ci.high])
     assert check["diff"] / (check["sd"] / np.sqrt(3)) == pytest.approx(res.statistic)
     assert evaluation["legs"]["gpu"]["metric"]["cv"] == pytest.approx(st.variation(VALUES["gpu"], ddof=1))

@@ -86,6 +86,7 @@ class ParityRule(TypedDict):
     baseline: str
     target: float | None
     resolution: float | None
+    design: NotRequired[str]   # two_stage (default) | fixed: verdict/two_stage.py
 
 
 class ScalingSweep(TypedDict):
@@ -120,6 +121,28 @@ class DerivedConfig(TypedDict, total=False):
     ablations: list[Ablation]
 
 
+class StageFigures(TypedDict):
+    """What a stage-1 parity check leaves for stage 2 (verdict/two_stage.stage_record)."""
+    test: str           # paired | welch
+    diff: float
+    se: float
+    df: float
+    n_pairs: int
+    seeds: list[int]
+
+
+class Attempt(TypedDict):
+    """This decision's place among the attempts at its question (pipelines/local/questions.py): the
+    local engine adds it to the evaluation config."""
+    question: str                         # the question's key (legs, metric, rule, design, training setup)
+    number: int                           # 1, 2, ...: attempts at this question, this one included
+    stage: int                            # 1, or 2: the continuation of an inconclusive stage 1
+    design: str                           # two_stage | fixed | sequential
+    fresh_start: str | None               # --fresh-start's reason: a question started over on purpose
+    earlier: list[JSON]                   # the attempts before this one: where, seeds, verdict, stage
+    stage1: NotRequired[dict[str, JSON]]  # at stage 2: {"legs": {leg: StageFigures}, "breakage": {leg: p}}
+
+
 class EvaluationConfig(DerivedConfig):
     bakeoff: str
     spec_hash: str
@@ -134,6 +157,7 @@ class EvaluationConfig(DerivedConfig):
     sequential: NotRequired[JSON]
     jobs_at_once: NotRequired[int]
     looks: NotRequired[Looks]
+    attempt: NotRequired[Attempt]
     rule_original: NotRequired[JSON]
     rule_unrecorded: NotRequired[str]
     rule_change_reason: NotRequired[str | None]
@@ -401,6 +425,8 @@ class LegFigures(CostMeans):
 class Recommendation(TypedDict):
     seeds: int | None
     why: str
+    next: NotRequired[str]  # the design's next step: "stage 2", "next round" or "fresh start"
+    fresh_seeds: NotRequired[list[int]]  # stage 2's seeds: after every seed this question has run
 
 
 class Check(TypedDict):
@@ -456,6 +482,14 @@ class Check(TypedDict):
     outlier: NotRequired[JSON]
     no_step: NotRequired[bool]
     why_short: NotRequired[str]
+    # the design it was decided in (verdict/two_stage.py, group_sequential.py)
+    design: NotRequired[str]                   # two_stage | fixed | sequential
+    stage: NotRequired[int]                    # 1, or 2: decided on both stages combined
+    stage1: NotRequired[JSON]                  # at stage 2: stage 1's difference, SE and df
+    stage2_alone: NotRequired[JSON]            # at stage 2: this stage's own figures and interval
+    ci_basis: NotRequired[str]                 # "two-stage": the combination test inverted
+    fail_p: NotRequired[float | None]          # the stage-wise p of a fail claim (Holm reads it)
+    holm_level: NotRequired[float | None]      # the level Holm's correction reads that p against
     # a validity check (validity.py): backend:, same-model, seeds:, blockers:
     ran_on: NotRequired[list[str]]
     tolerance: NotRequired[float]
@@ -519,6 +553,7 @@ class Evaluation(ScalingSections):
     rule: RuleRecord
     sequential: JSON | None
     looks: Looks | None
+    attempt: NotRequired[JSON]       # the question, this attempt and stage, the attempts before it
     speed: Speed
     cost_basis: str
     legs: dict[str, LegFigures]

@@ -161,6 +161,9 @@ DEBUG_ENV = "BAKEOFF_DEBUG"
 # The user's shell -> pipelines/advice/price_list.py: the Price List cache's directory
 # (default ~/.cache/bakeoff).
 CACHE_DIR_ENV = "BAKEOFF_CACHE_DIR"
+# The user's shell (and the tests) -> pipelines/local/questions.py: where the attempts at each question are
+# recorded (default $XDG_STATE_HOME/bakeoff, else ~/.local/state/bakeoff).
+STATE_DIR_ENV = "BAKEOFF_STATE_DIR"
 # script_run.ScriptRun (launcher) -> tracking/script_writes.py in the script's processes: the file where each
 # metric the script logs through MLflow's Python client is recorded, so that values in the job's run that its
 # script did not log (another job wrote them) are told apart and left out.

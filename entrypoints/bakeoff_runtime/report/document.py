@@ -26,6 +26,7 @@ from bakeoff_runtime.report.formatting import (
     money_tick,
     nice_ticks,
     num,
+    seed_span,
     size,
     usd,
 )
@@ -65,7 +66,8 @@ def verdict_sentence(ev: Evaluation) -> str:
             if voided:  # its numbers are not about the leg it names: said as such, not as parity
                 parts.append(f"{leg} vs {base}: not counted ({', '.join(voided)} failed)")
                 continue
-            why = c["why"].split("; ")[0] if c.get("recommendation") else c["why"]
+            why, advice = c["why"], "; " + str((c.get("recommendation") or {}).get("why"))
+            why = why[:-len(advice)] if why.endswith(advice) else why  # the advice is said once, below
             parts.append(f"{leg} vs {base}: {why}")
         elif c["status"] == "failed":  # what broke or was not measured comes first: it voids the rest
             broken.append(c["why"])
@@ -75,6 +77,7 @@ def verdict_sentence(ev: Evaluation) -> str:
     rec = ev.get("recommendation")
     if rec:
         text += f" To decide it: {rec['why']}."
+    text += _attempt_text(ev)
     rule = ev.get("rule") or {}
     if rule.get("changed"):
         text += (" Decided under a parity rule changed after the data (original: "
@@ -86,6 +89,25 @@ def verdict_sentence(ev: Evaluation) -> str:
         cheapest = min(costs, key=lambda c: c[1])
         text += (f" Cheapest per run: {cheapest[0]} (" + ", ".join(f"{n} {usd(c)}" for n, c in costs) + ").")
     return text
+
+
+def _attempt_text(ev: Evaluation) -> str:
+    """Where this decision stands among the attempts at its question (pipelines/local/questions.py): said
+    when there were attempts before it, so a reader sees every try, not only the last."""
+    attempt = ev.get("attempt")
+    if not isinstance(attempt, dict) or (attempt.get("number") == 1 and attempt.get("stage") == 1):
+        return ""
+    text = f" Attempt {attempt.get('number')} at this question"
+    if attempt.get("stage") == 2:
+        text += " (stage 2 of its two-stage design, decided with stage 1's seeds)"
+    if attempt.get("fresh_start"):
+        text += f", started over on purpose (--fresh-start: {attempt['fresh_start']})"
+    earlier = [a for a in attempt.get("earlier") or [] if isinstance(a, dict)]
+    if earlier:
+        text += "; before it: " + "; ".join(
+            f"attempt {a.get('number')} (stage {a.get('stage')}, seeds {seed_span(sorted(a.get('seeds') or []))} in "
+            f"{a.get('out')}): {a.get('verdict') or 'not decided'}" for a in earlier)
+    return text + "."
 
 
 MEASURED_MARK = {"passed": "ok", "failed": "FAIL", "warning": "note", "unchecked": "not checked",

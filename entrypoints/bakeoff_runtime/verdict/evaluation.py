@@ -22,6 +22,7 @@ from typing import Any, TypeGuard, cast
 
 from bakeoff_runtime.contract import EVALUATION_SCHEMA  # one id for the writer here and the reader (documents.py)
 from bakeoff_runtime.contract.documents import (
+    JSON,
     Check,
     CostMeans,
     Evaluation,
@@ -41,13 +42,14 @@ from bakeoff_runtime.contract.documents import (
     run_metric,
 )
 from bakeoff_runtime.contract.failure_kinds import NOT_THE_LEGS, WHO_MUST_ACT
-from bakeoff_runtime.verdict import group_sequential, multiplicity, porting, stats, validity
+from bakeoff_runtime.verdict import group_sequential, multiplicity, porting, stats, two_stage, validity
 from bakeoff_runtime.verdict import sweeps as scaling
 from bakeoff_runtime.verdict.fixed_design import fixed_design
 from bakeoff_runtime.verdict.job_outputs import (
     load_jobs,  # noqa: F401  (re-exported: the evaluation's input)
     named_job,
 )
+from bakeoff_runtime.verdict.two_stage import Stage
 
 EMULATED_LABEL = "emulated: not indicative of the target hardware"
 THROUGHPUT_SPREAD_LIMIT = 0.20   # a leg whose seeds' throughput varies more than this is flagged
@@ -397,10 +399,13 @@ def _needed_discordant(alpha: float) -> int:
     return math.ceil(math.log2(1 / alpha))
 
 
-def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], alpha: float) -> dict[str, Any]:
+def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], alpha: float,
+                     claims: int = 1) -> dict[str, Any]:
     """A leg's own training. Breakage counts against a leg only where it breaks and the baseline
     does not, shown by exact McNemar on the discordant seeds at `alpha`; a seed that broke on both
-    is not a difference between them, and a broken baseline leaves the comparison undecided."""
+    is not a difference between them, and a broken baseline leaves the comparison undecided.
+    `claims`: the family Holm's correction counts (multiplicity.py), so the seeds it advises are
+    enough at the strictest level a fail can be confirmed at, alpha / claims."""
     runs = runs_by_leg[leg]
     n = len(runs)
     broke = {r["seed"]: why for r in runs if (why := _broke(leg, r, runs_by_leg))}
@@ -425,8 +430,9 @@ def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], al
             return {"name": name, "status": "inconclusive", "passed": False, "breakage": {"seeds": sorted(own)},
                     "why": f"the baseline {base} broke ({'; '.join(own.values())}): those seeds say nothing about "
                            "how the other legs compare with it",
-                    "recommendation": {"seeds": None, "why": f"run fresh seeds (or fix what breaks {base}): a "
-                                       "baseline that breaks cannot show a leg's breakage to be the leg's own"}}
+                    "recommendation": {"seeds": None, "why": f"fix what breaks {base}, then start this question "
+                                       "afresh (`bakeoff run ... --fresh-start REASON`): a baseline that breaks "
+                                       "cannot show a leg's breakage to be the leg's own"}}
     else:
         base_broke = {r["seed"] for r in runs_by_leg[base] if _broke(base, r, runs_by_leg)}
         base_ran = {r["seed"] for r in runs_by_leg[base] if r["status"] in (COMPLETED, DIVERGED)
@@ -453,7 +459,7 @@ def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], al
             if p <= alpha:
                 return {"name": name, "status": "failed", "passed": False, "breakage": counts,
                         "why": f"{leg}'s training broke where {base}'s did not: {tally} <= alpha {alpha:g}: {told}"}
-            need = _needed_discordant(alpha)
+            need = _needed_discordant(alpha / claims)
             more = (f"about {min(stats.MAX_RECOMMENDED_SEEDS, math.ceil(need * n / len(leg_only)))} seeds per leg "
                     f"would show it if {leg} keeps breaking at this rate" if leg_only else
                     f"seeds that run on {base} too are needed to tell")
@@ -464,7 +470,8 @@ def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], al
                             + (f"; {len(stopped)} seed(s) not run: {stopped[0]['reason']}" if stopped else "")),
                     "recommendation": {"seeds": None, "why": (
                         f"at least {need} seeds broken on {leg} alone (none the other way) show breakage at alpha "
-                        f"{alpha:g}; {more}; or fix what breaks it")}}
+                        f"{alpha / claims:.3g} (alpha {alpha:.3g} over the {claims} claims a fail could rest on); "
+                        f"{more}; or fix what breaks it")}}
     if blocked:
         return {"name": name, "status": "inconclusive", "passed": False, "could_not_run": True,
                 "why": f"{len(blocked)} of {n} runs could not run: " + "; ".join(blocked),
@@ -488,6 +495,29 @@ def _stability_check(leg: str, base: str, runs_by_leg: dict[str, list[dict]], al
     done = n - len(broke)
     why = f"all {n} runs completed" if not broke else f"{done} of {n} runs completed; " + "; ".join(notes)
     return {"name": name, "status": "passed", "passed": True, "why": why}
+
+
+def _breakage_stage2(check: dict[str, Any], p1: float | None, alpha: float) -> None:
+    """A stage-2 stability check decided on both stages: its McNemar p (1 when nothing broke here) combined
+    with stage 1's; a repeatable crash is no chance event and stands on its own."""
+    counts = check.get("breakage")
+    if check["name"].startswith("stability:") and counts and counts.get("repeatable"):
+        return
+    if p1 is None and not counts:
+        return
+    p2 = float((counts or {}).get("p_value", 1.0))
+    failed, p_combined, p_stagewise = two_stage.combine_breakage(p1, p2, alpha)
+    check["breakage"] = {**(counts or {}), "stage1_p_value": p1, "combined_p_value": p_combined,
+                         "fail_p": p_stagewise, "alpha": alpha}
+    told = (f"stage 1's exact McNemar p={1.0 if p1 is None else p1:.3g} and this stage's p={p2:.3g} combine "
+            f"to p={p_combined:.3g}")
+    if failed:
+        check.update(status="failed", passed=False, why=f"{check['name'].split(':', 1)[1]}'s training broke more "
+                     f"often than the baseline's over both stages: {told}")
+        check.pop("recommendation", None)
+    elif check["status"] == "failed":
+        check.update(status="inconclusive", passed=False, why=f"{check['why']}; but over both stages {told}, "
+                     "short of the design's level")
 
 
 def _repeatable_crash(runs: list[dict], broke: dict[int, str], base_broke: set[int]) -> str | None:
@@ -524,9 +554,13 @@ def _script_bug(leg: str, runs_by_leg: dict[str, list[dict]]) -> str | None:
 
 
 def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], parity: dict,
-                  power: float, look_alpha: float | None = None, legs_compared: int = 1) -> dict[str, Any]:
+                  power: float, look_alpha: float | None = None, legs_compared: int = 1,
+                  stage: Stage | None = None) -> dict[str, Any]:
+    """`look_alpha`: the one-sided level this look reads (a sequential design's, or a two-stage design's
+    stage 1); `stage`: the two-stage design's place (stage 2 carries stage 1's figures for this leg)."""
     metric, direction = parity["metric"], parity.get("direction", "minimize")
     test, alpha = parity.get("test", stats.EQUIVALENCE), float(parity["alpha"])
+    stage = stage or Stage(design=two_stage.FIXED if look_alpha is None else "sequential")
     name = f"parity:{leg}~{base}"
     margin = float(parity["margin"])
     if parity.get("margin_type") == "relative":
@@ -545,6 +579,15 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
     # A sequential design's look reads a wider interval (its alpha-spending level).
     r = stats.compare(values[base], values[leg], margin=margin, alpha=look_alpha or alpha, test=test,
                       direction=direction, resolution=parity.get("resolution"))
+    first = stage.first.get(leg) if stage.number == 2 else None
+    if first is not None and r["test"] is not None:
+        r = two_stage.stage2(r, first, alpha, margin, test, direction)
+    elif r["test"] is not None and stage.design == two_stage.TWO_STAGE:
+        r["fail_p"] = two_stage.stage1_fail_p(r, alpha, margin, test, direction)
+    r["design"], r["stage"] = stage.design, stage.number
+    # Holm's correction across claims reads each claim's p against the design's own level: the
+    # two-stage design's stage-wise p against alpha; a sequential look's p against its nominal level.
+    r["holm_level"] = look_alpha if stage.design == "sequential" else alpha
     out: dict[str, Any] = {"name": name, "passed": r["outcome"] == stats.PASS,
                            "status": {"pass": "passed", "fail": "failed"}.get(r["outcome"], "inconclusive"),
                            **{k: v for k, v in r.items() if k != "outcome"}, "outcome": r["outcome"]}
@@ -558,9 +601,15 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
         out["recommendation"] = {"seeds": 3, "why": "run at least 3 seeds per leg, so that the spread between "
                                                     "them can be measured"}
         return out
-    level = int(round(r["ci_level"] * 100))
+    level = round(r["ci_level"] * 100, 1)
+    level = int(level) if level == int(level) else level
     test_name = (f"paired t on {r['n_pairs']} seeds" if r["test"] == "paired"
                  else f"Welch t on {r['n_leg']} vs {r['n_baseline']} unpaired seeds")
+    if first is not None:
+        test_name = (f"two-stage: stage 1 ({first['test']}, {len(first.get('seeds') or []) or first.get('n_pairs')} "
+                     f"seeds) and stage 2 ({test_name}), inverse-normal combination")
+    elif stage.design == two_stage.TWO_STAGE:
+        test_name += ", stage 1 of 2"
     kind = stats.test_of(test)
     out["test_label"] = f"{kind.label}, {test_name}"
     lo, hi = r["ci"]
@@ -609,45 +658,75 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
                 return out
     if r["outcome"] == stats.INCONCLUSIVE:
         out["recommendation"] = _recommend(r, margin, alpha, power, test, len(values[leg]), len(values[base]),
-                                           legs_compared)
+                                           legs_compared, stage, direction,
+                                           sorted({*values[leg], *values[base]}))
         out["why"] += "; " + out["recommendation"]["why"]
     return out
 
 
 def _recommend(r: dict, margin: float, alpha: float, power: float, test: str, n_leg: int, n_base: int,
-               legs: int = 1) -> dict:
-    """The seeds per leg a fresh study needs to decide this comparison: planned on the 80% upper
-    confidence limit of the observed spread (stats.spread_upper_limit), never on the observed
-    difference (which would chase the noise that left it undecided). With several legs the seeds
-    are planned for them jointly: each leg at power 1 - (1 - power) / legs, so that all of them
-    pass together with at least `power`, and a fail called at Holm's strictest level alpha / legs."""
+               legs: int = 1, stage: Stage | None = None, direction: str = "minimize",
+               seeds_run: list[int] | None = None) -> dict:
+    """What decides this comparison next, in the design it belongs to. At stage 1 of the two-stage
+    design: the fresh seeds stage 2 needs, sized for the conditional power given stage 1 (planned on the
+    80% upper confidence limit of the observed spread, stats.spread_upper_limit; never on the observed
+    difference, which would chase the noise that left it undecided). Where the design has ended (stage
+    2 run, a fixed design, a sequential design at its cap): a new attempt is a fresh start, sized as a new
+    study. With several legs each leg is planned at power 1 - (1 - power) / legs, so that all pass
+    together with at least `power`, and a fail is called at Holm's strictest level alpha / (2 legs)."""
+    stage = stage or Stage(design=two_stage.FIXED)
     paired = r["test"] == "paired"
-    sigma = r["sd"] if paired else r["se"] / math.sqrt(1 / max(n_leg, 1) + 1 / max(n_base, 1))
+    sigma = r.get("sd") if paired else r["se"] / math.sqrt(1 / max(n_leg, 1) + 1 / max(n_base, 1))
+    if r.get("stage2_alone"):  # at stage 2 the spread is this stage's own
+        alone = r["stage2_alone"]
+        sigma = alone.get("sd") or sigma
+    sigma = float(sigma or 0.0)
     have = r["n_pairs"] if paired else min(n_leg, n_base)
-    sigma_df = (have - 1) if paired else max(1, n_leg + n_base - 2)
+    sigma_df = max(1, (have - 1) if paired else n_leg + n_base - 2)
     what = "SD of the per-seed differences" if paired else "SD of one leg's values"
     leg_power = 1 - (1 - power) / legs
-    n = stats.seeds_for_power(sigma, margin, alpha, leg_power, paired=paired, test=test, sigma_df=sigma_df,
-                              fail_alpha=alpha / legs)
-    planned = stats.spread_upper_limit(sigma, sigma_df)
+    planned = stats.spread_upper_limit(sigma, sigma_df) if sigma > 0 else 0.0
     basis = (f"the {stats.PLANNING_CONFIDENCE:.0%} upper confidence limit ({planned:.3g}) of the observed {what} "
              f"({sigma:.3g}, from {sigma_df + 1 if paired else n_leg + n_base} values)")
     jointly = f" for all {legs} legs together" if legs > 1 else ""
-    rec = {"seeds": n, "power": power, "sigma": sigma, "sigma_df": sigma_df, "planned_sigma": planned,
-           "planning_confidence": stats.PLANNING_CONFIDENCE, "legs": legs}
+    rec = {"power": power, "sigma": sigma, "sigma_df": sigma_df, "planned_sigma": planned,
+           "planning_confidence": stats.PLANNING_CONFIDENCE, "legs": legs, "design": stage.design,
+           "stage": stage.number}
+    top = max(seeds_run or [have - 1])
+    if stage.design == two_stage.TWO_STAGE and stage.number == 1 and sigma > 0:
+        c = two_stage.critical(alpha)
+        figures = {"diff": float(r["diff"]), "se": float(r["se"]), "df": float(r["df"])}
+        need_low = math.sqrt(2) * c - two_stage._side_z(figures, -margin, "low")
+        need_high = math.sqrt(2) * c - two_stage._side_z(figures, margin, "high")
+        n = stats.stage2_seeds(sigma, margin, need_low, need_high, leg_power, test, direction, sigma_df=sigma_df)
+        fresh = f"seeds: [{top + 1}..{top + n}]" if n else ""
+        if n is None:
+            return {**rec, "seeds": None, "next": "stage 2", "why": (
+                f"stage 2 of this question cannot reach {power:.0%} power with {stats.MAX_RECOMMENDED_SEEDS} seeds "
+                f"or fewer at {basis}: revisit the margin or reduce run-to-run noise")}
+        return {**rec, "seeds": n, "next": "stage 2", "fresh_seeds": list(range(top + 1, top + 1 + n)), "why": (
+            f"continue with stage 2: {n} fresh seeds per leg of this same question ({fresh}, none of these), in "
+            f"this --out or another: decided together with these seeds by the two-stage design, which keeps "
+            f"alpha and this stage's data; planned on {basis}, they give {power:.0%} probability{jointly} that "
+            "legs that truly agree pass")}
+    n = stats.seeds_for_power(sigma, margin, two_stage.stage1_level(alpha), leg_power, paired=paired, test=test,
+                              sigma_df=sigma_df, fail_alpha=alpha / (2 * legs)) if sigma > 0 else None
+    if stage.design == "sequential":
+        return {**rec, "seeds": n, "next": "next round", "why": (
+            f"the sequential design decides it in its next round (`--until-decided` adds the seeds; {n or 'no'} "
+            f"seeds per leg of a fixed design would give {power:.0%} power{jointly} at {basis}); at its cap a new "
+            "attempt is a fresh start (`--fresh-start REASON`)")}
+    ended = {"two_stage": "both stages of this question's design have run",
+             "fixed": "this question's fixed design has run (it has no second stage)",
+             "sequential": "this question's sequential design"}.get(stage.design, "its design")
     if n is None:
-        return {**rec, "why": (
-            f"no affordable number of seeds ({stats.MAX_RECOMMENDED_SEEDS} per leg or fewer) decides it at {basis}: "
-            "revisit the margin or reduce run-to-run noise")}
-    if n > have:
-        return {**rec, "why": (
-            f"{n} seeds per leg would decide it: planned on {basis}, they give {power:.0%} probability{jointly} "
-            "that legs that truly agree pass and that a leg worse by twice the margin fails")}
-    return {**rec, "seeds": None, "why": (
-        f"the {have} seeds run already give {power:.0%} power{jointly} at {basis}; the observed difference "
-        f"{abs(r['diff']):.3g} is undecided because it lies near the margin {margin:.3g}, where more of the same "
-        "seeds would only chase the noise: run a fresh set of seeds, or `--until-decided` (a design that "
-        "counts every look), or revisit the margin")}
+        return {**rec, "seeds": None, "next": "fresh start", "why": (
+            f"{ended} and left it undecided; no affordable number of seeds ({stats.MAX_RECOMMENDED_SEEDS} per leg or "
+            f"fewer) decides it at {basis}: revisit the margin or reduce run-to-run noise")}
+    return {**rec, "seeds": n, "next": "fresh start", "why": (
+        f"{ended} and left it undecided: deciding it again is a new attempt, counted as one: `bakeoff run SPEC "
+        f"--fresh-start REASON` with {n} seeds per leg (planned on {basis} for {power:.0%} power{jointly}), "
+        "recorded in the report as a fresh start of the same question")}
 
 
 # --- the rule --------------------------------------------------------------------------------
@@ -715,11 +794,17 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
     target, target_basis = resolve_target(parity, values)
     figures = {name: _leg_figures(name, legs_cfg[name], runs, parity, target, emulated)
                for name, runs in runs_by_leg.items()}
-    checks = [_stability_check(name, base, runs_by_leg, float(parity["alpha"])) for name in legs_cfg]
-    design = group_sequential.from_config(config.get("sequential"), float(parity["alpha"]))
-    look_alpha = design["nominal_alpha"][-1] if design else None
+    alpha = float(parity["alpha"])
+    design = group_sequential.from_config(config.get("sequential"), alpha)
+    stage = Stage.of(cast("dict[str, Any]", config), sequential=design is not None)
+    look_alpha = design["nominal_alpha"][-1] if design else stage.level(alpha)
     compared = [n for n in legs_cfg if n != base and n not in scaling.ablation_legs(config)]
-    checks += [_parity_check(name, base, values, parity, power, look_alpha, max(1, len(compared)))
+    claims = multiplicity.claims_of(len(compared))
+    checks = [_stability_check(name, base, runs_by_leg, look_alpha, claims) for name in legs_cfg]
+    if stage.number == 2:  # breakage over both stages: stage 1's McNemar p combined with this stage's
+        for c in checks:
+            _breakage_stage2(c, stage.breakage.get(c["name"].split(":", 1)[1]), alpha)
+    checks += [_parity_check(name, base, values, parity, power, look_alpha, max(1, len(compared)), stage)
                for name in legs_cfg if name != base]
     measured = validity.checks(base, legs_cfg, runs_by_leg, metric)  # did it measure the target at all?
     checks += measured
@@ -727,7 +812,7 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
         if c["name"].startswith("blockers:"):
             figures[c["name"].split(":", 1)[1]]["speed_representative"] = c.get("speed_representative", True)
     scaling.mark_checks(config, checks)  # an ablation leg's checks are reported, not counted
-    multiplicity.apply(checks, len(compared))  # K legs' fail claims, family-wise at alpha (Holm)
+    multiplicity.apply(checks, len(compared), alpha)  # every claim a fail rests on, family-wise at alpha (Holm)
     failed = [c for c in checks if c["status"] == "failed" and scaling.counts(c)]
     undecided = [c for c in checks if c["status"] == "inconclusive" and scaling.counts(c)]
     verdict = "fail" if failed else ("inconclusive" if undecided else "pass")
@@ -750,7 +835,7 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
              "crosscheck_disagrees": [n for n, f in figures.items() if f["throughput"]["crosscheck_disagrees"]]}
     if isinstance(config.get("jobs_at_once"), int) and config["jobs_at_once"] > 1:
         speed["jobs_at_once"] = config["jobs_at_once"]  # a local run's jobs shared the machine's cores
-    return {
+    evaluation: Evaluation = {
         "schema": EVALUATION_SCHEMA,
         "verdict": verdict,
         "summary": headline,
@@ -777,6 +862,10 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
         "porting": porting.section(config, figures, base),  # what porting cost, per leg against the baseline
         "fixed_design": fixed_design(parity, checks, figures),  # what 80% power would have cost (the report)
     }
+    attempt = config.get("attempt")
+    if attempt:  # which attempt at the question this is (pipelines/local/questions.py), stage-1 figures left out
+        evaluation["attempt"] = cast("JSON", {k: v for k, v in attempt.items() if k != "stage1"})
+    return evaluation
 
 
 # What a failed check is a failure of, in the words the verdict's first line starts with: a comparison
@@ -842,19 +931,31 @@ def _as_seed(value: Any) -> int | None:
 
 
 def _overall_recommendation(undecided: list[dict[str, Any]], legs_cfg: dict[str, LegConfig]) -> Recommendation:
+    """The advice of every undecided check, with the most seeds any of them asks for (a check that needs a
+    fix rather than seeds says so in `why`; the count is for the checks that seeds decide), and the next
+    step of the design where the parity checks share one (stage 2's fresh seeds, a fresh start)."""
     planned = max((len(c.get("seeds", [])) for c in legs_cfg.values()), default=0)
-    seeds, whys = [], []
+    seeds, whys, nexts = [], [], set()
+    fresh: list[int] = []
     for c in undecided:
         rec = c.get("recommendation")
         if rec:
             seeds.append(rec["seeds"])
             whys.append(f"{c['name']}: {rec['why']}")
+            if rec.get("next"):
+                nexts.add(rec["next"])
+            fresh = max(fresh, rec.get("fresh_seeds") or [], key=len)
         elif c.get("lost_seeds") is not None:
             seeds.append(planned)
             whys.append(f"{c['name']}: re-run the seeds that gave no result ({', '.join(map(str, c['lost_seeds']))}); "
                         "a re-run into the same directory runs only those")
     known = [s for s in seeds if s is not None]
-    return {"seeds": max(known) if known and len(known) == len(seeds) else None, "why": "; ".join(whys)}
+    out: Recommendation = {"seeds": max(known) if known else None, "why": "; ".join(whys)}
+    if len(nexts) == 1:
+        out["next"] = next(iter(nexts))
+        if fresh and out["next"] == "stage 2":
+            out["fresh_seeds"] = fresh
+    return out
 
 
 def write_evaluation(evaluation: Evaluation, out_dir: Path) -> Path:

@@ -365,3 +365,40 @@ def seeds_for_power(sigma: float, margin: float, alpha: float, power: float = 0.
         if outcome_probabilities(n, planned, margin, 2 * margin, fail_alpha or alpha, paired, test)[FAIL] >= power:
             return n
     return None
+
+
+def stage2_pass_probability(n: int, sigma: float, margin: float, delta: float, shortfall_low: float,
+                            shortfall_high: float, test: str = EQUIVALENCE, direction: str = "minimize") -> float:
+    """P(pass at stage 2) of the two-stage design (verdict/two_stage.py) with `n` fresh paired seeds whose
+    per-seed differences have SD `sigma` and true mean `delta`, given what stage 1 left: each side's
+    combined test needs this stage's own z to reach `shortfall` (sqrt 2 c - z_1 of that side). A side's z
+    reaches it when its paired t reaches the t quantile at the matching one-sided level; integrated over
+    the sample SD as `outcome_probabilities` is."""
+    if n < 2 or sigma <= 0:
+        return 0.0
+    se = sigma / math.sqrt(n)
+    s = se * _sd_factors(n - 1)                          # the stage's standard error, per SD quantile
+    q_low = _t_ppf(_sp.ndtr(shortfall_low), n - 1)       # t the low side needs (level Phi(-shortfall))
+    q_high = _t_ppf(_sp.ndtr(shortfall_high), n - 1)
+    low, high = -margin + q_low * s, margin - q_high * s  # where the stage's mean difference must lie
+    worse_high = direction == "minimize"
+    if test != EQUIVALENCE:  # non-inferiority: only the worse side's bound
+        if worse_high:
+            low = np.full_like(high, -np.inf)
+        else:
+            high = np.full_like(low, np.inf)
+    prob = np.clip(_sp.ndtr((high - delta) / se) - _sp.ndtr((low - delta) / se), 0, None)
+    return float(np.mean(prob))
+
+
+def stage2_seeds(sigma: float, margin: float, shortfall_low: float, shortfall_high: float, power: float,
+                 test: str = EQUIVALENCE, direction: str = "minimize", sigma_df: int | None = None,
+                 limit: int = MAX_RECOMMENDED_SEEDS) -> int | None:
+    """Fewest fresh seeds per leg for stage 2 to pass legs that truly agree with probability >= `power`
+    (the conditional power given stage 1), planned on the upper confidence limit of the SD when it is
+    an estimate on `sigma_df` degrees of freedom. None when `limit` seeds do not reach it."""
+    planned = spread_upper_limit(sigma, sigma_df) if sigma_df else sigma
+    for n in range(2, limit + 1):
+        if stage2_pass_probability(n, planned, margin, 0.0, shortfall_low, shortfall_high, test, direction) >= power:
+            return n
+    return None
