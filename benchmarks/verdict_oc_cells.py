@@ -63,6 +63,7 @@ LEVEL = 10.0          # the metric's level (a loss): far from 0, so no spread fl
 CHUNKS = 8            # chunks of replicates per condition (each its own seed)
 WORKERS = 2
 NAIVE_CAP = 20        # cell a: the re-decision adds seeds up to the recommendation, at most this many
+MODEL = {"parameters": 1000, "tensors": 3, "shapes": {"256x4": 1, "4": 1, "4x4": 1}}
 EMPTY_DIGEST = {"train_curve": [], "evals": [], "train_records": 0, "first_nonfinite_train_step": None}
 
 
@@ -71,7 +72,14 @@ def _job(leg: str, seed: int, value: float | None, state: str = "completed", met
     summary: dict[str, Any] = {
         "leg": leg, "seed": seed, "status": state, "reason": None, "metrics": {},
         "throughput": {"unit": "tokens", "tokens_per_sec": 2000.0, "overall_per_sec": 2000.0, "units_processed": 2e6},
-        "wall_time_s": 99.0}
+        "wall_time_s": 99.0,
+        # What the validity checks read (validity.py): where the parameters lived (the baseline "base" on CUDA,
+        # every other leg on the XLA device, as its neuron backend says), the same model on every leg, and a
+        # first training loss. Without them a leg's backend is not shown and no verdict can pass.
+        "model": {**MODEL, "devices": {"cuda": 3} if leg == "base" else {"xla": 3}},
+        "compile": {"compiled_graphs": None if leg == "base" else 3, "compile_time_s": 0.0 if leg == "base" else 1.0},
+        "peak_device_memory_bytes": 2**30 if leg == "base" else None,
+        "first_train_loss": 5.5 + seed / 1000}
     if state == "completed":
         summary["metrics"] = {metric: float(value)}  # type: ignore[arg-type]
     elif state == "diverged":
