@@ -453,7 +453,9 @@ def test_seeds_are_recommended_for_several_legs_jointly_on_the_spread_s_upper_li
     assert single["planned_sigma"] > single["sigma"] and "80% upper confidence limit" in single["why"]
 
 
-def test_a_pass_with_one_seed_far_from_the_others_is_not_decided(tmp_path):
+def test_one_seed_far_from_the_others_is_named_but_decides_nothing_on_either_side(tmp_path):
+    # A downgrade of passes alone was one-sided and made power fall as seeds were added: the seed is named
+    # beside the verdict the interval gives, pass or fail alike.
     cfg = json.loads(json.dumps(CONFIG))
     for leg in ("trn", "gpu"):
         cfg["legs"][leg]["seeds"] = [0, 1, 2, 3, 4]
@@ -462,10 +464,11 @@ def test_a_pass_with_one_seed_far_from_the_others_is_not_decided(tmp_path):
     ev = evaluate(cfg, _jobs(tmp_path, leg, base))
     check = _check(ev, "parity:trn~gpu")
     lo, hi = check["ci"]
-    assert lo > -0.05 and hi < 0.05, "the interval alone would pass"
-    assert check["status"] == "inconclusive" and check["outlier"]["seed"] == 4
-    assert "seed 4's difference (+0.03) lies far from the other seeds'" in check["why"], check["why"]
-    assert ev["verdict"] == "inconclusive" and "find why seed 4 differs" in ev["to_decide"]
+    assert lo > -0.05 and hi < 0.05 and check["status"] == "passed" and check["outlier"]["seed"] == 4
+    assert "note: seed 4's difference (+0.03) lies far from the other seeds'" in check["why"], check["why"]
+    worse = [b + d for b, d in zip(base, [0.201, 0.198, 0.2, 0.201, 0.23], strict=True)]
+    failed = _check(evaluate(cfg, _jobs(tmp_path / "worse", worse, base)), "parity:trn~gpu")
+    assert failed["status"] == "failed" and failed["outlier"]["seed"] == 4
     calm = evaluate(cfg, _jobs(tmp_path / "calm", [b + d for b, d in zip(base, [0.001, -0.002, 0.0, 0.001, 0.002],
                                                                            strict=True)], base))
     assert calm["verdict"] == "pass" and "outlier" not in _check(calm, "parity:trn~gpu")

@@ -229,3 +229,32 @@ def test_a_metric_near_1e_11_has_a_step_of_its_own_size_not_one():
     ci = paired_interval([a - b for a, b in zip(values, [1.2e-11, 1.0e-11, 1.2e-11, 1.2e-11], strict=True)], 0.05,
                          step)
     assert ci["ci"][1] - ci["ci"][0] < 1e-10  # an interval on the metric's own scale
+
+
+def test_the_step_is_the_lattice_the_values_sit_on_not_the_decimals_they_print():
+    from bakeoff_runtime.verdict.stats import STEP_LATTICE, metric_step_of
+
+    # Accuracy on 300 examples prints 0.9133333333333333: read by its decimals it had a step of 1e-16.
+    acc = [274 / 300, 271 / 300, 280 / 300]
+    step, basis = metric_step_of(acc)
+    assert step == pytest.approx(1 / 300) and basis == STEP_LATTICE
+    # Equal differences on such a metric are a chance tie: floored at the lattice, never a point interval.
+    r = stats.compare({0: 271 / 300, 1: 265 / 300}, {0: 274 / 300, 1: 268 / 300}, margin=0.015, alpha=0.05)
+    lo, hi = r["ci"]
+    assert r["sd_floored"] and r["step"] == pytest.approx(1 / 300) and hi - lo > 0.01
+    assert r["outcome"] == "inconclusive"  # it was `pass` on the point [0.01, 0.01]
+    # A float loss sits on no lattice.
+    rng = np.random.default_rng(5)
+    losses = list(2.4 + rng.normal(0, 0.01, 6))
+    step, basis = metric_step_of(losses)
+    assert basis != STEP_LATTICE and step < 1e-6
+
+
+def test_differences_equal_to_float_precision_never_decide_on_a_point_interval():
+    rng = np.random.default_rng(6)
+    base = {s: float(v) for s, v in enumerate(2.4 + rng.normal(0, 0.01, 4))}
+    offset = {s: v + 0.003 for s, v in base.items()}  # the same offset on every seed, to float rounding
+    r = stats.compare(base, offset, margin=0.05, alpha=0.05)
+    assert r["outcome"] == "inconclusive" and r["no_step"] and "float precision" in r["why_short"]
+    # Bit-identical legs are no offset: decided as before, on the interval floored at float precision.
+    assert stats.compare(base, dict(base), margin=0.05, alpha=0.05)["outcome"] == "pass"

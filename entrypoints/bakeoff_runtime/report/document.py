@@ -280,14 +280,34 @@ def charts(ev: Evaluation) -> list[str]:
 
 
 # --- text -----------------------------------------------------------------------------------------
+def _design_text(ev: Evaluation) -> str:
+    """What interval the decision reads, by the design its parity checks were decided in."""
+    alpha = float(ev["parity"]["alpha"])
+    checks = [c for c in ev["checks"] if c["name"].startswith("parity:") and c.get("ci_level")]
+    design, stage = (checks[0].get("design"), checks[0].get("stage")) if checks else (None, None)
+    level = f"{float(checks[0]['ci_level']) * 100:.1f}%" if checks else f"{(1 - 2 * alpha) * 100:.0f}%"
+    if design == "two_stage" and stage == 2:
+        return ("stage 2 of a two-stage design: the interval of the inverse-normal combination of both stages' "
+                "one-sided tests (Lehmacher & Wassmer 1999).")
+    if design == "two_stage":
+        return (f"stage 1 of a two-stage design reads the {level} confidence interval (Pocock's level); if it is "
+                "undecided, fresh seeds are its stage 2, decided together with these.")
+    if design == "sequential":
+        return f"a look of a group-sequential design reads the {level} repeated confidence interval."
+    return f"a fixed design reads the {level} confidence interval of the difference."
+
+
 def _statistics(ev: Evaluation) -> list[str]:
     p = ev["parity"]
     test = p.get("test", "equivalence")
     lines = [f"Parity metric {p['metric']} ({p['direction']}), baseline {p['baseline']}, {test} margin "
              f"{test_of(test).margin_text(p['margin'])} ({p.get('margin_type', 'absolute')}), alpha "
-             f"{p['alpha']} per one-sided test: the decision reads the {int(round((1 - 2 * p['alpha']) * 100))}% "
-             "confidence interval of the difference. Seeds completed on both legs are paired (same initial weights, "
-             "same batches); Welch's t is used only when fewer than 2 seeds pair up."]
+             f"{p['alpha']} per one-sided test over the whole design: " + _design_text(ev) + " Seeds completed on "
+             "both legs are paired (same initial weights, same batches); Welch's t is used only when fewer than 2 "
+             "seeds pair up.",
+             "Assumed: the seeds are independent runs and the per-seed differences are close to normal; the t "
+             "interval's error rates are exact under normality, and strongly skewed differences at a few seeds "
+             "can pass a leg at the margin more often than alpha."]
     rule = ev.get("rule") or {}
     if rule.get("changed"):
         lines.append(f"Rule changed after the data: original {_rule_text(rule['original'])}; now "

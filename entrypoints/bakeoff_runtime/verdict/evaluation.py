@@ -643,19 +643,16 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
         out["unseen_rate"] = stats.unseen_rate(r["n_pairs"], alpha)  # a rarer regression can strike no seed run
         far = stats.outlier([d for _, d in r["per_seed_diffs"]], step=r.get("step"))
         if far is not None:
+            # Said, not acted on: a downgrade of passes alone was one-sided (a fail with the same seed stood),
+            # made power fall as seeds were added under symmetric heavy tails (0.907 at 5 seeds, 0.778 at 20)
+            # and barely moved the false passes of skewed differences (0.232 -> 0.225 at 3 seeds). What the
+            # interval assumes is stated beside it (report: Statistics; README: How parity is decided).
             seed = r["per_seed_diffs"][far["index"]][0]
             out["outlier"] = {**far, "seed": seed}
-            if r["outcome"] == stats.PASS:  # the interval's guarantee assumes near-normal differences
-                out.update(status="inconclusive", passed=False, outcome=stats.INCONCLUSIVE)
-                out["why"] = (f"not decided: {out['why']}, but seed {seed}'s difference ({_g(far['difference'])}) lies "
-                              f"far from the other seeds' (studentized {far['t']:.3g}, p={far['p_value']:.3g} over "
-                              f"{far['pairs']} seeds, <= {stats.OUTLIER_ALPHA:g}): the interval assumes near-normal "
-                              "differences, and one seed this far out says the legs now and then differ by more "
-                              "than it shows")
-                out["recommendation"] = {"seeds": None, "why": (
-                    f"find why seed {seed} differs (its curves in the report), or run fresh seeds to see how often "
-                    "it recurs; a pass needs differences that agree with each other")}
-                return out
+            out["why"] += (f"; note: seed {seed}'s difference ({_g(far['difference'])}) lies far from the other "
+                           f"seeds' (studentized {far['t']:.3g}, p={far['p_value']:.3g} over {far['pairs']} seeds): "
+                           "the interval assumes near-normal differences, so find why it differs (its curves in "
+                           "the report)")
     if r["outcome"] == stats.INCONCLUSIVE:
         out["recommendation"] = _recommend(r, margin, alpha, power, test, len(values[leg]), len(values[base]),
                                            legs_compared, stage, direction,

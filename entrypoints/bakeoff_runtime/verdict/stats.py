@@ -78,25 +78,59 @@ def t_quantile(q: float, df: float) -> float:
 # two rounded values carries at least q^2/6 and one leg's values q^2/12. Two seeds whose
 # differences came out equal have a sample SD of 0, and an interval built on it is a point that
 # decides on luck; flooring the SD at the rounding alone keeps the interval honest.
-def metric_step(values: Sequence[float], resolution: float | None = None) -> float | None:
-    """The metric's step: `resolution` when given, else the finest decimal the values carry
-    (0.912 and 0.905 -> 0.001; a float loss such as 2.4132417 -> 1e-7, where the floor never
-    binds), or None when every value is 0. A step that is not a power of ten (accuracy on 300
-    examples) reads as finer than it is, so the floor is then weaker: set `resolution`."""
+FLOAT_EQUAL = 1e-9       # relative to the values: differences this close on every seed are one number
+LATTICE_MAX = 10**6      # the finest lattice 1/N looked for: accuracy on up to a million examples
+LATTICE_TOL = 1e-14      # relative: k/N written as a float is within an ulp or two (2.2e-16) of it
+STEP_RESOLUTION, STEP_LATTICE, STEP_DECIMALS, STEP_FLOAT = (
+    "parity.resolution", "the lattice the values sit on", "the finest decimal the values carry", "float precision")
+
+
+def _lattice(vals: Sequence[float]) -> float | None:
+    """1/N for the smallest N <= LATTICE_MAX such that every value is a multiple of 1/N to float precision
+    (accuracy on 300 examples: 1/300, however many decimals 0.91333... prints), or None. Each value's best
+    rational approximation with a denominator up to LATTICE_MAX (continued fractions); N is their least
+    common multiple. A float loss sits on no such lattice: a value is approximated that closely by chance
+    about 1% of the time, and every value of a run with one denominator almost never."""
+    from fractions import Fraction
+
+    n = 1
+    for v in vals:
+        f = Fraction(v).limit_denominator(LATTICE_MAX)
+        if abs(float(f) - v) > LATTICE_TOL * max(1.0, abs(v)) or (f == 0 and v != 0):
+            return None
+        n = n * f.denominator // math.gcd(n, f.denominator)
+        if n > LATTICE_MAX:
+            return None
+    return 1.0 / n
+
+
+def metric_step_of(values: Sequence[float], resolution: float | None = None) -> tuple[float | None, str | None]:
+    """The metric's step and what it was read from: `resolution` when given; else the lattice the values
+    sit on (1/N, N <= 10^6: accuracy on N examples, or a metric written with up to 6 decimals), whatever
+    decimals they print; else the finest decimal they carry (7-12 decimals); else float precision, where
+    the floor never binds. (None, None) when every value is 0."""
     if resolution:
-        return float(resolution)
+        return float(resolution), STEP_RESOLUTION
     vals = [abs(float(v)) for v in values if math.isfinite(v)]
     if not any(vals):
-        return None
-    for k in range(0, 13):
+        return None, None
+    lattice = _lattice(vals)
+    if lattice is not None:
+        return lattice, STEP_LATTICE
+    for k in range(7, 13):
         scale = 10.0 ** k
         # A value that rounds to 0 at k decimals is not written at k decimals, however small the
         # remainder: 3e-11 is not "0 at 0 decimals" (read so, a metric near 1e-11 had a step of 1,
         # an SD floor of 0.41 and an interval of +-0.7 that nothing could decide).
         if all(v == 0 or (round(v * scale) != 0 and abs(v * scale - round(v * scale)) <= 1e-9 * max(1.0, v * scale))
                for v in vals):
-            return 10.0 ** -k
-    return max(vals) * 1e-12  # numerical noise: the floor never binds
+            return 10.0 ** -k, STEP_DECIMALS
+    return max(vals) * 1e-12, STEP_FLOAT  # numerical noise: the floor never binds
+
+
+def metric_step(values: Sequence[float], resolution: float | None = None) -> float | None:
+    """The metric's step (metric_step_of without what it was read from)."""
+    return metric_step_of(values, resolution)[0]
 
 
 def floored_sd(sd: float, step: float | None, paired: bool) -> float:
@@ -250,15 +284,25 @@ def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float,
                                     "baseline": sorted(set(baseline) - set(common))},
                  "per_seed_diffs": [[s, d] for s, d in zip(common, diffs, strict=False)],
                  "margin": margin, "alpha": alpha, "test_kind": test, "direction": direction}
-    step = metric_step([*baseline.values(), *leg.values()], resolution)
-    out["step"], out["step_basis"] = step, ("parity.resolution" if resolution else
-                                            "the finest decimal the values carry" if step else None)
+    step, basis = metric_step_of([*baseline.values(), *leg.values()], resolution)
+    out["step"], out["step_basis"] = step, basis
     enough = len(common) >= 2 or (len(baseline) >= 2 and len(leg) >= 2)
     if enough and step is None:
         out.update({"test": None, "outcome": INCONCLUSIVE, "identical": False, "no_step": True,
                     "why_short": "every run on both legs gave exactly 0: with no "
                                  "spread and no known step of the metric the interval would be a point; set "
                                  "parity.resolution to the metric's step (e.g. 1/N for accuracy on N examples)"})
+        return out
+    scale = max([abs(v) for v in (*baseline.values(), *leg.values()) if math.isfinite(v)] or [0.0])
+    if (len(common) >= 2 and basis in (STEP_FLOAT, STEP_DECIMALS) and any(d != 0 for d in diffs)
+            and _sd(diffs) <= FLOAT_EQUAL * scale):
+        # Differences equal on every seed to float precision, on a metric with no known step: the floor at
+        # float precision would leave a point interval that decides on luck (a constant offset is not
+        # certainty about the next seed), whatever decimals the values print.
+        out.update({"test": None, "outcome": INCONCLUSIVE, "identical": False, "no_step": True,
+                    "why_short": f"the per-seed differences are equal on all {len(common)} seeds to float precision "
+                                 f"({diffs[0]:.6g}), so the interval would be a point; set parity.resolution to the "
+                                 "metric's step, or run more seeds"})
         return out
     if len(common) >= 2:
         out.update(paired_interval(diffs, alpha, step, lattice=resolution))
