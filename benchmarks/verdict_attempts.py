@@ -27,7 +27,6 @@ on reaching it, where the recommendation was not capped). SE = sqrt(p (1 - p) / 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import tempfile
@@ -43,6 +42,7 @@ sys.path.insert(2, str(HERE.parent))
 
 from verdict_oc_cells import LEVEL, Runner, Table, _config, _job  # noqa: E402
 
+from bakeoff_runtime.contract import STATE_DIR_ENV  # noqa: E402
 from bakeoff_runtime.verdict.evaluation import evaluate  # noqa: E402
 from pipelines.errors import SpecError  # noqa: E402
 from pipelines.local import questions  # noqa: E402
@@ -77,7 +77,7 @@ def _advised(cond, reps: int, rng) -> Counter:
     ratio, delta, cap = cond
     out: Counter = Counter()
     with tempfile.TemporaryDirectory() as state:
-        os.environ["BAKEOFF_STATE_DIR"] = state
+        os.environ[STATE_DIR_ENV] = state
         for r in range(reps):
             q = questions.Question(key=f"q{r}-{rng.integers(1 << 62)}", about={"benchmark": True})
             seeds = list(range(N1))

@@ -13,7 +13,8 @@ from pipelines.spec.model import BakeoffSpec
 if TYPE_CHECKING:
     from bakeoff_runtime.contract.documents import Evaluation
 
-DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds
+DEFAULT_CAP_FACTOR = 4  # without --max-seeds: four first rounds, until the first round's spread sizes it
+MAX_CAP = 100           # seeds per leg
 
 
 def with_seeds(spec: BakeoffSpec, seeds: list[int]) -> BakeoffSpec:
@@ -38,7 +39,48 @@ def grow(seeds: list[int], n: int) -> list[int]:
 
 
 def default_cap(first: int) -> int:
-    return min(100, DEFAULT_CAP_FACTOR * first)
+    return min(MAX_CAP, DEFAULT_CAP_FACTOR * first)
+
+
+def cap_for_power(evaluation: Evaluation, first: int, spending: str, floor: int) -> tuple[int, dict] | None:
+    """The cap that gives the sequential design the power the spec asks for (`parity.power`, each of K legs at
+    1 - (1 - power) / K) at the first round's spread: the smallest cap, at least `floor`, whose design passes
+    legs that truly agree with that probability at the spread's 80% upper confidence limit (the
+    planning the recommendation uses, stats.spread_upper_limit), by the design's own Monte Carlo
+    (group_sequential.simulate: its looks, levels and decision rule; 4,000 replicates, a fixed seed, so the
+    same spread gives the same cap). A fixed 4x cap gave 0.73 power at margin/SD 1 where 0.80 was planned.
+
+    Jennison & Turnbull (Group Sequential Methods, 2000, ch. 7) size an error-spending design by its maximum
+    information, set for the power wanted; the first round's SD estimates the information per seed (an
+    internal pilot: the SD of normal differences is independent of their mean, so sizing on it does not
+    touch the error rates). None where the spread is not known (no paired check with one): the default
+    cap stands."""
+    from bakeoff_runtime.verdict import group_sequential as seq
+    from bakeoff_runtime.verdict import stats
+
+    parity = evaluation.get("parity") or {}
+    checks = [c for c in evaluation.get("checks", []) if str(c.get("name", "")).startswith("parity:")]
+    spreads = [(float(c["sd"]), int(c["n_pairs"]) - 1) for c in checks
+               if c.get("test") == "paired" and c.get("sd") and int(c.get("n_pairs") or 0) >= 2]
+    if not checks or len(spreads) < len(checks) or not parity.get("margin"):
+        return None
+    sigma, df = max(spreads)
+    planned = stats.spread_upper_limit(sigma, df)
+    margin, alpha = float(checks[0].get("margin") or parity["margin"]), float(parity["alpha"])
+    power = float(parity.get("power") or 0.8)
+    leg_power = 1 - (1 - power) / len(checks)
+    test = str(parity.get("test") or stats.EQUIVALENCE)
+
+    def reaches(cap: int) -> bool:
+        return seq.simulate(first, cap, planned, margin, 0.0, alpha, spending=spending, test=test)["pass"] >= leg_power
+
+    lo, hi = max(floor, first + 1), MAX_CAP
+    if not reaches(hi):
+        return hi, {"sigma": sigma, "sigma_df": df, "planned_sigma": planned, "power": leg_power, "reached": False}
+    while lo < hi:  # the power grows with the cap: the smallest cap that reaches it
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reaches(mid) else (mid + 1, hi)
+    return lo, {"sigma": sigma, "sigma_df": df, "planned_sigma": planned, "power": leg_power, "reached": True}
 
 
 def check_design(first: int, max_seeds: int) -> None:

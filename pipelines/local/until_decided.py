@@ -19,7 +19,15 @@ from typing import Any
 
 from bakeoff_runtime.contract.documents import Evaluation
 from pipelines.advice.budget import plan_budget
-from pipelines.advice.rounds import check_design, default_cap, futile_checks, grow, next_size, with_seeds
+from pipelines.advice.rounds import (
+    cap_for_power,
+    check_design,
+    default_cap,
+    futile_checks,
+    grow,
+    next_size,
+    with_seeds,
+)
 from pipelines.errors import SpecError
 from pipelines.spec.model import BakeoffSpec
 
@@ -54,6 +62,7 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
     if spending not in seq.SPENDING:
         raise SpecError(f"unknown spending function {spending!r} ({', '.join(seq.SPENDING)})", field="--spending")
     first = len(spec.seed_list)
+    sized = max_seeds is None  # the cap is sized for the power from the first round's spread (cap_for_power)
     max_seeds = max_seeds or default_cap(first)
     check_design(first, max_seeds)
     out = Path(out_dir)
@@ -72,6 +81,20 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
                                f"(look {len(looks)} of the sequential design)")
         result = executor.run()
         executed += [j for j in result.executed if j not in executed]
+        if sized and len(looks) == 1:
+            cap = cap_for_power(result.evaluation, first, spending, floor=default_cap(first))
+            if cap is not None and cap[0] != max_seeds:
+                # The design's cap is set before its first look is decided: look 1 is decided again, on the
+                # same jobs (nothing runs), under the design with this cap. The cap read the spread alone.
+                max_seeds, sizing = cap
+                design = {"looks": list(looks), "max_seeds": max_seeds, "spending": spending}
+                executor.progress.note(
+                    f"round 1: the cap is {max_seeds} seeds per leg: what gives {sizing['power']:.0%} power at the "
+                    f"first round's spread (paired SD {sizing['sigma']:.3g}, planned on its 80% upper confidence "
+                    f"limit {sizing['planned_sigma']:.3g})" + ("" if sizing["reached"] else "; even 100 seeds "
+                                                               "per leg fall short of that power"))
+                executor = LocalExecutor(with_seeds(spec, seeds), out, sequential=design, **executor_kwargs)
+                result = executor.run()
         ev = result.evaluation
         record = ev.get("sequential") or {}
         rounds.append({"round": len(looks), "seeds": list(seeds), "verdict": result.verdict,

@@ -24,12 +24,14 @@ def test_the_spend_of_a_fixed_run_and_its_counterfactual(tmp_path):
     fixed = report_spend._fixed(ev)
     sd = next(c["sd"] for c in ev["checks"] if c.get("test") == "paired")
     assert fixed["sigma"] == pytest.approx(sd)
-    assert fixed["seeds"] == stats.seeds_for_power(sd, 0.05, 0.05, 0.8)
+    # Planned as the recommendation plans: on the 80% upper confidence limit of a spread from 3 pairs.
+    assert fixed["seeds"] == stats.seeds_for_power(sd, 0.05, 0.05, 0.8, sigma_df=2) and fixed["sigma_df"] == 2
+    assert fixed["planned_sigma"] == pytest.approx(stats.spread_upper_limit(sd, 2))
     assert fixed["cost_usd"] == pytest.approx(fixed["seeds"] * 2.0)
     assert fixed == ev["fixed_design"] and fixed["power"] == 0.8  # decided with the verdict, read by the report
     page = report.render_html(ev)
     assert "What this verdict cost" in page and "This verdict took 6 jobs, 0.25 instance-hours, $6.00" in page
-    assert "Decided by a fixed design" in page
+    assert "Decided by stage 1 of a two-stage design (stage 1 reads the 93.9% interval" in page
     assert "## What this verdict cost" in report.render_markdown(ev)
 
 

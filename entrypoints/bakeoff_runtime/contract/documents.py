@@ -536,6 +536,8 @@ class FixedDesign(TypedDict):
     seeds: int | None         # per leg; None when max_seeds do not reach the power
     jobs: int | None
     cost_usd: float | None    # None where a leg's jobs had no price
+    sigma_df: NotRequired[int]           # the spread's degrees of freedom
+    planned_sigma: NotRequired[float]    # its 80% upper confidence limit, what the seeds are planned on
 
 
 class Evaluation(ScalingSections):

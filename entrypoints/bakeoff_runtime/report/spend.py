@@ -47,20 +47,32 @@ def _lines(ev: Evaluation) -> list[str]:
                    f"alpha spent up to this look: {design['alpha_spent'][-1]:.3g} of {design['alpha']:g}.")
     else:
         alpha = (ev.get("parity") or {}).get("alpha")
-        out.append(f"Decided by a fixed design on one look, spending all of alpha {alpha:g}: every declared seed ran "
-                   "(`bakeoff run --until-decided` stops as soon as the verdict is decided)." if alpha is not None
-                   else "Decided by a fixed design: every declared seed ran.")
+        parity = next((c for c in ev.get("checks") or [] if c["name"].startswith("parity:") and c.get("design")),
+                      None)
+        if parity and parity.get("design") == "two_stage":
+            level = parity.get("ci_level")
+            out.append(f"Decided by stage {parity.get('stage', 1)} of a two-stage design"
+                       + (f" (stage 1 reads the {level:.1%} interval, keeping the rest of alpha {alpha:g} for a "
+                          "stage 2 of fresh seeds, should it be needed)" if parity.get("stage", 1) == 1 and level
+                          and alpha is not None else " (both stages' seeds, by the inverse-normal combination)")
+                       + ": every declared seed ran.")
+        else:
+            out.append(f"Decided by a fixed design on one look, spending all of alpha {alpha:g}: every declared seed "
+                       "ran (`bakeoff run --until-decided` stops as soon as the verdict is decided)."
+                       if alpha is not None else "Decided by a fixed design: every declared seed ran.")
     looks = ev.get("looks")
     if looks and looks.get("earlier"):
         before = "; ".join(f"look {x.get('look')} ({(x.get('design') or {}).get('kind', 'fixed')}) on seeds "
                            f"{seed_span(x.get('seeds') or [])}: {x.get('verdict')}" for x in looks["earlier"])
         out.append(f"This is look {looks.get('this_look')} at this directory's data; before it: {before}.")
+    planned = (f", planned on its 80% upper confidence limit {fixed['planned_sigma']:.3g} as the recommendation "
+               "plans" if fixed and fixed.get("planned_sigma") else "")
     if fixed and fixed.get("seeds"):
         out.append(f"A fixed design sized for {fixed['power']:.0%} power at this spread (paired SD "
-                   f"{fixed['sigma']:.3g}) would run {fixed['seeds']} seeds per leg: {fixed['jobs']} jobs, "
+                   f"{fixed['sigma']:.3g}{planned}) would run {fixed['seeds']} seeds per leg: {fixed['jobs']} jobs, "
                    f"{usd(fixed['cost_usd'])}.")
     elif fixed:
-        out.append(f"At this spread (paired SD {fixed['sigma']:.3g}) no fixed design of up to "
+        out.append(f"At this spread (paired SD {fixed['sigma']:.3g}{planned}) no fixed design of up to "
                    f"{fixed['max_seeds']} seeds per leg reaches {fixed['power']:.0%} power.")
     return out
 
