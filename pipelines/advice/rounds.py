@@ -60,8 +60,8 @@ def cap_for_power(evaluation: Evaluation, first: int, spending: str, floor: int)
 
     parity = evaluation.get("parity") or {}
     checks = [c for c in evaluation.get("checks", []) if str(c.get("name", "")).startswith("parity:")]
-    spreads = [(float(c["sd"]), int(c["n_pairs"]) - 1) for c in checks
-               if c.get("test") == "paired" and c.get("sd") and int(c.get("n_pairs") or 0) >= 2]
+    spreads = [(float(sd), int(c["n_pairs"]) - 1) for c in checks
+               if c.get("test") == "paired" and (sd := c.get("sd")) and int(c.get("n_pairs") or 0) >= 2]
     if not checks or len(spreads) < len(checks) or not parity.get("margin"):
         return None
     sigma, df = max(spreads)
