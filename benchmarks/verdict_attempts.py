@@ -14,6 +14,11 @@ Each replicate is one user with one question, through the shipped code path:
    the naive loop would: `questions.begin` must refuse it (without --fresh-start). The share refused is
    printed; a refused attempt leaves the verdict inconclusive.
 
+A second table runs `--until-decided` without --max-seeds at margin/sigma 1: the cap comes from the first
+round's spread (pipelines.advice.rounds.cap_for_power, computed by the shipped code on a grid of spreads),
+the looks and levels are the shipped design's, the per-look rule is verdict_oc_cells.sequential_vectorised
+(checked there against evaluate()). Goal: power >= 80% at d = 0, P(pass | d = margin) <= alpha.
+
 For comparison, the naive loop the issue measured (decide at full alpha; if inconclusive, decide again
 on fresh seeds at full alpha, up to three times, nobody counting) runs on the same draws with the
 fixed design (`parity.design: fixed`).
@@ -40,7 +45,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent / "entrypoints"))
 sys.path.insert(2, str(HERE.parent))
 
-from verdict_oc_cells import LEVEL, Runner, Table, _config, _job  # noqa: E402
+from verdict_oc_cells import LEVEL, Runner, Table, _config, _job, sequential_vectorised  # noqa: E402
 
 from bakeoff_runtime.contract import STATE_DIR_ENV  # noqa: E402
 from bakeoff_runtime.verdict.evaluation import evaluate  # noqa: E402
@@ -133,6 +138,52 @@ def _naive(cond, reps: int, rng) -> Counter:
     return out
 
 
+# --- --until-decided with its cap sized for the power (pipelines/advice/rounds.cap_for_power) ---------------
+SPREAD_GRID = np.geomspace(0.05, 4.0, 48)  # first-round SDs (sigma = 1) at which the shipped cap is computed
+
+
+def _cap_table(first: int, ratio: float) -> dict[float, int]:
+    from pipelines.advice import rounds
+
+    out = {}
+    for sd in SPREAD_GRID:
+        ev = {"parity": {"margin": ratio, "alpha": ALPHA, "power": 0.8, "test": "equivalence"},
+              "checks": [{"name": "parity:leg~base", "test": "paired", "sd": float(sd), "n_pairs": first,
+                          "margin": ratio}]}
+        sized = rounds.cap_for_power(ev, first, "pocock", floor=rounds.default_cap(first))
+        out[float(sd)] = sized[0] if sized else rounds.default_cap(first)
+    return out
+
+
+def _design(first: int, cap: int) -> dict:
+    from bakeoff_runtime.verdict import group_sequential as seq
+
+    looks = seq.schedule(first, cap, first)
+    levels = [seq.from_config({"looks": looks[:k], "max_seeds": cap, "spending": seq.POCOCK}, ALPHA)
+              ["nominal_alpha"][-1] for k in range(1, len(looks) + 1)]
+    return {"looks": looks, "levels": levels, "cap": cap}
+
+
+def _sized(cond, reps: int, rng) -> Counter:
+    """The loop with its cap from the first round's spread: each replicate's cap is the shipped cap at the
+    grid SD just below its own (a smaller cap: the power figure errs low, never high)."""
+    ratio, delta, first, table = cond
+    d = rng.normal(delta, 1.0, (reps, 100))
+    sds = d[:, :first].std(1, ddof=1)
+    grid = np.array(sorted(table))
+    below = grid[np.clip(np.searchsorted(grid, sds, side="right") - 1, 0, len(grid) - 1)]
+    caps = np.array([table[float(g)] for g in below])
+    out: Counter = Counter()
+    for cap in np.unique(caps):
+        rows = caps == cap
+        state, used = sequential_vectorised(d[rows, :cap], _design(first, int(cap)), ratio)
+        for k in ("pass", "fail", "inconclusive"):
+            out[k] += int((state == k).sum())
+        out["seeds"] += int(used.sum())
+        out["cap_sum"] += int(cap) * int(rows.sum())
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=2000)
@@ -142,9 +193,13 @@ def main() -> int:
     args = p.parse_args()
     runner, table = Runner(args.seed, args.workers), Table()
     conds = [(r, d * r, args.cap) for r in (1.0, 3.0) for d in (1.0, 0.0)]
+    first = 3
+    table_1 = _cap_table(first, 1.0)
+    sized_conds = [(1.0, 0.0, first, table_1), (1.0, 1.0, first, table_1)]
     try:
         advised = runner.run("attempts", _advised, conds, args.reps)
         naive = runner.run("naive", _naive, conds, args.reps)
+        sized = runner.run("sized", _sized, sized_conds, 10 * args.reps)
     finally:
         runner.close()
     reps = args.reps
@@ -173,6 +228,19 @@ def main() -> int:
                           c["stage2_uncapped_pass"] / n_up, n_up, (">=", 0.8), f"{n_up} replicates reached it")
             table.row(f"m/sigma {ratio:g}: P(fail | {at}), naive: up to 3 decisions at full alpha", nv["fail"] / reps,
                       reps, note="the loop the issue measured")
+    print()
+    big = 10 * reps
+    print(f"--until-decided at margin/sigma 1, first round {first} seeds, no --max-seeds: the cap sized for 80% "
+          f"power at the first round's spread (rounds.cap_for_power), {big} replicates a cell")
+    table.header()
+    for (_, delta, _, _), c in zip(sized_conds, sized, strict=True):
+        tail = f"mean cap {c['cap_sum'] / big:.1f}, mean seeds spent {c['seeds'] / big:.1f}"
+        if delta:
+            table.row("until-decided, sized cap: P(pass | d = margin)", c["pass"] / big, big, ("<=", ALPHA), tail)
+        else:
+            table.row("until-decided, sized cap: P(pass | identical legs) (power)", c["pass"] / big, big,
+                      (">=", 0.8), tail)
+            table.row("until-decided, sized cap: P(fail | identical legs)", c["fail"] / big, big, ("<=", ALPHA))
     print()
     print("all goals met" if table.ok else "goals missed: " + "; ".join(table.missed))
     return 0 if table.ok else 1
