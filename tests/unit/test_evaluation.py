@@ -453,7 +453,7 @@ def test_seeds_are_recommended_for_several_legs_jointly_on_the_spread_s_upper_li
     assert single["planned_sigma"] > single["sigma"] and "80% upper confidence limit" in single["why"]
 
 
-def test_one_seed_far_from_the_others_is_named_but_decides_nothing_on_either_side(tmp_path):
+def test_one_seed_far_from_the_others_is_named_and_the_skew_guard_acts_on_both_sides(tmp_path):
     # A downgrade of passes alone was one-sided and made power fall as seeds were added: the seed is named
     # beside the verdict the interval gives, pass or fail alike.
     cfg = json.loads(json.dumps(CONFIG))
@@ -463,12 +463,21 @@ def test_one_seed_far_from_the_others_is_named_but_decides_nothing_on_either_sid
     leg = [b + d for b, d in zip(base, [0.001, -0.002, 0.0, 0.001, 0.03], strict=True)]
     ev = evaluate(cfg, _jobs(tmp_path, leg, base))
     check = _check(ev, "parity:trn~gpu")
-    lo, hi = check["ci"]
-    assert lo > -0.05 and hi < 0.05 and check["status"] == "passed" and check["outlier"]["seed"] == 4
+    assert check["outlier"]["seed"] == 4
     assert "note: seed 4's difference (+0.03) lies far from the other seeds'" in check["why"], check["why"]
+    # What it does to the verdict is the skew guard's (verdict/skew.py), the same on either side: the t
+    # interval alone would pass; the differences are visibly skewed, so Hall's bound is read too.
+    lo_t, hi_t = check["ci_t"]
+    assert lo_t > -0.05 and hi_t < 0.05 and check["skew_visible"] and check["skew_widened"]
+    assert check["status"] == "inconclusive" and "visibly skewed" in check["why"]
     worse = [b + d for b, d in zip(base, [0.201, 0.198, 0.2, 0.201, 0.23], strict=True)]
     failed = _check(evaluate(cfg, _jobs(tmp_path / "worse", worse, base)), "parity:trn~gpu")
-    assert failed["status"] == "failed" and failed["outlier"]["seed"] == 4
+    assert failed["outlier"]["seed"] == 4 and failed["skew_widened"] and failed["status"] == "failed"
+    # Mirrored differences (the far seed below the others) widen the mirrored side by as much.
+    mirror = [b - (w - b) for b, w in zip(base, worse, strict=True)]
+    mirrored = _check(evaluate(cfg, _jobs(tmp_path / "mirror", mirror, base)), "parity:trn~gpu")
+    assert mirrored["ci"] == pytest.approx([-failed["ci"][1], -failed["ci"][0]])
+    assert mirrored["status"] == "failed" and mirrored["skew_widened"]
     calm = evaluate(cfg, _jobs(tmp_path / "calm", [b + d for b, d in zip(base, [0.001, -0.002, 0.0, 0.001, 0.002],
                                                                            strict=True)], base))
     assert calm["verdict"] == "pass" and "outlier" not in _check(calm, "parity:trn~gpu")

@@ -129,6 +129,7 @@ class StageFigures(TypedDict):
     df: float
     n_pairs: int
     seeds: list[int]
+    skewness: NotRequired[float]  # the per-seed differences' sample skewness (verdict/skew.py)
 
 
 class Attempt(TypedDict):
@@ -466,6 +467,11 @@ class Check(TypedDict):
     ci: NotRequired[list[float]]
     ci_level: NotRequired[float]
     continuity_correction: NotRequired[float]
+    skewness: NotRequired[float]               # the per-seed differences' sample skewness (verdict/skew.py)
+    skew_visible: NotRequired[bool]            # beyond what 90% of normal samples show: Hall's bound read too
+    ci_t: NotRequired[list[float]]             # the plain t interval
+    ci_skew_corrected: NotRequired[list[float]]  # Hall's interval, where the skew is visible
+    skew_widened: NotRequired[bool]            # the decision's interval is wider than the t interval
     p_value: NotRequired[float | None]
     p_lower: NotRequired[float | None]
     p_upper: NotRequired[float | None]

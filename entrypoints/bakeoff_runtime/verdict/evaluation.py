@@ -614,6 +614,9 @@ def _parity_check(leg: str, base: str, values: dict[str, dict[int, float]], pari
     out["test_label"] = f"{kind.label}, {test_name}"
     lo, hi = r["ci"]
     ci = f"{level}% CI [{_g(lo)}, {_g(hi)}]"
+    if r.get("skew_widened") and r.get("ci_t"):  # verdict/skew.py: Hall's bound read beside the t bound
+        ci += (f" (the differences are visibly skewed, skewness {r['skewness']:.2f}: on each side the wider of the t "
+               f"interval [{_g(r['ci_t'][0])}, {_g(r['ci_t'][1])}] and Hall's skewness-corrected one)")
     diff = f"{metric} difference {_g(r['diff'])} ({leg} - {base}; {test_name})"
     p = "" if r["p_value"] is None else f"; p={r['p_value']:.3g}"
     worse_sign = "+" if direction == "minimize" else "-"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bakeoff_runtime.verdict import stats
+from bakeoff_runtime.verdict import skew, stats
 
 FAMILIES = {"parity": "its quality differs beyond the margin", "stability": "its training breaks more often"}
 
@@ -44,8 +44,9 @@ def fail_p_value(check: dict[str, Any]) -> float | None:
         return None
     if not se:
         return 0.0  # a point interval beyond the margin (no spread and no step to floor it at)
-    beyond_high = 1.0 - float(stats.t_cdf((diff - margin) / se, df))   # H0: diff <= +margin
-    beyond_low = float(stats.t_cdf((diff + margin) / se, df))          # H0: diff >= -margin
+    # As the interval reads it: the larger of the t and Hall's skewness-corrected p on each side (skew.py).
+    beyond_high = skew.p_side(check, margin, "low", stats.t_cdf)    # H0: diff <= +margin
+    beyond_low = skew.p_side(check, -margin, "high", stats.t_cdf)   # H0: diff >= -margin
     test = stats.test_of(check.get("test_kind") or stats.EQUIVALENCE)
     return test.fail_p_value(beyond_high, beyond_low, check.get("direction", "minimize"))
 

@@ -30,6 +30,7 @@ from statistics import fmean, stdev
 import numpy as np
 from scipy import special as _sp  # the distribution functions, without scipy.stats' 0.6 s import
 
+from bakeoff_runtime.verdict import skew
 from bakeoff_runtime.verdict.parity_tests import EQUIVALENCE, NON_INFERIORITY, test_of  # noqa: F401  (the names, re-exported)
 
 
@@ -160,10 +161,22 @@ def paired_interval(diffs: Sequence[float], alpha: float, step: float | None = N
     # each bound, the usual continuity correction, restores it. Only for a declared step: values
     # that merely carry few decimals (a loss logged rounded) are not known to move in steps.
     correction = lattice / (2 * n) if lattice else 0.0
-    half = t_quantile(1 - alpha, n - 1) * se + correction
-    return {"test": "paired", "diff": mean, "sd": sd, "sd_observed": raw_sd, "sd_floored": sd > raw_sd,
-            "se": se, "df": float(n - 1), "n_pairs": n, "ci": [mean - half, mean + half], "ci_level": 1 - 2 * alpha,
-            "continuity_correction": correction}
+    t_crit = t_quantile(1 - alpha, n - 1)
+    half = t_crit * se + correction
+    lo, hi = mean - half, mean + half
+    # Visibly skewed differences: on each side the wider of the t bound and Hall's skewness-corrected one
+    # (verdict/skew.py), so pass and fail each need both tests; the plain t interval is kept beside it.
+    g = skew.skewness(d) if raw_sd > 0 else 0.0
+    out = {"test": "paired", "diff": mean, "sd": sd, "sd_observed": raw_sd, "sd_floored": sd > raw_sd,
+           "se": se, "df": float(n - 1), "n_pairs": n, "ci": [lo, hi], "ci_level": 1 - 2 * alpha,
+           "continuity_correction": correction, "skewness": g, "ci_t": [lo, hi]}
+    out["skew_visible"] = skew.visible(g, n)
+    if out["skew_visible"]:
+        h_lo, h_hi = skew.hall_bounds(mean, sd, n, g, t_crit)
+        out["ci_skew_corrected"] = [h_lo - correction, h_hi + correction]
+        out["ci"] = [min(lo, h_lo - correction), max(hi, h_hi + correction)]
+        out["skew_widened"] = out["ci"] != [lo, hi]
+    return out
 
 
 OUTLIER_MIN_PAIRS = 4  # leave one out and 3 remain: a spread on 2 degrees of freedom
@@ -316,7 +329,12 @@ def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float,
     lo, hi = out["ci"]
     out["outcome"] = decide(lo, hi, margin, test, direction)
     out["identical"] = bool(out["test"] == "paired" and all(d == 0 for d in diffs))
-    if out["se"] > 0:
+    if out["se"] > 0 and out.get("skew_visible"):
+        # The p of each side as the interval reads it: the larger of the t and Hall p (skew.p_side).
+        p_low, p_high = skew.p_side(out, -margin, "low", t_cdf), skew.p_side(out, margin, "high", t_cdf)
+        out.update({"p_lower": p_low, "p_upper": p_high, "p_value": max(p_low, p_high)} if test == EQUIVALENCE else
+                   {"p_value": p_high if direction == "minimize" else p_low})
+    elif out["se"] > 0:
         out.update(test_of(test).p_values(out["diff"], out["se"], out["df"], margin, direction, t_cdf))
     else:
         # No spread at all: the interval is a point and a p-value would be a pretence.

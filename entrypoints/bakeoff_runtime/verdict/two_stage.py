@@ -33,6 +33,8 @@ from typing import Any
 
 from scipy import special as _sp
 
+from bakeoff_runtime.verdict import skew
+
 TWO_STAGE, FIXED = "two_stage", "fixed"
 DESIGNS = (TWO_STAGE, FIXED)
 WEIGHTS = (1 / math.sqrt(2), 1 / math.sqrt(2))  # fixed before any data: equal stages on the z scale
@@ -100,10 +102,6 @@ def z_of(p: float) -> float:
     return float(-_sp.ndtri(p))
 
 
-def _t_sf(x: float, df: float) -> float:
-    return float(_sp.stdtr(df, -x))
-
-
 def _side_z(stage: dict[str, float], bound: float, side: str) -> float:
     """z of the one-sided test of one stage against `bound`: side "low" tests H0 diff <= bound (a
     large z says the difference lies above it), "high" tests H0 diff >= bound."""
@@ -111,8 +109,8 @@ def _side_z(stage: dict[str, float], bound: float, side: str) -> float:
     if se <= 0:
         gap = diff - bound if side == "low" else bound - diff
         return 8.5 if gap > 0 else -8.5
-    t = (diff - bound) / se if side == "low" else (bound - diff) / se
-    return z_of(_t_sf(t, df))
+    # The stage's one-sided p as its own interval reads it (the larger of the t and Hall's p: skew.py).
+    return z_of(skew.p_side(stage, bound, side, lambda x, d: float(_sp.stdtr(d, x))))
 
 
 def combined_z(first: dict[str, float], second: dict[str, float], bound: float, side: str) -> float:
@@ -170,7 +168,8 @@ def stage_record(check: dict[str, Any]) -> dict[str, Any] | None:
     if check.get("test") not in ("paired", "welch") or check.get("se") is None:
         return None
     return {"test": check["test"], "diff": float(check["diff"]), "se": float(check["se"]), "df": float(check["df"]),
-            "n_pairs": int(check.get("n_pairs") or 0), "seeds": [s for s, _ in check.get("per_seed_diffs") or []]}
+            "n_pairs": int(check.get("n_pairs") or 0), "seeds": [s for s, _ in check.get("per_seed_diffs") or []],
+            "skewness": float(check.get("skewness") or 0.0)}
 
 
 def estimate(first: dict[str, float], second: dict[str, float]) -> float:
@@ -186,7 +185,8 @@ def stage2(r: dict[str, Any], first: dict[str, float], alpha: float, margin: flo
     The stage's own figures are kept under `stage2_alone`."""
     from bakeoff_runtime.verdict import stats
 
-    own = {"diff": float(r["diff"]), "se": float(r["se"]), "df": float(r["df"])}
+    own = {"diff": float(r["diff"]), "se": float(r["se"]), "df": float(r["df"]),
+           "n_pairs": int(r.get("n_pairs") or 0), "skewness": float(r.get("skewness") or 0.0)}
     lo, hi = interval(first, own, alpha)
     out = dict(r)
     out["stage2_alone"] = {k: r.get(k) for k in ("test", "diff", "se", "sd", "df", "n_pairs", "ci", "ci_level")}
