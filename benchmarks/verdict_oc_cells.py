@@ -92,9 +92,12 @@ def _job(leg: str, seed: int, value: float | None, state: str = "completed", met
 
 
 def _config(legs: list[str], n: int, margin: float = MARGIN, direction: str = "minimize",
-            resolution: float | None = None, sequential: dict | None = None) -> dict:
+            resolution: float | None = None, sequential: dict | None = None, design: str = "fixed") -> dict:
+    """One decision at the full alpha (`parity.design: fixed`) unless `design` says otherwise: the cells
+    measure a single decision, the strictest case for its error rates (stage 1 of the default two-stage
+    design reads a narrower level; the whole two-stage path is benchmarks/verdict_attempts.py's)."""
     parity = {"metric": "val_loss", "direction": direction, "margin": margin, "margin_type": "absolute",
-              "alpha": ALPHA, "baseline": legs[0], "test": stats.EQUIVALENCE, "power": 0.8}
+              "alpha": ALPHA, "baseline": legs[0], "test": stats.EQUIVALENCE, "power": 0.8, "design": design}
     if resolution:
         parity["resolution"] = resolution
     cfg: dict[str, Any] = {
@@ -287,6 +290,8 @@ def draw_differences(kind: str, rng, size, mean: float) -> np.ndarray:
         return x - 0.5 * SIGMA + mean
     if kind == "t3":
         return rng.standard_t(3, size) / math.sqrt(3.0) * SIGMA + mean
+    if kind == "lognormal_left":  # the mirror of "lognormal": its long tail on the better side
+        return 2 * mean - draw_differences("lognormal", rng, size, mean)
     raise ValueError(kind)
 
 
@@ -301,21 +306,25 @@ def _shapes(cond, reps: int, rng) -> Counter:
 
 SHAPES = (("normal", "normal (reference)"), ("lognormal_half", "shifted lognormal(0, 0.5), SD 1, right tail"),
           ("lognormal", "shifted lognormal(0, 1), SD 1, right tail"),
-          ("mixture", "mixture: +5 w.p. 0.1 else N(0, 0.5), SD 1.57"), ("t3", "t, 3 df, SD 1"))
+          ("mixture", "mixture: +5 w.p. 0.1 else N(0, 0.5), SD 1.57"), ("t3", "t, 3 df, SD 1"),
+          ("lognormal_left", "mirrored lognormal(0, 1), SD 1, left tail"))
 
 
 def cell_c(runner: Runner, reps: int, table: Table) -> None:
-    print("4c. Skewed and heavy-tailed per-seed differences whose MEAN is the margin; evaluate(). Goal: P(pass) <=")
-    print("    alpha. (The mixture is expected to miss at few seeds: the t interval assumes normal differences.)")
+    print("4c. Skewed and heavy-tailed per-seed differences whose MEAN is the margin; evaluate(), one decision at")
+    print("    alpha (the skew guard of verdict/skew.py in effect). Goal: P(pass) <= alpha and P(fail) <= alpha.")
+    print("    Expected to miss for the long-tailed shapes at few seeds: no test holds alpha for every shape with")
+    print("    power above alpha (Bahadur & Savage 1956); the guard keeps each rate at or below the t interval's.")
     check = _sample_mean(draw_differences, reps)
     print(f"    (each shape's mean over 10^6 draws, to check it sits on the margin {MARGIN:g}: {check})")
-    conds = [(kind, n) for kind, _ in SHAPES for n in (3, 5, 10)]
+    conds = [(kind, n) for kind, _ in SHAPES for n in (3, 5, 10, 20)]
     res = runner.run("c", _shapes, conds, reps)
     table.header()
     names = dict(SHAPES)
     for (kind, n), c in zip(conds, res, strict=True):
-        table.row(f"{names[kind]}, {n:>2} seeds: P(pass)", c["pass"] / reps, reps, ("<=", ALPHA),
-                  note=f"P(fail) {c['fail'] / reps:.3f}")
+        # A fail claims a difference beyond the margin: at a mean ON the margin it is an error too.
+        table.row(f"{names[kind]}, {n:>2} seeds: P(pass)", c["pass"] / reps, reps, ("<=", ALPHA))
+        table.row(f"{names[kind]}, {n:>2} seeds: P(fail)", c["fail"] / reps, reps, ("<=", ALPHA))
     print()
 
 

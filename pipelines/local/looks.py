@@ -89,8 +89,10 @@ def judge(looks: list[dict[str, Any]], jobs: dict[str, str], seeds: list[int], s
             f"deciding seeds {seed_span(sorted(seeds))}, which reuse {len(shared)} of its jobs, at the full alpha "
             "would be a second look at the same data that no design counts (its false-pass and false-fail rates would "
             "no longer be alpha). Go on honestly with fresh seeds, none of them looked at (e.g. "
-            f"`seeds: {fresh}`), on their own or with `--until-decided` (a design that spends alpha over its "
-            "looks)", file=file)
+            f"`seeds: {fresh}`): after an inconclusive stage 1 of the two-stage design they are its stage 2, "
+            "decided with it; after a decided question or an ended design, a fresh start (`--fresh-start REASON`, "
+            "recorded in the report); or with `--until-decided` (a design that spends alpha over its looks)",
+            file=file)
     return len(looks) + 1
 
 

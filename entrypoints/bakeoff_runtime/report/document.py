@@ -306,8 +306,9 @@ def _statistics(ev: Evaluation) -> list[str]:
              "both legs are paired (same initial weights, same batches); Welch's t is used only when fewer than 2 "
              "seeds pair up.",
              "Assumed: the seeds are independent runs and the per-seed differences are close to normal; the t "
-             "interval's error rates are exact under normality, and strongly skewed differences at a few seeds "
-             "can pass a leg at the margin more often than alpha."]
+             "interval's error rates are exact under normality. Where the seeds show skew, each bound is the wider "
+             "of the t bound and Hall's skewness-corrected one; skew that a few seeds do not show can still pass a "
+             "leg at the margin more often than alpha."]
     rule = ev.get("rule") or {}
     if rule.get("changed"):
         lines.append(f"Rule changed after the data: original {_rule_text(rule['original'])}; now "

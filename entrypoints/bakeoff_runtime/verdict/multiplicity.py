@@ -39,7 +39,7 @@ def fail_p_value(check: dict[str, Any]) -> float | None:
         return counts.get("fail_p", counts.get("p_value"))
     if check.get("fail_p") is not None:
         return float(check["fail_p"])
-    diff, se, df, margin = check.get("diff"), check.get("se"), check.get("df"), check.get("margin")
+    diff, se, margin = check.get("diff"), check.get("se"), check.get("margin")
     if diff is None or margin is None:
         return None
     if not se:

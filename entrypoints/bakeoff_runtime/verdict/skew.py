@@ -20,12 +20,15 @@ So where the skewness is visible the decision reads, on each side, the wider of 
 Hall's: the union of the two intervals. Visible: |g| beyond what 90% of normal samples of this size show
 (1.645 times g's SD under normality, sqrt(6 (n - 2) / ((n + 1) (n + 3))): Joanes & Gill, The Statistician
 47:183-189, 1998); at 3 seeds never, since |g| cannot exceed 1/sqrt(2) there (skew cannot be seen in 3
-values, and Hall's g from 3 values is noise that would cost 40% of the power of equivalent legs). Without
-the gate the union cost a tenth of the power at 5-10 normal seeds for the same protection at 10 and more. Its pass region and its fail region are each the intersection of the two tests' regions, so
-under any distribution of the differences both its false-pass and its false-fail rates are at most
-the smaller of the two tests' (at most alpha under normality, as the t alone), it acts on pass and fail
+values, and Hall's g from 3 values is noise that would cost 40% of the power of equivalent legs).
+
+Where it acts, the pass region and the fail region are each the intersection of the two tests' regions;
+elsewhere they are the t interval's. So under any distribution of the differences the false-pass and the
+false-fail rates are at most the t interval's (at most alpha under normality), it acts on pass and fail
 alike, and its widening (of order s |g| / n, against a half-width of order s / sqrt(n)) shrinks as seeds
-are added, so power still grows with them. The price is power: at 10 normal seeds about a tenth of it.
+are added, so power still grows with them. The price is power where normal seeds look skewed by chance
+(one sample in ten): about 3 points at 10 normal seeds and a margin of one SD, 9 points at 5 seeds and
+three SDs; without the gate the union cost twice that for the same protection from 10 seeds on.
 No procedure holds alpha for every skewed shape at a few seeds (Bahadur & Savage, Ann. Math. Statist.
 27:1115-1122, 1956: no test of a mean has power above its level over all distributions with the mean
 under the null), so this narrows the failure; it does not remove it. Torch-free, standard library only.

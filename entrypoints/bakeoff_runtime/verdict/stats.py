@@ -315,7 +315,7 @@ def compare(baseline: dict[int, float], leg: dict[int, float], *, margin: float,
         out.update({"test": None, "outcome": INCONCLUSIVE, "identical": False, "no_step": True,
                     "why_short": f"the per-seed differences are equal on all {len(common)} seeds to float precision "
                                  f"({diffs[0]:.6g}), so the interval would be a point; set parity.resolution to the "
-                                 "metric's step, or run more seeds"})
+                                 "metric's step"})
         return out
     if len(common) >= 2:
         out.update(paired_interval(diffs, alpha, step, lattice=resolution))

@@ -105,7 +105,7 @@ def z_of(p: float) -> float:
 def _side_z(stage: dict[str, float], bound: float, side: str) -> float:
     """z of the one-sided test of one stage against `bound`: side "low" tests H0 diff <= bound (a
     large z says the difference lies above it), "high" tests H0 diff >= bound."""
-    diff, se, df = stage["diff"], stage["se"], stage["df"]
+    diff, se = stage["diff"], stage["se"]
     if se <= 0:
         gap = diff - bound if side == "low" else bound - diff
         return 8.5 if gap > 0 else -8.5
@@ -189,7 +189,8 @@ def stage2(r: dict[str, Any], first: dict[str, float], alpha: float, margin: flo
            "n_pairs": int(r.get("n_pairs") or 0), "skewness": float(r.get("skewness") or 0.0)}
     lo, hi = interval(first, own, alpha)
     out = dict(r)
-    out["stage2_alone"] = {k: r.get(k) for k in ("test", "diff", "se", "sd", "df", "n_pairs", "ci", "ci_level")}
+    out["stage2_alone"] = {k: r.get(k) for k in ("test", "diff", "se", "sd", "df", "n_pairs", "ci", "ci_level",
+                                                  "skewness")}
     out["stage1"] = dict(first)
     out["diff"] = estimate(first, own)
     out["ci"], out["ci_level"] = [lo, hi], 1 - 2 * alpha
@@ -221,7 +222,8 @@ def stage1_fail_p(r: dict[str, Any], alpha: float, margin: float, test: str, dir
 
     if r.get("se") is None:
         return None
-    first = {"diff": float(r["diff"]), "se": float(r["se"]), "df": float(r["df"])}
+    first = {"diff": float(r["diff"]), "se": float(r["se"]), "df": float(r["df"]),
+             "n_pairs": int(r.get("n_pairs") or 0), "skewness": float(r.get("skewness") or 0.0)}
     above, below = _side_z(first, margin, "low"), _side_z(first, -margin, "high")
     if test == stats.EQUIVALENCE:
         z1 = max(above, below)
