@@ -281,6 +281,8 @@ def draw_differences(kind: str, rng, size, mean: float) -> np.ndarray:
     probability 0.1, else N(0, 0.5) (SD 1.57), shifted; every shape's worse tail is positive."""
     if kind == "normal":
         return rng.normal(mean, SIGMA, size)
+    if kind == "lognormal_left":  # the mirror of "lognormal": its long tail on the better side
+        return 2 * mean - draw_differences("lognormal", rng, size, mean)
     if kind.startswith("lognormal"):
         s = 1.0 if kind == "lognormal" else 0.5
         x = np.exp(s * rng.standard_normal(size))
@@ -290,8 +292,6 @@ def draw_differences(kind: str, rng, size, mean: float) -> np.ndarray:
         return x - 0.5 * SIGMA + mean
     if kind == "t3":
         return rng.standard_t(3, size) / math.sqrt(3.0) * SIGMA + mean
-    if kind == "lognormal_left":  # the mirror of "lognormal": its long tail on the better side
-        return 2 * mean - draw_differences("lognormal", rng, size, mean)
     raise ValueError(kind)
 
 
