@@ -4,8 +4,9 @@
 counted (false passes and false fails near 0.09 at alpha 0.05; three tries 0.15-0.17), and a new
 `--out` used to hide the first attempt altogether. So the attempts at a question are recorded where
 every run of it sees them, beside the user's runs rather than inside one: `$BAKEOFF_STATE_DIR`, else
-`$XDG_STATE_HOME/bakeoff`, else `~/.local/state/bakeoff` (the XDG Base Directory specification's place
-for state that should persist between runs but is not worth keeping in a backup).
+`$XDG_STATE_HOME/bakeoff`, else `~/.local/state/bakeoff` (the XDG Base Directory Specification 0.8's place
+for "state data that should persist between (application) restarts", $HOME/.local/state when the variable
+is unset or empty: specifications.freedesktop.org/basedir-spec/0.8/ar01s03.html).
 
 The question is what is being asked, not the seeds or where the answer lands: the legs (name, instance
 type and count, backend, precision), the parity rule (metric, direction, margin, its type, test, alpha,
