@@ -358,6 +358,12 @@ def _legend_fill(style: str, pid: str) -> tuple[str, str]:
 
 
 # --- the decision --------------------------------------------------------------------------------
+def _level(ci_level: float) -> str:
+    """An interval's level as the checks word it: 90, 93.9 (stage 1 of the two-stage design)."""
+    pct = round(float(ci_level) * 100, 1)
+    return f"{pct:g}"
+
+
 def decision_chart(ev: Evaluation, colours: dict[str, str], w: int = 520) -> str:
     """Each leg's confidence interval of the difference from the baseline against the shaded
     +/- margin band (the region a pass must lie in), with the per-seed differences as dots."""
@@ -402,7 +408,7 @@ def decision_chart(ev: Evaluation, colours: dict[str, str], w: int = 520) -> str
         lo, hi = c["ci"]
         tag = f'data-leg="{_e(leg)}"'
         body.append(f'<line {tag} x1="{sx(lo):.1f}" y1="{y:.1f}" x2="{sx(hi):.1f}" y2="{y:.1f}" stroke="{colour}" '
-                    f'stroke-width="6"><title>{int(round(c["ci_level"] * 100))}% CI [{lo:+.4g}, {hi:+.4g}]</title>'
+                    f'stroke-width="6"><title>{_level(c["ci_level"])}% CI [{lo:+.4g}, {hi:+.4g}]</title>'
                     f'</line><line x1="{sx(c["diff"]):.1f}" y1="{y - 10:.1f}" x2="{sx(c["diff"]):.1f}" '
                     f'y2="{y + 10:.1f}" stroke="{INK}" stroke-width="2"/>')
         placed: list[float] = []
@@ -426,7 +432,7 @@ def decision_chart(ev: Evaluation, colours: dict[str, str], w: int = 520) -> str
     side = "worse" if worse_right else "better"
     body.append(f'<text x="{(w + m) / 2:.0f}" y="{h - 6}" text-anchor="middle">{_e(p["metric"])}: leg - '
                 f'{_e(p["baseline"])} (right: leg {side})</text>')
-    level = int(round(checks[0]["ci_level"] * 100))
+    level = _level(checks[0]["ci_level"])
     note = (f"bar: {level}% CI of the difference; tick: its mean; dots: per-seed paired differences; "
             f"green: pass region ({test.pass_region(checks[0]['margin'], worse_right)})")
     return figure(f"The decision: each leg's difference from {p['baseline']} against the margin", w, h, body,
