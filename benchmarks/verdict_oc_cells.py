@@ -451,17 +451,46 @@ def shipped_design() -> dict[str, Any]:
     return {"first": first, "cap": cap, "looks": looks, "levels": levels, "spending": seq.POCOCK}
 
 
+def shipped_bounds(x: np.ndarray, a: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's interval at one-sided level `a` as stats.paired_interval builds it: the t interval, and
+    where the row's skewness is visible (verdict/skew.py) on each side the wider of it and Hall's bound."""
+    from bakeoff_runtime.verdict import skew
+
+    n = x.shape[1]
+    mean, sd = x.mean(1), x.std(1, ddof=1)
+    t_crit = stats.t_quantile(1 - a, n - 1)
+    lo, hi = mean - t_crit * sd / math.sqrt(n), mean + t_crit * sd / math.sqrt(n)
+    if n < skew.MIN_PAIRS:
+        return lo, hi
+    m2 = ((x - mean[:, None]) ** 2).mean(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.where(m2 > 0, ((x - mean[:, None]) ** 3).mean(1) / m2 ** 1.5, 0.0)
+    g = np.where(np.abs(g) > skew.VISIBLE_Z * skew.sd_under_normality(n), g, 0.0)
+    y = t_crit / math.sqrt(n)
+
+    def h_inverse(v: float) -> np.ndarray:
+        b = v - g / (6 * n)
+        safe = np.where(g == 0, 1.0, g)
+        return np.where(g == 0, b, (3 / safe) * (np.cbrt(1 + g * b) - 1))
+
+    return np.minimum(lo, mean - sd * h_inverse(y)), np.maximum(hi, mean - sd * h_inverse(-y))
+
+
 def sequential_vectorised(d: np.ndarray, design: dict, margin: float) -> tuple[np.ndarray, np.ndarray]:
-    """Outcome and seeds used of each row of per-seed differences under the shipped per-look rule."""
+    """Outcome and seeds used of each row of per-seed differences under the shipped per-look rule: pass on
+    the look's interval; fail on the interval at half the look's level (Holm's first step over one leg's
+    parity and breakage claims, multiplicity.py, when nothing broke)."""
     reps = d.shape[0]
     state = np.full(reps, stats.INCONCLUSIVE, dtype=object)
     used = np.full(reps, design["looks"][-1])
     live = np.ones(reps, dtype=bool)
     for n, a in zip(design["looks"], design["levels"], strict=True):
         x = d[live, :n]
-        mean, se = x.mean(1), x.std(1, ddof=1) / math.sqrt(n)
-        half = stats.t_quantile(1 - a, n - 1) * se
-        out = stats.decide(mean - half, mean + half, margin)
+        lo, hi = shipped_bounds(x, a)
+        f_lo, f_hi = shipped_bounds(x, a / 2)
+        passed = stats.decide(lo, hi, margin) == stats.PASS
+        failed = stats.decide(f_lo, f_hi, margin) == stats.FAIL
+        out = np.where(passed, stats.PASS, np.where(failed, stats.FAIL, stats.INCONCLUSIVE))
         idx = np.flatnonzero(live)
         decided = out != stats.INCONCLUSIVE
         state[idx[decided]] = out[decided]
