@@ -190,18 +190,32 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--cap", type=int, default=60, help="the most stage-2 seeds a replicate runs")
+    p.add_argument("--only", choices=("attempts", "until-decided"), help="run one of the two tables")
     args = p.parse_args()
     runner, table = Runner(args.seed, args.workers), Table()
     conds = [(r, d * r, args.cap) for r in (1.0, 3.0) for d in (1.0, 0.0)]
     first = 3
-    table_1 = _cap_table(first, 1.0)
+    table_1 = _cap_table(first, 1.0) if args.only != "attempts" else {}
     sized_conds = [(1.0, 0.0, first, table_1), (1.0, 1.0, first, table_1)]
+    advised = naive = sized = []
     try:
-        advised = runner.run("attempts", _advised, conds, args.reps)
-        naive = runner.run("naive", _naive, conds, args.reps)
-        sized = runner.run("sized", _sized, sized_conds, 10 * args.reps)
+        if args.only != "until-decided":
+            advised = runner.run("attempts", _advised, conds, args.reps)
+            naive = runner.run("naive", _naive, conds, args.reps)
+        if args.only != "attempts":
+            sized = runner.run("sized", _sized, sized_conds, 10 * args.reps)
     finally:
         runner.close()
+    reps = args.reps
+    if advised:
+        _print_attempts(args, conds, advised, naive, table)
+    if sized:
+        _print_sized(first, sized_conds, sized, reps, table)
+    print("all goals met" if table.ok else "goals missed: " + "; ".join(table.missed))
+    return 0 if table.ok else 1
+
+
+def _print_attempts(args, conds, advised, naive, table) -> None:
     reps = args.reps
     print(f"Attempts at one question as the tool advises (stage 1: {N1} seeds; stage 2: the recommended fresh seeds,")
     print(f"at most {args.cap}; a third try refused by the question record), alpha {ALPHA}, {reps} replicates a cell")
@@ -229,6 +243,9 @@ def main() -> int:
             table.row(f"m/sigma {ratio:g}: P(fail | {at}), naive: up to 3 decisions at full alpha", nv["fail"] / reps,
                       reps, note="the loop the issue measured")
     print()
+
+
+def _print_sized(first, sized_conds, sized, reps, table) -> None:
     big = 10 * reps
     print(f"--until-decided at margin/sigma 1, first round {first} seeds, no --max-seeds: the cap sized for 80% "
           f"power at the first round's spread (rounds.cap_for_power), {big} replicates a cell")
@@ -242,8 +259,6 @@ def main() -> int:
                       (">=", 0.8), tail)
             table.row("until-decided, sized cap: P(fail | identical legs)", c["fail"] / big, big, ("<=", ALPHA))
     print()
-    print("all goals met" if table.ok else "goals missed: " + "; ".join(table.missed))
-    return 0 if table.ok else 1
 
 
 if __name__ == "__main__":
