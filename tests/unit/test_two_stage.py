@@ -43,7 +43,7 @@ def test_deciding_both_stages_keeps_alpha_where_deciding_twice_does_not():
     design passes them at most alpha (+2 SE); two fixed decisions at full alpha, the second on fresh seeds,
     pass them more often."""
     rng = np.random.default_rng(11)
-    reps, alpha, margin = 3000, 0.05, 1.0
+    reps, alpha, margin = 1000, 0.05, 1.0
     two, naive = 0, 0
     for _ in range(reps):
         s1, s2 = list(rng.normal(margin, 1, 3)), list(rng.normal(margin, 1, 6))
