@@ -33,7 +33,7 @@ from typing import Any
 from bakeoff_runtime.contract import STATE_DIR_ENV
 from bakeoff_runtime.contract.documents import Attempt, Evaluation
 from bakeoff_runtime.report.formatting import seed_span
-from bakeoff_runtime.verdict.two_stage import FIXED, TWO_STAGE, stage_record
+from bakeoff_runtime.verdict.stage_figures import FIXED, TWO_STAGE, stage_record  # numpy-free: see that module
 from pipelines.errors import SpecError
 from pipelines.hashing import digest
 

@@ -64,6 +64,7 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
     first = len(spec.seed_list)
     sized = max_seeds is None  # the default cap: round 1's spread says what power it gives (_cap_advice)
     advice: dict[str, Any] | None = None
+    first_evaluation: Evaluation | None = None
     max_seeds = max_seeds or default_cap(first)
     check_design(first, max_seeds)
     out = Path(out_dir)
@@ -82,10 +83,8 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
                                f"(look {len(looks)} of the sequential design)")
         result = executor.run()
         executed += [j for j in result.executed if j not in executed]
-        if sized and len(looks) == 1:
-            advice = _cap_advice(result.evaluation, first, spending, max_seeds)
-            if advice:
-                executor.progress.note(advice["what"])
+        if len(looks) == 1:
+            first_evaluation = result.evaluation
         ev = result.evaluation
         record = ev.get("sequential") or {}
         rounds.append({"round": len(looks), "seeds": list(seeds), "verdict": result.verdict,
@@ -104,6 +103,11 @@ def run_until_decided(spec: BakeoffSpec, out_dir: Path, *, max_seeds: int | None
                                f"{n - len(seeds)} (to {n} per leg)")
         seeds = grow(seeds, n)
     assert result is not None
+    # After the last round: numpy stays out of the process that forks the jobs (verdict/stage_figures.py).
+    if sized and first_evaluation is not None:
+        advice = _cap_advice(first_evaluation, first, spending, max_seeds)
+        if advice:
+            executor.progress.note(advice["what"])
     why = ("decided" if result.verdict in ("pass", "fail")
            else stopped_early or f"inconclusive at the cap of {max_seeds} seeds per leg")
     spend = _spend(result.evaluation)

@@ -217,3 +217,16 @@ def test_estimators_import_nothing_of_pipelines(graph):
     assert {m: sorted(t for t in e if t.split(".")[0] == "pipelines")
             for m, e in graph.items() if m.split(".")[0] == "estimators" and
             any(t.split(".")[0] == "pipelines" for t in e)} == {}
+
+
+def test_the_process_that_forks_the_jobs_imports_no_numpy():
+    # numpy and scipy start threads (OpenBLAS); a fork of a threaded process that runs Python before exec
+    # (the jobs' parent-death preexec_fn) can deadlock in the child, which a `kill -9`'d run then left
+    # behind (tests/e2e/test_kill9_leftovers.py). The local engine's process keeps them out.
+    import subprocess
+    import sys
+
+    code = ("import sys, pipelines.local.executor, pipelines.local.questions, pipelines.local.until_decided, "
+            "pipelines.steps.evaluate; print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out

@@ -34,9 +34,8 @@ from typing import Any
 from scipy import special as _sp
 
 from bakeoff_runtime.verdict import skew
+from bakeoff_runtime.verdict.stage_figures import DESIGNS, FIXED, TWO_STAGE, stage_record  # noqa: F401  (re-exported)
 
-TWO_STAGE, FIXED = "two_stage", "fixed"
-DESIGNS = (TWO_STAGE, FIXED)
 WEIGHTS = (1 / math.sqrt(2), 1 / math.sqrt(2))  # fixed before any data: equal stages on the z scale
 DESIGN_TEXT = ("two-stage design: stage 1 at the Pocock level, stage 2 (fresh seeds) by the inverse-normal "
                "combination of both stages' p-values (Lehmacher & Wassmer 1999)")
@@ -160,16 +159,6 @@ def stagewise_p(z1: float, alpha: float, z_combined: float | None = None) -> flo
     tail = _sp.ndtr(-(math.sqrt(2) * z_combined - x))
     dens = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
     return float(_sp.ndtr(-c)) + float((hi - lo) / 2 * np.sum(weights * dens * tail))
-
-
-def stage_record(check: dict[str, Any]) -> dict[str, Any] | None:
-    """What stage 2 needs of a stage-1 parity check: its difference, standard error and degrees of
-    freedom, the test and the seeds (None when the check had no interval)."""
-    if check.get("test") not in ("paired", "welch") or check.get("se") is None:
-        return None
-    return {"test": check["test"], "diff": float(check["diff"]), "se": float(check["se"]), "df": float(check["df"]),
-            "n_pairs": int(check.get("n_pairs") or 0), "seeds": [s for s, _ in check.get("per_seed_diffs") or []],
-            "skewness": float(check.get("skewness") or 0.0)}
 
 
 def estimate(first: dict[str, float], second: dict[str, float]) -> float:
