@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,11 @@ def corpus(tmp_path_factory):
 
 
 # --- AWS clients ---------------------------------------------------------------------------------------------
+# Runs made before any test's own fixture (session- and module-scoped shared runs) record their attempts
+# in the session's temp dir, never under the user's ~/.local/state (pipelines/local/questions.py).
+os.environ["BAKEOFF_STATE_DIR"] = tempfile.mkdtemp(prefix="bakeoff-state-session-")
+
+
 @pytest.fixture(autouse=True)
 def _own_question_records(monkeypatch, tmp_path_factory):
     """Each test its own record of attempts (pipelines/local/questions.py): a question one test decided is

@@ -12,7 +12,8 @@ The question is what is being asked, not the seeds or where the answer lands: th
 type and count, backend, precision), the parity rule (metric, direction, margin, its type, test, alpha,
 baseline, the design) and the training setup (the spec without its seeds, name, description, storage
 and MLflow settings, with the code bundle's sha256). Deciding the same jobs again (a re-run, a report)
-is the same attempt. After a stage 1 of the two-stage design ended inconclusive, a run of fresh seeds is
+is the same attempt, and so are the same seeds decided in another --out (the same draws: no new evidence).
+After a stage 1 of the two-stage design ended inconclusive, a run of fresh seeds is
 its stage 2 (verdict/two_stage.py), decided together with stage 1; any other new attempt at a question
 already decided (or whose design has ended) is refused unless started over on purpose with
 `--fresh-start REASON`, which the report shows with every attempt before it. On SageMaker the
@@ -118,16 +119,17 @@ def _where(a: dict[str, Any]) -> str:
 
 def begin(question: Question, out: Path, jobs: dict[str, str], seeds: list[int], design: str,
           fresh_start: str | None = None) -> Attempt:
-    """This decision's attempt, before any job runs: the same attempt when its jobs are one already
-    decided (or a later round of the same sequential run), stage 2 after an inconclusive stage 1, a new
-    attempt for a new question or a fresh start; SpecError for an attempt nobody would count."""
+    """This decision's attempt, before any job runs: the same attempt when it decides the seeds an
+    attempt already decided (a re-run, `bakeoff report`, the same seeds in another --out: the same draws,
+    no new evidence) or is a later round of the same sequential run; stage 2 after an inconclusive stage 1;
+    a new attempt for a new question or a fresh start; SpecError for an attempt nobody would count."""
     where = str(Path(out).resolve())
-    current = set(jobs.items())
+    now = set(seeds)
     with _held(question) as attempts:
         for a in attempts:
             same_run = a.get("out") == where and (a.get("verdict") is None or (
-                design == SEQUENTIAL and a.get("design") == SEQUENTIAL and set(a["jobs"].items()) <= current))
-            if set(a["jobs"].items()) == current or same_run:
+                design == SEQUENTIAL and a.get("design") == SEQUENTIAL and set(a.get("seeds") or []) <= now))
+            if (set(a.get("seeds") or []) == now and a.get("design") == design) or same_run:
                 if same_run:  # the same run going on (a sequential round, a run interrupted before its decision)
                     a.update(jobs=dict(jobs), seeds=sorted(seeds))
                 return _attempt(question, a, attempts)
@@ -140,7 +142,7 @@ def begin(question: Question, out: Path, jobs: dict[str, str], seeds: list[int],
         if fresh_start or last is None:
             attempts.append(fresh)
             return _attempt(question, fresh, attempts)
-        shared = current & {item for a in decided for item in a["jobs"].items()}
+        shared = now & {int(x) for a in decided for x in a.get("seeds") or []}
         if (last["verdict"] == "inconclusive" and last.get("design") == TWO_STAGE and last.get("stage", 1) == 1
                 and design == TWO_STAGE and not shared):
             fresh.update(stage=2, continues=last["number"])
@@ -151,7 +153,7 @@ def begin(question: Question, out: Path, jobs: dict[str, str], seeds: list[int],
         if last["verdict"] == "inconclusive" and last.get("design") == TWO_STAGE and last.get("stage", 1) == 1:
             raise SpecError(
                 f"this question's stage 1 ({_where(last)}) was inconclusive; its stage 2 needs fresh seeds, none of "
-                f"them run before, but these reuse {len(shared)} of its jobs: run fresh seeds (e.g. `{hint}`), or "
+                f"them decided before, but these reuse {len(shared)} of its seeds: run fresh seeds (e.g. `{hint}`), or "
                 "start the question over with `--fresh-start REASON` (recorded in the report)",
                 file=str(_path(question)))
         ended = {"pass": "was decided `pass`", "fail": "was decided `fail`"}.get(

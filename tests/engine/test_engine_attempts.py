@@ -92,3 +92,20 @@ def test_the_report_names_every_attempt_before_this_one(monkeypatch, capsys, tmp
     report = (tmp_path / "s2" / "evaluation" / "report.md").read_text()
     assert "Attempt 2 at this question (stage 2 of its two-stage design" in report
     assert f"attempt 1 (stage 1, seeds 0-2 in {tmp_path / 's1'}): inconclusive" in report
+
+
+def test_the_same_seeds_in_another_out_are_the_same_attempt_not_a_new_one(monkeypatch, capsys, tmp_path):
+    # The same draws decided again (a run directory deleted and run again, a colleague's copy): no new
+    # evidence, so neither a new attempt nor a refusal.
+    spec = verdict_spec(tmp_path / "a", seeds=3, margin=0.05)
+    for out in ("first", "again"):
+        code, _, err = bakeoff_cli(monkeypatch, capsys, FakeContainer(Recipe()), "run", spec, "--out", tmp_path / out,
+                                   "--no-mlflow")
+        assert code == 0, err[-3000:]
+        attempt = _evaluation(tmp_path / out)["attempt"]
+        assert attempt["number"] == 1 and attempt["earlier"] == []
+    # Seeds that overlap a decided attempt's without being its seeds are refused like any other new attempt.
+    code, _, err = bakeoff_cli(monkeypatch, capsys, None, "run", verdict_spec(tmp_path / "b", seeds=[1, 2, 3],
+                                                                               margin=0.05),
+                               "--out", tmp_path / "overlap", "--no-mlflow")
+    assert code == 2 and "--fresh-start REASON" in err, err[-2000:]
