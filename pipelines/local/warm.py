@@ -138,22 +138,32 @@ class WarmPool:
     def _start(self, leg: str, environment: dict[str, str]) -> tuple[str, subprocess.Popen]:
         from pipelines.plan.bundle import entrypoints_dir
 
-        if self._dir is None:
-            # A private directory (0700) in /tmp: a Unix socket's path is limited to 107 bytes, and
-            # only this user may ask for a fork. Its name carries this process's pid: the interpreters
-            # remove it when this process is killed (warm_server.leave), and the next run removes one
-            # that outlived even them (sweep_stale).
-            sweep_stale()
-            self._dir = tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-")
-        address = os.path.join(self._dir, f"{len(self._servers)}.sock")
+        # A private directory (0700) in /tmp: a Unix socket's path is limited to 107 bytes, and only this
+        # user may ask for a fork. Its name carries this process's pid: the interpreters remove it when
+        # this process is killed (warm_server.leave), and the next run removes one that outlived even them
+        # (sweep_stale). The interpreter is started first and told its address after the directory is made:
+        # a kill -9 in between leaves a directory that interpreter still removes (warm_server.read_address).
+        prefix = os.path.join(tempfile.gettempdir(), f"{DIR_PREFIX}{os.getpid()}-")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         server = entrypoints_dir() / "bakeoff_runtime" / "training" / "warm_server.py"
         with open(self.log_dir / f"warm-{leg}.log", "w") as log:
             # Its own session (the terminal's Ctrl-C is the run's to handle). It ends when its stdin
             # does: when `close` closes it, or when this process ends, even by kill -9.
-            proc = subprocess.Popen([self.python, str(server), address], env=environment, cwd=self._dir,
-                                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen([self.python, str(server), "--address-on-stdin", prefix], env=environment,
+                                    cwd=tempfile.gettempdir(), stdin=subprocess.PIPE, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            if self._dir is None:
+                sweep_stale()
+                self._dir = tempfile.mkdtemp(prefix=os.path.basename(prefix), dir=os.path.dirname(prefix))
+            address = os.path.join(self._dir, f"{len(self._servers)}.sock")
+            assert proc.stdin is not None
+            proc.stdin.write(address.encode() + b"\n")
+            proc.stdin.flush()
+        except OSError:  # it ended already: the job starts cold
+            proc.kill()
+            proc.wait()
+            raise
         return address, proc
 
     def close(self) -> None:

@@ -21,14 +21,20 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR
 WARM = "bakeoff-warm-"
 
 
-def _wait_for(condition, timeout: float, what: str, every: float = 0.1):
+def _wait_for(condition, timeout: float, what: str, every: float = 0.1, left=None):
+    """`left`: what is still there, named in the failure (a process list, a directory's contents)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = condition()
         if found:
             return found
         time.sleep(every)
-    pytest.fail(f"waited {timeout:.0f}s for {what}")
+    pytest.fail(f"waited {timeout:.0f}s for {what}" + (f"; still there: {left()}" if left else ""))
+
+
+def _what_is_left(out: Path, tmp: Path):
+    return lambda: {"processes": _leftovers(out, tmp), "warm dirs": {str(d): sorted(os.listdir(d)) for d in
+                                                                     _warm_dirs(tmp) if d.exists()}}
 
 
 @pytest.fixture
@@ -75,9 +81,11 @@ def test_kill_9_while_jobs_run_leaves_no_process_and_no_warm_directory(tmp_path,
         owner = {p.name.split("-")[2] for p in _warm_dirs(private_tmp)}
         assert owner == {str(run.pid)}, owner  # the directory names its run
         _kill(run)
-        _wait_for(lambda: not _leftovers(out, private_tmp), 30, "the run's processes to end with it")
+        _wait_for(lambda: not _leftovers(out, private_tmp), 30, "the run's processes to end with it",
+                  left=_what_is_left(out, private_tmp))
         # The interpreters take their sockets and the directory with them: gone without a next run.
-        _wait_for(lambda: not _warm_dirs(private_tmp), 30, "the bakeoff-warm-* directory to go")
+        _wait_for(lambda: not _warm_dirs(private_tmp), 30, "the bakeoff-warm-* directory to go",
+                  left=_what_is_left(out, private_tmp))
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
@@ -94,18 +102,25 @@ def test_a_warm_directory_whose_interpreters_were_killed_too_goes_at_the_next_ru
         (stale,) = _warm_dirs(private_tmp)
         named = [p for p in _leftovers(out, private_tmp) if "warm_server.py " in p]
         interpreters = [int(p.split(":")[0]) for p in named]  # and any worker one has forked (the same command)
-        sockets = {Path(p.split("warm_server.py ")[1].split()[0]) for p in named}
-        assert interpreters and all(s.parent == stale for s in sockets), named
-        # Their sockets bound (each binds its own at start), then everything at once, the interpreters
-        # included (their own sessions): nothing is left to tidy up after itself.
-        _wait_for(lambda: all(s.exists() for s in sockets), 30, "the interpreters' sockets")
+        prefixes = {p.split("--address-on-stdin ")[1].split()[0] for p in named}
+        assert interpreters and all(stale.name.startswith(Path(x).name) for x in prefixes), named
+        # Their sockets bound (each binds its own once the engine has told it where: one a started
+        # interpreter, whose log the engine made first), then everything at once, the interpreters included
+        # (their own sessions): nothing is left to tidy up after itself.
+        def bound() -> bool:
+            started = list(out.rglob("warm-*.log"))
+            sockets = [s for s in stale.iterdir() if s.is_socket()]
+            return bool(started) and len(sockets) == len(started)
+
+        _wait_for(bound, 30, "the interpreters' sockets", left=lambda: sorted(os.listdir(stale)))
         for pid in interpreters:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:  # a worker that ended meanwhile
                 pass
         _kill(run)
-        _wait_for(lambda: not _leftovers(out, private_tmp), 30, "the run's processes to end")
+        _wait_for(lambda: not _leftovers(out, private_tmp), 30, "the run's processes to end",
+                  left=_what_is_left(out, private_tmp))
         assert stale.exists() and any(stale.iterdir())  # its sockets, no longer answered
         past = time.time() - 3600  # made an hour ago (a directory younger than 10 s is never swept)
         os.utime(stale, (past, past))
@@ -114,7 +129,7 @@ def test_a_warm_directory_whose_interpreters_were_killed_too_goes_at_the_next_ru
         assert not stale.exists(), "the next run left the dead run's bakeoff-warm-* directory"
         _kill(run)
         _wait_for(lambda: not _leftovers(out, private_tmp) and not _warm_dirs(private_tmp), 30,
-                  "the second run's processes and directory to go")
+                  "the second run's processes and directory to go", left=_what_is_left(out, private_tmp))
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
@@ -181,3 +196,23 @@ def _dead_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
     return proc.pid
+
+
+def test_an_engine_killed_between_making_the_directory_and_naming_it_leaves_no_directory(private_tmp):
+    """The window a kill -9 could once land in: the engine has made its bakeoff-warm-PID-* directory and
+    not yet told the interpreter it started its address. That interpreter removes it when stdin ends;
+    another run's directory (another pid) and a directory with a sibling's socket in it are left alone."""
+    from pipelines.plan.bundle import entrypoints_dir
+
+    server = entrypoints_dir() / "bakeoff_runtime" / "training" / "warm_server.py"
+    prefix = str(private_tmp / f"{WARM}4242-")
+    made = Path(tempfile.mkdtemp(prefix=f"{WARM}4242-", dir=private_tmp))
+    busy = Path(tempfile.mkdtemp(prefix=f"{WARM}4242-", dir=private_tmp))
+    (busy / "0.sock").touch()
+    other = Path(tempfile.mkdtemp(prefix=f"{WARM}4343-", dir=private_tmp))
+    proc = subprocess.Popen([sys.executable, str(server), "--address-on-stdin", prefix], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output, _ = proc.communicate(b"", timeout=60)  # stdin ends with no address: the engine is gone
+    assert proc.returncode == 0, output
+    assert not made.exists() and busy.exists() and other.exists()
+    assert b"ready" not in output  # it never imported torch or listened

@@ -437,5 +437,36 @@ def _reopen_stdio(unbuffered: bool) -> None:
         setattr(sys, name, stream)  # what a fresh interpreter's would be: these descriptors
 
 
+def read_address(prefix: str) -> str | None:
+    """The socket's address, the first line on stdin. The engine starts this process before it makes its
+    directory of sockets and writes the address after: an engine killed in between leaves a directory no
+    interpreter knows by its address. Then stdin ends first, and this process removes what its engine may
+    have made (`prefix` is the engine's tmp dir and bakeoff-warm-PID-; only an empty directory goes)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(0, 1)  # a byte at a time: what follows the line is only ever stdin's end
+        if not chunk:
+            _remove_empty(prefix)
+            return None
+        line += chunk
+    return line.decode().strip()
+
+
+def _remove_empty(prefix: str) -> None:
+    folder, name = os.path.split(prefix)
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(name)]
+    except OSError:
+        return
+    for n in names:
+        try:
+            os.rmdir(os.path.join(folder, n))  # an empty directory only; a sibling's sockets keep theirs
+        except OSError:
+            pass
+
+
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    # warm_server.py ADDRESS, or warm_server.py --address-on-stdin PREFIX (the local engine: read_address)
+    given = read_address(sys.argv[2]) if sys.argv[1] == "--address-on-stdin" else sys.argv[1]
+    if given is not None:
+        serve(given)
