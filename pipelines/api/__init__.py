@@ -25,7 +25,7 @@ from several threads with one session.
 """
 from __future__ import annotations
 
-from .aws import account_checks, deploy, render_report, report, start, start_until_decided, status, stop, wait
+from .aws import account_checks, deploy, render_report, report, retry, start, start_until_decided, status, stop, wait
 from .catalog import images, instances, prices
 from .local import load_spec, plan, preflight, run_local, schema, synth, validate
 from .results import (
@@ -58,7 +58,7 @@ from .results import (
 __all__ = [
     # the verbs, in the order a bake-off uses them
     "load_spec", "validate", "plan", "synth", "run_local", "preflight", "account_checks", "deploy", "start",
-    "start_until_decided", "wait", "status", "report", "stop", "instances", "images", "prices", "schema",
+    "start_until_decided", "wait", "status", "retry", "report", "stop", "instances", "images", "prices", "schema",
     # what they return
     "Result", "ProgressEvent", "Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Deployment",
     "Execution", "ExecutionStatus", "StepStatus", "Report", "Instances", "LegKind", "InstanceInfo", "Prices",
@@ -67,6 +67,6 @@ __all__ = [
     "render_report",
 ]
 #: The verbs: one per CLI command.
-VERBS = tuple(__all__[:18])
+VERBS = tuple(__all__[:19])
 #: The result types the verbs return.
-RESULTS = tuple(__all__[18:-1])
+RESULTS = tuple(__all__[19:-1])

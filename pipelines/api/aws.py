@@ -167,14 +167,15 @@ def _pipeline_name(pipeline: SpecLike | Deployment) -> tuple[str, str | None]:
 
 @public
 def start(pipeline: SpecLike | Deployment | None = None, parameters: Mapping[str, Any] | None = None, *,
-          stack: str | None = None, region: str | None = None, session: Any = None,
-          profile: str | None = None) -> Execution:
+          stack: str | None = None, display_name: str | None = None, description: str | None = None,
+          region: str | None = None, session: Any = None, profile: str | None = None) -> Execution:
     """Start an execution of a deployed pipeline (`bakeoff start`) and return its handle.
 
     `pipeline` is the pipeline's name, a `deploy` result, or the spec it was deployed from; or give
     `stack`, a CloudFormation stack with a BakeoffPipeline construct, whose PipelineName output names it.
     `parameters` (`{"MaxSteps": 50}`) are checked against the deployed definition first: an unknown
-    one is a SpecError and nothing is started."""
+    one is a SpecError and nothing is started. `display_name` (e.g. "round-2-seeds-5-9": letters, digits
+    and dashes, at most 82) and `description` are what SageMaker's console and execution list show."""
     if (pipeline is None) == (stack is None):
         raise SpecError("name the pipeline (a name, a spec or a deployment) or its CDK stack, one of the two",
                         field="--stack")
@@ -186,8 +187,21 @@ def start(pipeline: SpecLike | Deployment | None = None, parameters: Mapping[str
         name, spec_region = _pipeline_name(pipeline)
         ops = ops_for(session, region or spec_region, profile)
     params = {k: str(v) for k, v in (parameters or {}).items()}
-    arn = ops.start(name, params)
+    arn = ops.start(name, params, display_name=display_name, description=description)
     return Execution(arn=arn, pipeline_name=name, region=ops.region, parameters=params)
+
+
+@public
+def retry(execution: ExecutionLike, *, region: str | None = None, session: Any = None,
+          profile: str | None = None) -> Execution:
+    """Run a Failed execution's failed steps again (`bakeoff retry`; SageMaker's RetryPipelineExecution):
+    the same execution goes on, its succeeded steps kept, so a seed lost to infrastructure trains again and
+    Evaluate decides with it. An execution in any other state is a SpecError; asking twice for the same
+    failure is one retry. `wait` for its end as after `start`."""
+    arn, ops = _ops_of(execution, region, session, profile)
+    again = ops.retry_failed(arn)
+    return Execution(arn=again, pipeline_name=_name_of(again), region=ops.region,
+                     parameters=execution.parameters if isinstance(execution, Execution) else {})
 
 
 @public
@@ -209,16 +223,11 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
         raise SpecError("--role is required (role_arn= in Python): the SageMaker execution role ARN the jobs run as")
     ops = ops_for(session, region or loaded.storage.region, profile)
     executions: list[str] = []
-
-    def run_round(compiled: Any) -> Evaluation:
-        ops.deploy(compiled, progress=lambda m: note(progress, m, kind="upload"))
-        arn = ops.start(compiled.name, {k: str(v) for k, v in (parameters or {}).items()})
-        executions.append(arn)
-        note(progress, f"round {len(executions)} started: {arn}", kind="state")
-        ops.wait(arn, poll_s=poll_s, timeout_s=timeout_s)
-        evaluation, billable = ops.fetch_evaluation(arn)
-        return apply_billable_time(evaluation, billable)
-
+    # One round loop, the tested one: deploy, start (named round-N-seeds-A-B), wait, retry a round whose
+    # training steps were lost to infrastructure, read the evaluation costed by billed time.
+    run_round = more_seeds.ops_round(ops, {k: str(v) for k, v in (parameters or {}).items()},
+                                     progress=lambda m: note(progress, m, kind="state"), poll_s=poll_s,
+                                     timeout_s=timeout_s, started=executions.append)
     evaluation, rounds = more_seeds.run_until_decided(loaded, run_round=run_round, max_seeds=max_seeds,
                                                       bucket=bucket, role_arn=role_arn, region=ops.region)
     evaluation = json.loads(json.dumps(evaluation, default=str))
@@ -313,6 +322,8 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
     `render` writes report.html beside it. The verdict is `.verdict`; `.raise_for_verdict()` turns a
     fail or inconclusive verdict into ParityFailed / ParityInconclusive."""
     if isinstance(target, Execution) or (isinstance(target, str) and target.startswith("arn:")):
+        from pipelines.sagemaker.billable import apply_billable_time
+
         arn, ops = _ops_of(target, region, session, profile)
         evaluation, billable = ops.fetch_evaluation(arn)
         evaluation = apply_billable_time(evaluation, billable)
@@ -414,11 +425,3 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) ->
     return LocalExecutor(spec, run_dir, progress=EventProgress(progress)).reevaluate().evaluation.copy()
 
 
-def apply_billable_time(evaluation: Evaluation, billable: dict[tuple[str, int], float]) -> Evaluation:
-    """Re-cost an evaluation with SageMaker's BillableTimeInSeconds per job: every cost field,
-    through the evaluation step's own cost function. (Here, not beside the terminal summary in
-    pipelines/cli/summary.py: the API uses it, and the API sits below the CLI.)"""
-    from bakeoff_runtime.verdict.evaluation import recost
-
-    return recost(
-        evaluation, billable, "SageMaker BillableTimeInSeconds x instance count x on-demand price per hour")

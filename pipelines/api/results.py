@@ -209,14 +209,15 @@ class ExecutionStatus(Result):
     """An execution's state (`status`, `wait`, `stop`); `steps` is empty from `wait` and `stop`."""
 
     execution_arn: str
-    status: str | None = Field(description="Executing, Stopping, Stopped, Failed or Succeeded")
+    status: str | None = Field(description="Executing, Stopping, Stopped, Failed, CompletedWithFailures or "
+                                           "Succeeded")
     failure_reason: str | None = None
     steps: tuple[StepStatus, ...] = ()
 
     @property
     def finished(self) -> bool:
-        """True once the execution can change no more (Succeeded, Failed or Stopped)."""
-        return self.status in ("Succeeded", "Failed", "Stopped")
+        """True once the execution can change no more (Succeeded, Failed, CompletedWithFailures or Stopped)."""
+        return self.status in ("Succeeded", "Failed", "Stopped", "CompletedWithFailures")
 
     @property
     def succeeded(self) -> bool:

@@ -103,8 +103,17 @@ def cmd_start(args) -> int:
             "\n".join(f"round {r.round}: {len(r.seeds)} seeds, {r.verdict} ({r.execution_arn})" for r in d.rounds)
             + f"\nverdict: {d.verdict}"))
         return decision.exit_code
-    execution = api.start(args.pipeline, _params(args.param), stack=args.stack, region=args.region,
-                          profile=args.profile)
+    execution = api.start(args.pipeline, _params(args.param), stack=args.stack, display_name=args.display_name,
+                          description=args.description, region=args.region, profile=args.profile)
+    if args.wait:
+        return _wait(args, execution)
+    return emit(args, execution, lambda r: print(r.arn))
+
+
+def cmd_retry(args) -> int:
+    from pipelines import api
+
+    execution = api.retry(args.execution_arn, region=args.region, profile=args.profile)
     if args.wait:
         return _wait(args, execution)
     return emit(args, execution, lambda r: print(r.arn))
@@ -222,6 +231,10 @@ def register(sub) -> None:
                    help="seconds between status checks with --wait (default 30)")
     p.add_argument("--timeout", type=float, default=7 * 86400, metavar="SECONDS",
                    help="with --wait: give up waiting after this many seconds, exit 4 (default 7 days)")
+    p.add_argument("--display-name", metavar="NAME",
+                   help="the execution's name in SageMaker's console and execution list, e.g. round-2-seeds-5-9 "
+                        "(letters, digits and dashes, at most 82; --until-decided names its rounds itself)")
+    p.add_argument("--description", metavar="TEXT", help="the execution's description (at most 3,072 characters)")
     p.add_argument("--until-decided", action="store_true",
                    help="PIPELINE is a spec: run it in rounds, adding the seeds the evaluation recommends, until "
                         "pass or fail or --max-seeds; finished seeds are served by the step cache")
@@ -234,6 +247,18 @@ def register(sub) -> None:
     output_args(p, "print the execution handle (ARN, pipeline, region, parameters) as JSON; with --wait, the "
                    "final state")
     p.set_defaults(func=cmd_start)
+
+    p = sub.add_parser("retry", help="run a failed pipeline execution's failed steps again (its other steps are "
+                                     "kept), e.g. a seed lost to a capacity or network failure")
+    p.add_argument("execution_arn", help="the Failed pipeline execution's ARN")
+    p.add_argument("--wait", action="store_true", help="wait for the execution to finish (exit 1 unless it succeeds)")
+    p.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds between status checks with --wait (default 30)")
+    p.add_argument("--timeout", type=float, default=7 * 86400, metavar="SECONDS",
+                   help="with --wait: give up waiting after this many seconds, exit 4 (default 7 days)")
+    _aws_args(p)
+    output_args(p, "print the execution handle (ARN, pipeline, region) as JSON; with --wait, the final state")
+    p.set_defaults(func=cmd_retry)
 
     p = sub.add_parser("status", help="each step of a pipeline execution: state and failure reason")
     p.add_argument("execution_arn", help="the pipeline execution ARN `bakeoff start` printed")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from bakeoff_runtime.contract import parse_training_step_name
 from bakeoff_runtime.contract.documents import Evaluation
 from pipelines.advice.rounds import check_design, default_cap, grow, next_size, with_seeds
 from pipelines.errors import RunError
@@ -110,31 +111,50 @@ def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipelin
 ROUND_RETRIES = 2
 
 
+def seeds_of(definition: dict[str, Any]) -> list[int]:
+    """The seeds a pipeline definition's training steps run."""
+    named = (parse_training_step_name(str(s.get("Name", ""))) for s in definition.get("Steps") or []
+             if s.get("Type") == "Training")
+    return sorted({n[1] for n in named if n is not None})
+
+
 def ops_round(ops: Any, parameters: dict[str, str] | None = None,
-              progress: Callable[[str], None] = lambda m: None,
-              retries: int = ROUND_RETRIES) -> Callable[[CompiledPipeline], Evaluation]:
+              progress: Callable[[str], None] = lambda m: None, retries: int = ROUND_RETRIES, *,
+              poll_s: float = 30.0, timeout_s: float = 7 * 86400,
+              started: Callable[[str], None] = lambda arn: None) -> Callable[[CompiledPipeline], Evaluation]:
     """A `run_round` from SageMakerOps (or anything with its deploy/start/wait/status/retry/
-    fetch_evaluation): upsert the grown pipeline, start it, wait for it (retrying an execution
-    whose training steps failed) and read its evaluation.json."""
+    fetch_evaluation): upsert the grown pipeline, start it as round-N-seeds-A-B, wait for it (retrying an
+    execution whose training steps failed), and read its evaluation.json costed by each job's billed time.
+    `started(arn)` hears of each round's execution."""
+    from .billable import apply_billable_time
+    from .execution_labels import round_label
+
+    rounds = 0
+
     def run_round(compiled: CompiledPipeline) -> Evaluation:
+        nonlocal rounds
+        rounds += 1
+        name, description = round_label(rounds, seeds_of(compiled.definition))
         ops.deploy(compiled, progress=progress)
-        arn = ops.start(compiled.name, parameters)
-        progress(f"round started: {arn}")
-        ended = ops.wait(arn)
+        arn = ops.start(compiled.name, parameters, display_name=name, description=description)
+        started(arn)
+        progress(f"round {rounds} started ({name}): {arn}")
+        ended = ops.wait(arn, poll_s=poll_s, timeout_s=timeout_s)
         for attempt in range(1, retries + 1):
             if (ended or {}).get("status") != "Failed":
                 break
             failed = [s for s in ops.status(arn)["steps"] if s["status"] == "Failed"]
             if not failed or any(parse_step_name(s["name"]) is None for s in failed):
                 break  # not a lost seed: nothing a retry would change
-            progress(f"round execution failed in {', '.join(s['name'] for s in failed)} "
+            progress(f"round {rounds} execution failed in {', '.join(s['name'] for s in failed)} "
                      f"({failed[0].get('failure_reason') or 'no reason given'}); retry {attempt} of {retries} "
                      "runs only those again")
             arn = ops.retry(arn, attempt)
-            ended = ops.wait(arn)
+            ended = ops.wait(arn, poll_s=poll_s, timeout_s=timeout_s)
         if (ended or {}).get("status") not in (None, "Succeeded"):
-            raise RunError(f"round execution {arn} ended {ended['status']}: {ended.get('failure_reason') or ''} "
-                           "(`bakeoff status` shows its steps)")
-        evaluation, _ = ops.fetch_evaluation(arn)
-        return evaluation
+            raise RunError(f"round {rounds} execution {arn} ended {ended['status']}: "
+                           f"{ended.get('failure_reason') or ''} (`bakeoff status` shows its steps; "
+                           "`bakeoff retry` runs its failed steps again)")
+        evaluation, billable = ops.fetch_evaluation(arn)
+        return apply_billable_time(evaluation, billable) if billable else evaluation
     return run_round

@@ -20,7 +20,9 @@ from pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut
 from .compiler import CompiledPipeline
 
 RETRIES = {"max_attempts": 10, "mode": "adaptive"}
-TERMINAL = {"Succeeded", "Failed", "Stopped"}
+# The execution states that end it: botocore's PipelineExecutionStatus enum, CompletedWithFailures included
+# (steps that failed while others that depend on them on a run condition went on).
+TERMINAL = {"Succeeded", "Failed", "Stopped", "CompletedWithFailures"}
 
 
 class SageMakerOps:
@@ -151,7 +153,14 @@ class SageMakerOps:
         return {"pipeline_arn": arn, "action": action, **assets}
 
     # --- executions -----------------------------------------------------------------
-    def start(self, pipeline: str, parameters: dict[str, str] | None = None) -> str:
+    def start(self, pipeline: str, parameters: dict[str, str] | None = None, *, display_name: str | None = None,
+              description: str | None = None) -> str:
+        """StartPipelineExecution; `display_name` and `description` are what the console and
+        ListPipelineExecutions show (pipelines/sagemaker/execution_labels.py checks them)."""
+        from .execution_labels import check_description, check_display_name
+
+        labels = {"PipelineExecutionDisplayName": check_display_name(display_name),
+                  "PipelineExecutionDescription": check_description(description)}
         params = [{"Name": k, "Value": str(v)} for k, v in sorted((parameters or {}).items())]
         with aws(f"start pipeline {pipeline}"):
             known = {p["Name"] for p in json.loads(self.sm.describe_pipeline(PipelineName=pipeline)
@@ -161,10 +170,25 @@ class SageMakerOps:
             raise SpecError(f"unknown pipeline parameter(s) {', '.join(unknown)}; this pipeline has: "
                             f"{', '.join(sorted(known))}", field="--param")
         with aws(f"start pipeline {pipeline}"):
-            return self.sm.start_pipeline_execution(PipelineName=pipeline, PipelineParameters=params)[
+            return self.sm.start_pipeline_execution(PipelineName=pipeline, PipelineParameters=params,
+                                                    **{k: v for k, v in labels.items() if v is not None})[
                 "PipelineExecutionArn"]
 
-    def retry(self, execution_arn: str, attempt: int) -> str:
+    def retry_failed(self, execution_arn: str) -> str:
+        """`bakeoff retry`: RetryPipelineExecution of an execution that ended Failed (one in any other state
+        is one line, not a request). The token names the failure being retried (the execution's
+        LastModifiedTime), so asking twice for the same failure is one retry, and a later failure of the
+        retried execution gets a retry of its own."""
+        with aws(f"describe execution {execution_arn}"):
+            ex = self.sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
+        state = ex.get("PipelineExecutionStatus")
+        if state != "Failed":
+            raise SpecError(f"execution {execution_arn} is {state}: only a Failed execution can be retried "
+                            "(`bakeoff status` shows its steps; `bakeoff start` runs the pipeline afresh)",
+                            field="EXECUTION")
+        return self.retry(execution_arn, str(ex.get("LastModifiedTime") or ex.get("CreationTime") or ""))
+
+    def retry(self, execution_arn: str, attempt: int | str) -> str:
         """RetryPipelineExecution: the failed execution runs again, its failed steps afresh
         (docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryPipelineExecution.html; the
         token, 32-128 characters there, is the execution's ARN and the attempt, so a repeated
@@ -265,7 +289,7 @@ class SageMakerOps:
                     break
         looks: list[dict[str, Any]] = []
         for summary in reversed(summaries[:limit]):
-            if summary.get("PipelineExecutionStatus") not in ("Succeeded", "Failed"):
+            if summary.get("PipelineExecutionStatus") not in ("Succeeded", "Failed", "CompletedWithFailures"):
                 continue  # running, stopped or stopping: no verdict to have looked at
             arn = summary["PipelineExecutionArn"]
             try:

@@ -17,9 +17,9 @@ from moto_aws import BUCKET, QUICKSTART, ROLE, _client, _make_jobs, _recorded_st
 
 from bakeoff_runtime.contract.output_digest import DIGEST_FILE
 from conftest import ENTRYPOINTS
-from pipelines.api.aws import apply_billable_time
 from pipelines.errors import AwsError
 from pipelines.sagemaker import compile_pipeline
+from pipelines.sagemaker.billable import apply_billable_time
 from pipelines.sagemaker.ops import SageMakerOps
 from pipelines.spec.loader import load_spec
 

@@ -183,10 +183,10 @@ def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():
         def deploy(self, compiled, progress=None):
             self.deployed.append(compiled)
 
-        def start(self, name, parameters=None):
+        def start(self, name, parameters=None, **labels):
             return f"arn:{len(self.deployed)}"
 
-        def wait(self, arn):
+        def wait(self, arn, **polling):
             return {"status": "Succeeded"}
 
         def fetch_evaluation(self, arn):
@@ -215,10 +215,10 @@ def test_a_sagemaker_round_whose_seed_was_lost_to_infrastructure_is_retried_not_
         def deploy(self, compiled, progress=None):
             self.calls.append("deploy")
 
-        def start(self, name, parameters=None):
+        def start(self, name, parameters=None, **labels):
             return "arn:exec"
 
-        def wait(self, arn):
+        def wait(self, arn, **polling):
             self.calls.append(f"wait {arn}")
             return {"status": "Failed" if self.failures else "Succeeded", "failure_reason": "step failed"}
 

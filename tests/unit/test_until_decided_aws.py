@@ -5,6 +5,7 @@ import json
 import pytest
 
 from conftest import ROOT
+from pipelines.errors import SpecError
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 ROLE = "arn:aws:iam::123456789012:role/bakeoff"
@@ -24,7 +25,8 @@ class FakeOps:
         return {"pipeline_arn": f"arn:aws:sagemaker:us-east-1:123456789012:pipeline/{compiled.name}",
                 "action": "updated", "uploaded": [], "already_present": []}
 
-    def start(self, name, parameters=None):
+    def start(self, name, parameters=None, **labels):
+        self.labels = getattr(self, 'labels', []) + [labels]
         return f"arn:aws:sagemaker:us-east-1:123456789012:pipeline/{name}/execution/r{len(self.deployed)}"
 
     def wait(self, arn, **kwargs):
@@ -106,3 +108,79 @@ def test_start_needs_a_pipeline_or_a_stack_and_until_decided_needs_the_spec(caps
     assert main(["start"]) == 2 and "one of the two" in capsys.readouterr().err
     assert main(["start", "--stack", "team-bakeoff", "--until-decided", "--role", ROLE]) == 2
     assert "not --stack" in capsys.readouterr().err
+
+
+# --- the API's own round loop against moto over HTTP, with recorded answers where moto has none -------------
+def _lost_then_found(recorded):
+    """DescribePipelineExecution / ListPipelineExecutionSteps / RetryPipelineExecution as SageMaker answers
+    an execution whose seed Train-trn1-s2 was lost to infrastructure until it is retried once."""
+    calls: dict[str, list] = {"retry": [], "start": []}
+
+    def describe(params):
+        state = "Succeeded" if calls["retry"] else "Failed"
+        return {"PipelineExecutionArn": params["PipelineExecutionArn"], "PipelineExecutionStatus": state,
+                "LastModifiedTime": 1796000000 + len(calls["retry"])}
+
+    def steps(params):
+        listing = json.loads(json.dumps(recorded, default=str))
+        if not calls["retry"]:
+            lost = next(s for s in listing["PipelineExecutionSteps"] if s["StepName"] == "Train-trn1-s2")
+            lost.update(StepStatus="Failed", FailureReason="ClientError: InsufficientInstanceCapacity")
+        return listing
+
+    def retry(params):
+        calls["retry"].append(params)
+        return {"PipelineExecutionArn": params["PipelineExecutionArn"]}
+
+    return calls, {"DescribePipelineExecution": describe, "ListPipelineExecutionSteps": steps,
+                   "RetryPipelineExecution": retry}
+
+
+def test_until_decided_through_the_api_retries_a_round_lost_to_infrastructure(aws):
+    """`start_until_decided`'s rounds are `ops_round`'s: a round whose training step failed is retried
+    (RetryPipelineExecution, sent as botocore's model has it) and decided with that seed, and each round's
+    execution is started with its display name and description."""
+    from moto_aws import API_BUCKET, recorded_execution, session_with
+
+    from pipelines import start_until_decided
+
+    calls, answers = _lost_then_found(recorded_execution("pass"))
+    session = session_with(answers)
+    session.events.register("before-call.sagemaker.StartPipelineExecution",
+                            lambda params, **kw: calls["start"].append(json.loads(params["body"])))
+    said = []
+    decision = start_until_decided(QUICKSTART, role_arn=ROLE, bucket=API_BUCKET, session=session, poll_s=0.01,
+                                   progress=said.append)
+    assert decision.verdict == "pass" and [r.verdict for r in decision.rounds] == ["pass"]
+    (retried,) = calls["retry"]
+    assert retried["PipelineExecutionArn"] == decision.rounds[0].execution_arn
+    assert 32 <= len(retried["ClientRequestToken"]) <= 128  # the model's bounds for an idempotency token
+    (started,) = calls["start"]
+    assert started["PipelineExecutionDisplayName"] == "round-1-seeds-0-4"
+    assert "round 1" in started["PipelineExecutionDescription"]
+    assert any("Train-trn1-s2" in e.message and "retry 1 of 2" in e.message for e in said)
+
+
+def test_retry_retries_a_failed_execution_and_the_cli_refuses_one_that_did_not_fail(aws, capsys):
+    from moto_aws import API_BUCKET, recorded_execution, session_with
+
+    from pipelines import deploy, retry, start, synth
+    from pipelines.cli.main import main
+
+    calls, answers = _lost_then_found(recorded_execution("pass"))
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
+    again = retry(arn, session=session_with(answers))
+    assert again.arn == arn and again.pipeline_name == "bakeoff-quickstart" and len(calls["retry"]) == 1
+    # Retried, it succeeded: asking again is refused before any request.
+    with pytest.raises(SpecError, match="is Succeeded: only a Failed execution can be retried"):
+        retry(arn, session=session_with(answers))
+    assert len(calls["retry"]) == 1
+
+    # The CLI against moto itself, whose executions succeed at once: one line, exit 2.
+    deployment = deploy(synth(QUICKSTART, bucket=API_BUCKET, role_arn=ROLE), role_arn=ROLE)
+    execution = start(deployment, display_name="seeds-0-4", description="the first five seeds")
+    assert main(["retry", execution.arn]) == 2
+    err = capsys.readouterr().err
+    assert "only a Failed execution can be retried" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert main(["start", "bakeoff-quickstart", "--display-name", "round 2"]) == 2
+    assert "display name 'round 2'" in capsys.readouterr().err
