@@ -223,6 +223,17 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
         hint = " (often the out-of-memory killer)" if signum == signal.SIGKILL else ""
         record_failure(env, f"killed by {name}{hint}", "killed")
         print(f"[bakeoff] the training process was killed by {name}{hint}", file=sys.stderr, flush=True)
+    elif code and script is not None and script.name in REPORTS_ELSEWHERE:
+        # The collective check failing (a wrong result, or any error before it got one) is the platform's by
+        # construction, whatever its text: it says the instances cannot train together. It exits non-zero so
+        # the Collective step fails and SageMaker's step cache, which "only considers successful execution"
+        # (sagemaker-mlops workflow/steps.py CacheConfig), never serves it after the network is fixed.
+        from bakeoff_runtime.contract.inert_text import inert
+        from bakeoff_runtime.training.failure_cause import last_words
+
+        words = last_words("".join(tail))
+        record_failure(env, inert(f"collective check exited with code {code}" + (f": {words}" if words else ""),
+                                  700), COLLECTIVE, overrule_script=True)
     elif code:
         cause = _infrastructure_cause(env, "".join(tail))
         if cause:
@@ -391,8 +402,9 @@ def _reap() -> None:
 
 
 INFRASTRUCTURE = "infrastructure"
+COLLECTIVE = "collective"  # the leg's collective check failed, or left no result: its instances cannot train together
 # Failure kinds that exit non-zero even with BAKEOFF_CONTINUE_ON_FAILURE: the platform's, not the script's.
-NOT_CACHEABLE = (INFRASTRUCTURE, "killed")
+NOT_CACHEABLE = (INFRASTRUCTURE, "killed", COLLECTIVE)
 
 
 def _summary(env: TrainingEnv) -> dict:
@@ -438,9 +450,12 @@ def main(argv: list[str]) -> int:
         return 0 if _continue_on_failure() else 2
     blocked = collective_gate(env)
     if blocked:
-        record_failure(env, blocked, "collective")
-        print(f"[bakeoff] {blocked}", file=sys.stderr, flush=True)
-        return 0 if _continue_on_failure() else 1
+        # Non-zero whatever BAKEOFF_CONTINUE_ON_FAILURE says: a job blocked by its leg's check never ran the
+        # script, so no step cache may serve this as its result once the network is fixed.
+        record_failure(env, blocked, COLLECTIVE)
+        print(f"[bakeoff] {blocked}: exiting 1 so the step fails and a retried execution runs it again",
+              file=sys.stderr, flush=True)
+        return 1
     from bakeoff_runtime.process.package_install import ensure_packages
 
     missing = ensure_packages(HERE, os.environ)

@@ -33,12 +33,16 @@ def is_step(step: dict[str, Any]) -> bool:
 def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> dict[str, Any]:
     """legs[].collective_check: all-reduce and all-gather on the leg's own instances, one process
     per device as launch.py starts them for training (so at the leg's world size), before its
-    training steps. A wrong result does not fail the step: a failed step would keep every step
-    after it, the Evaluate step included, from running, so the execution would end with no
-    verdict at all. The step ends Completed with collective.json (ok or the reason) in its model
-    artifacts; the leg's training jobs receive those through the `collective` channel and
-    launch.py records them as failed with that reason, without training, so only that leg stops
-    and the verdict names why. It logs no training metrics, so no comparison sees it."""
+    training steps. A wrong result, or any error before one, fails the step (launch.py exits non-zero for
+    it whatever BAKEOFF_CONTINUE_ON_FAILURE says): SageMaker's step cache serves only successful steps, so
+    a check that failed is run again once the network is fixed (`bakeoff retry`), never served for 30 days.
+    The execution then ends Failed, with the check's reason as the step's FailureReason, and no verdict:
+    instances that cannot train together measure nothing. (SageMaker's run conditions, which would let
+    Evaluate run after a failed step, are in the SDK's serialiser only, not in AWS's documentation or the
+    published definition schema.) collective.json in its model artifacts reaches the leg's training jobs
+    through the `collective` channel; a job that finds no result, or a failed one, exits non-zero too.
+    Locally the failed leg is stopped and the others go on to a verdict that names why (run_local).
+    It logs no training metrics, so no comparison sees it."""
     from pipelines.plan.bundle import COLLECTIVE_SCRIPT
 
     step, _ = training.compile_step(plan, job, inputs)

@@ -99,10 +99,27 @@ def test_the_collective_check_then_the_training_jobs_then_evaluate_as_the_pipeli
                         {"ok": False, "reason": "all_reduce sum 6.0 != 7.0 (planted)"})
     request = _request(c["steps"], "Train-trn1-s0", c["params"], model_artifacts=c["artifacts"])
     proc, opt_ml = run_training(request, "again", tmp_path / "again", c["store"], ON_XLA_CPU)
-    assert proc.returncode == 0  # continue-on-failure: Evaluate names it
+    # Non-zero although the request sets BAKEOFF_CONTINUE_ON_FAILURE=1: the step fails and is never cached.
+    assert proc.returncode == 1, proc.stderr[-3000:]
     summary = json.loads((opt_ml / "model" / "summary.json").read_text())
     assert summary["failure_kind"] == "collective" and "planted" in summary["reason"]
     assert "steps_completed" not in summary
+
+    # The check itself failing, by a wrong result or by an error before it has one (whatever its text), fails
+    # its own step: a failed step is never served from SageMaker's step cache.
+    planted = {"wrong result": {"BAKEOFF_COLLECTIVE_FAULT_RANK": "1"},
+               # NCCL on a machine without a GPU: "Found no NVIDIA driver", which no list of bakeoff's names.
+               "crash at start": {"BAKEOFF_COLLECTIVE_BACKEND": "nccl"}}
+    for i, (what, extra) in enumerate(planted.items()):
+        proc, opt_ml = run_training(_request(c["steps"], "Collective-trn1", c["params"]), f"bad-{i}",
+                                    tmp_path / f"bad-{i}", c["store"],
+                                    {**ON_XLA_CPU, "BAKEOFF_COLLECTIVE_BACKEND": "gloo", **extra})
+        assert proc.returncode != 0, (what, proc.stderr[-3000:])
+        if what == "crash at start":
+            assert "collective.json" not in {p.name for p in (opt_ml / "model").iterdir()}, "it had no result"
+        summary = json.loads((opt_ml / "model" / "summary.json").read_text())
+        assert summary["failure_kind"] == "collective", (what, summary)
+        assert (opt_ml / "output" / "failure").read_text().strip(), what  # SageMaker's FailureReason
 
 
 def _preflight(tmp_path, **entry):

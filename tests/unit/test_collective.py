@@ -42,8 +42,8 @@ def test_collective_steps_run_first_on_the_legs_own_instances_and_stop_only_that
     assert args["ResourceConfig"]["InstanceType"] == "ml.trn1.32xlarge"
     assert "collective_check.py" in args["AlgorithmSpecification"]["ContainerEntrypoint"][-1]
     assert "launch.py" in args["AlgorithmSpecification"]["ContainerEntrypoint"][-1]  # one process per device
-    # A failed step would keep Evaluate from running: the check ends Completed with its result,
-    # which the leg's jobs receive as a channel and stop on.
+    # Its result reaches the leg's jobs as a channel; a failed check fails its step (launch.py, whatever
+    # BAKEOFF_CONTINUE_ON_FAILURE says), so the step cache never serves it.
     assert args["Environment"]["BAKEOFF_CONTINUE_ON_FAILURE"] == "1"
     assert args["Environment"]["BAKEOFF_NETWORK_GBPS"] == "800"
     assert p4d["Arguments"]["Environment"]["BAKEOFF_NETWORK_GBPS"] == "400"
@@ -119,7 +119,7 @@ def _launch_with_result(tmp_path, result, as_tar=True):
 def test_a_failed_check_in_the_channel_stops_the_job_before_training(tmp_path):
     proc, opt = _launch_with_result(tmp_path, {"ok": False, "reason": "collective check failed on rank 0: "
                                                 "all_reduce sum 6.0 != 7.0"})
-    assert proc.returncode == 0  # continue-on-failure: the pipeline goes on to Evaluate
+    assert proc.returncode == 1  # even with continue-on-failure: a blocked job is never a cached result
     assert not (tmp_path / "trained").exists()
     summary = json.loads((opt / "model" / "summary.json").read_text())
     assert summary["status"] == "failed" and summary["failure_kind"] == "collective"
