@@ -75,7 +75,8 @@ def compile_step(plan: Plan, inputs: StepInputs, steps: list[dict[str, Any]],
     config_key = f"{inputs.prefix}/{spec.name}/eval-config/{hashlib.sha256(config_body).hexdigest()}/config.json"
     eval_kind = instance_of(EVAL_INSTANCE)[0]
     ENV = contract.ENV
-    eval_env = {ENV["name"]: spec.name, ENV["spec_hash"]: inputs.shash}
+    # Its S3 and SageMaker clients in the pipeline's region (as the training jobs': pipelines/steps/training.py).
+    eval_env = {ENV["name"]: spec.name, ENV["spec_hash"]: inputs.shash, "AWS_DEFAULT_REGION": spec.storage.region}
     if spec.mlflow.enabled and spec.mlflow.tracking_uri:
         eval_env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
         eval_env[ENV["mlflow_install"]] = "1"

@@ -78,6 +78,12 @@ def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> tuple[dict[
         env["MLFLOW_TRACKING_URI"] = spec.mlflow.tracking_uri
         env[ENV["mlflow_experiment"]] = spec.experiment
         env[ENV["mlflow_install"]] = "1"  # AWS's PyTorch 2.9 images ship without mlflow
+    # Every AWS client the container makes (the Neuron cache's S3, MLflow's plugin, the graph cache) is in the
+    # pipeline's region: AWS documents no region variable in training containers (aws/sagemaker-training-toolkit
+    # #12, #207), and botocore reads AWS_DEFAULT_REGION, not AWS_REGION, so a region-less client raises
+    # NoRegionError or goes to S3's global endpoint, which a private subnet's regional gateway endpoint does
+    # not serve. The script's own setting wins.
+    env.setdefault("AWS_DEFAULT_REGION", spec.storage.region)
     # A script that raises still exits 0 (its failure is in summary.json), so the pipeline
     # reaches Evaluate and a crashed leg gets a verdict; the platform's own failures do not.
     env[ENV["continue_on_failure"]] = "1"
