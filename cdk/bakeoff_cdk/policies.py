@@ -67,6 +67,21 @@ MLFLOW_SCRIPT_ACTIONS = ("LogMetric", "LogParam", "SearchExperiments")
 # and no job opens the MLflow UI.
 MLFLOW_ACTIONS = tuple(f"sagemaker-mlflow:{a}" for a in sorted(
     {a for actions in MLFLOW_CLIENT_ACTIONS.values() for a in actions} | set(MLFLOW_SCRIPT_ACTIONS)))
+# An MLflow App (arn:...:mlflow-app/ID) is not a tracking server: sagemaker-mlflow 0.5.0 signs its requests
+# for the `sagemaker` service, not `sagemaker-mlflow` (sagemaker_mlflow/auth_provider.py,
+# _get_auth_service_name), and its whole REST API is authorized by this one action on the App's ARN (AWS's
+# "Set up IAM permissions for MLflow Apps", docs.aws.amazon.com/sagemaker/latest/dg/
+# mlflow-app-setup-prerequisites-iam.html, and AWS's model-customization policy, which grants it with
+# DescribeMlflowApp on mlflow-app/*). DescribeMlflowApp is `validate --aws`'s, the caller's, not the jobs'.
+MLFLOW_APP_ACTIONS = ("sagemaker:CallMlflowAppApi",)
+
+
+def mlflow_actions(arn: str) -> list[str]:
+    """The actions the jobs and Evaluate need on a SageMaker MLflow resource: a tracking server's
+    sagemaker-mlflow actions, or an App's one data-plane action."""
+    return list(MLFLOW_APP_ACTIONS if ":mlflow-app/" in arn else MLFLOW_ACTIONS)
+
+
 # Starting, watching and reporting a pipeline (`bakeoff start/status/wait/report`). The
 # per-action resource types of the Service Authorization Reference were not retrieved, so
 # the pipeline actions name both the pipeline and its executions: whichever ARN an action is
@@ -287,7 +302,7 @@ def execution_grants(stack: Stack, bucket: s3.IBucket, prefix: str, definition: 
         sid = "MlflowTracking"
         if len(mlflow_arns) > 1:
             sid += hashlib.sha256(arn.encode()).hexdigest()[:8]
-        grants.append(Grant(sid, [iam.PolicyStatement(sid=sid, actions=list(MLFLOW_ACTIONS), resources=[arn])]))
+        grants.append(Grant(sid, [iam.PolicyStatement(sid=sid, actions=mlflow_actions(arn), resources=[arn])]))
     return grants
 
 

@@ -215,6 +215,15 @@ def test_the_specs_own_sagemaker_tracking_server_is_granted():
     assert mlflow["Resource"] == arn
 
 
+def test_an_mlflow_app_is_granted_its_data_plane_action_not_a_tracking_servers():
+    """sagemaker-mlflow signs an App's requests for the `sagemaker` service: `sagemaker-mlflow:*` on it
+    authorizes nothing, `sagemaker:CallMlflowAppApi` does."""
+    arn = f"arn:aws:sagemaker:{REGION}:123456789012:mlflow-app/app-0123456789ab"
+    _, stack, construct = make_stack(load_spec(QUICKSTART, ["seeds=3", f"mlflow.tracking_uri={arn}"]), region=REGION)
+    mlflow = statements_by_sid(Template.from_stack(stack), "BakeoffExecutionRole")["MlflowTracking"]
+    assert mlflow["Action"] == "sagemaker:CallMlflowAppApi" and mlflow["Resource"] == arn
+
+
 def test_cdk_nag_passes_with_vpc_kms_s3_data_and_grants_to_imported_principals(tmp_path):
     def build(stack):
         construct = BakeoffPipeline(stack, "Bakeoff", spec=secured_spec(tmp_path), mlflow_tracking_server=True,
