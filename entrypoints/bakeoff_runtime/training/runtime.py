@@ -81,7 +81,9 @@ class Runtime:
         # Under neuron_parallel_compile every graph is traced, compiled into the cache and not run:
         # what a device tensor reads back is 0 (the "first bad step" marker too, which starts at
         # -1), so the finite and divergence checks would end the run at step 0 before the
-        # steady-state and validation graphs are ever extracted. They are off in that run.
+        # steady-state and validation graphs are ever extracted. Their raising is off in that run;
+        # what they put in a step's graph is not (_watch_finite), or the graphs it leaves in the
+        # cache are not the ones the training jobs look up (tests/e2e/test_precompile_graphs.py).
         self.extracting_graphs = job.precompile
 
         self.world_size = int(environ.get("WORLD_SIZE", 1))
@@ -306,16 +308,19 @@ class Runtime:
         every loss would stall the step, so the loss is kept and the next optimizer step
         records, inside its own graph, a tiny device-side update of "first bad step"
         (device tensors created before the loop, so the step's graph is the same every
-        step and nothing recompiles); it is read at the next logged step."""
-        if self.extracting_graphs:
-            return
+        step and nothing recompiles); it is read at the next logged step.
+
+        Under neuron_parallel_compile (`extracting_graphs`) the loss is watched all the same, only
+        never raised on: the watch's ops are part of every training step's graph, and the
+        Neuron cache is looked up per compiled graph (aws-neuron-sdk neuron-caching.rst), so a
+        step graph extracted without them would be a miss in every training job."""
         if not torch.is_tensor(loss):
-            if not math.isfinite(float(loss)):
+            if not math.isfinite(float(loss)) and not self.extracting_graphs:
                 raise Diverged(f"loss is {float(loss)} at step {step}")
             return
         if loss.device.type == "cpu":
             value = float(loss.detach())
-            if not math.isfinite(value):
+            if not math.isfinite(value) and not self.extracting_graphs:
                 raise Diverged(f"loss is {value} at step {step}")
             return
         self._pending_loss = (step, loss.detach())
