@@ -74,6 +74,7 @@ CORPUS_SUMMARIES = [
     b'{"status": "completed", "leg": "trn", "seed": 0, "metrics": {"val_loss": 0.0}, "warnings": [null, false, []]}',
     b'{"status": "completed", "leg": "trn", "seed": 0, "metrics": {"val_loss": 2.5}, "evidence": [1, 2]}',
     b'{"status": "completed", "leg": "trn", "seed": 0, "metrics": {"val_loss": 2.5}, "evidence": {"xla": "x"}}',
+    b'{"status": "diverged", "leg": "trn", "seed": 0, "metrics": {}, "model": {"": null}}',  # no parameter count
 ]
 CORPUS_METRICS = [
     b'{"kind": "train", "step": 1, "train_loss": 2.0}\nnot json at all\n{"kind": "eval", "step": "x", '

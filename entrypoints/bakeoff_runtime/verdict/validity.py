@@ -232,6 +232,11 @@ def _shape_difference(mine: dict[str, int], base: dict[str, int]) -> str:
     return ", ".join(parts)
 
 
+def _count(value) -> str:
+    """A parameter count as the text says it (a model record without one says so, not a crash)."""
+    return f"{value:,}" if isinstance(value, int) else "not recorded"
+
+
 def _untied(mine: dict[str, int], base: dict[str, int]) -> bool:
     """Whether `mine` is `base` with some tensors repeated: extra tensors only of shapes the baseline has,
     none missing. What a move to XLA that un-ties shared weights leaves; a model of another size has
@@ -283,7 +288,8 @@ def same_model_check(base: str, legs_cfg: dict, runs_by_leg: dict[str, list[dict
             else:
                 tied = f" (shared weights un-tied: {fix})" if untied else ""
             problems.append(f"{leg} has {abs(diff):,} {'more' if diff >= 0 else 'fewer'} parameters than {base} "
-                            f"({m.get('parameters'):,} vs {b.get('parameters'):,}; {what or 'same shapes'}){tied}")
+                            f"({_count(m.get('parameters'))} vs {_count(b.get('parameters'))}; "
+                            f"{what or 'same shapes'}){tied}")
     first = _first_losses(base, legs_cfg, runs_by_leg)
     notes = []
     for leg, rows in first.items():
