@@ -18,6 +18,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from estimators.images import partition
@@ -125,6 +126,7 @@ class BakeoffPipeline(Construct):
                  mlflow_server_size: str = "Small", mlflow_version: str = MLFLOW_SERVER_VERSION,
                  schedule: events.Schedule | None = None,
                  schedule_parameters: dict[str, str] | None = None,
+                 notify: sns.ITopic | events.IRuleTarget | None = None,
                  inline_definition_limit: int = INLINE_DEFINITION_LIMIT,
                  removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
                  pipeline_name: str | None = None,
@@ -144,6 +146,9 @@ class BakeoffPipeline(Construct):
             version AWS pairs with a client release, and the client every job installs (mlflow-skinny 3.0.0).
             Another version is created as given, with a synth warning when the jobs' client is not the one AWS
             names for it; changing it on a deployed server interrupts it.
+        :param notify: an SNS topic, or any EventBridge target, told each execution's outcome: the verdict
+            (pass, fail or inconclusive, with the gate's reason and the command that reports it) or a failed
+            step that leaves the execution without one (add_notification; bakeoff_cdk/notifications.py).
         :param removal_policy: RETAIN (default) keeps both buckets and their bucket policies
             (TLS-only) when the stack is deleted; DESTROY empties them (every object version) and
             deletes them. The MLflow tracking server is deleted either way.
@@ -311,6 +316,9 @@ class BakeoffPipeline(Construct):
         self.schedule_rule = None
         if schedule is not None:
             self.schedule_rule = self.add_schedule(schedule, schedule_parameters)
+        self.notification_rules: list[events.Rule] = []
+        if notify is not None:
+            self.add_notification(notify)
 
         CfnOutput(self, "PipelineName", value=self.pipeline_name,
                   description="the SageMaker pipeline's name (bakeoff start NAME --region REGION)")
@@ -492,6 +500,18 @@ class BakeoffPipeline(Construct):
         _depend_on_policies(rule, events_role)
         self.schedule_role, self.schedule_rule_arn = events_role, rule_arn
         return rule
+
+    def add_notification(self, target: sns.ITopic | events.IRuleTarget) -> list[events.Rule]:
+        """Tell `target` each execution's outcome, from SageMaker's own pipeline events: a topic gets one
+        line per outcome (pass; fail or inconclusive with the gate's reason; a failed step that leaves the
+        execution without a verdict), another EventBridge target the event itself. Call it again for
+        another target."""
+        from .notifications import add_rules
+
+        scope = Construct(self, f"Notify{len(self.notification_rules) // 4 or ''}")
+        rules = add_rules(scope, self.pipeline_arn, f"bakeoff pipeline {self.pipeline_name}", target)
+        self.notification_rules += rules
+        return rules
 
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Policy | None:
         """Let `grantee` start, watch, stop and report executions of this pipeline (`bakeoff
