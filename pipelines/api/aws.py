@@ -194,10 +194,11 @@ def start(pipeline: SpecLike | Deployment | None = None, parameters: Mapping[str
 @public
 def retry(execution: ExecutionLike, *, region: str | None = None, session: Any = None,
           profile: str | None = None) -> Execution:
-    """Run a Failed execution's failed steps again (`bakeoff retry`; SageMaker's RetryPipelineExecution):
-    the same execution goes on, its succeeded steps kept, so a seed lost to infrastructure trains again and
-    Evaluate decides with it. An execution in any other state is a SpecError; asking twice for the same
-    failure is one retry. `wait` for its end as after `start`."""
+    """Run again what an execution lost, keeping what it finished (`bakeoff retry`). A Failed execution is
+    retried (RetryPipelineExecution: the same execution goes on, so a seed lost to infrastructure trains
+    again and Evaluate decides with it; asking twice for the same failure is one retry). A Stopped one gets
+    a selective execution of the steps that did not succeed, reusing the others' outputs (a new execution,
+    whose handle is returned). Any other state is a SpecError. `wait` for its end as after `start`."""
     arn, ops = _ops_of(execution, region, session, profile)
     again = ops.retry_failed(arn)
     return Execution(arn=again, pipeline_name=_name_of(again), region=ops.region,

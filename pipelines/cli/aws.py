@@ -248,9 +248,10 @@ def register(sub) -> None:
                    "final state")
     p.set_defaults(func=cmd_start)
 
-    p = sub.add_parser("retry", help="run a failed pipeline execution's failed steps again (its other steps are "
+    p = sub.add_parser("retry", help="run again what a Failed or Stopped execution lost (its finished steps are "
                                      "kept), e.g. a seed lost to a capacity or network failure")
-    p.add_argument("execution_arn", help="the Failed pipeline execution's ARN")
+    p.add_argument("execution_arn", help="the Failed or Stopped pipeline execution's ARN (a Stopped one's lost steps "
+                                         "run as a new, selective execution, whose ARN is printed)")
     p.add_argument("--wait", action="store_true", help="wait for the execution to finish (exit 1 unless it succeeds)")
     p.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
                    help="seconds between status checks with --wait (default 30)")

@@ -20,6 +20,7 @@ from pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut
 from .compiler import CompiledPipeline
 
 RETRIES = {"max_attempts": 10, "mode": "adaptive"}
+SELECTED_STEPS_MAX = 50  # SelectiveExecutionConfig.SelectedSteps (botocore's SageMaker model: SelectedStepList)
 # The execution states that end it: botocore's PipelineExecutionStatus enum, CompletedWithFailures included
 # (steps that failed while others that depend on them on a run condition went on).
 TERMINAL = {"Succeeded", "Failed", "Stopped", "CompletedWithFailures"}
@@ -175,18 +176,70 @@ class SageMakerOps:
                 "PipelineExecutionArn"]
 
     def retry_failed(self, execution_arn: str) -> str:
-        """`bakeoff retry`: RetryPipelineExecution of an execution that ended Failed (one in any other state
-        is one line, not a request). The token names the failure being retried (the execution's
-        LastModifiedTime), so asking twice for the same failure is one retry, and a later failure of the
-        retried execution gets a retry of its own."""
+        """`bakeoff retry`: run again what an execution lost, keeping what it finished.
+
+        Failed: RetryPipelineExecution (the same execution goes on). The token names the failure being
+        retried (the execution's LastModifiedTime): asking twice for one failure is one retry, a later failure
+        of the retried execution gets its own.
+        Stopped (someone stopped it): a selective execution (StartPipelineExecution SelectiveExecutionConfig)
+        of every step that did not succeed, with the stopped execution as its source, whose outputs the steps
+        not selected reuse (docs.aws.amazon.com/sagemaker/latest/dg/pipelines-selective-ex.html). Those steps
+        are everything downstream of what was lost, so they are connected in the graph through Evaluate, as
+        the guide requires. AWS's API reference names Failed and Succeeded sources and the SDK names Stopped
+        too; a refusal comes back as SageMaker's one line.
+        Anything else is one line here, before any request."""
         with aws(f"describe execution {execution_arn}"):
             ex = self.sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
         state = ex.get("PipelineExecutionStatus")
+        if state == "Stopped":
+            return self._rerun_lost(execution_arn, ex)
         if state != "Failed":
-            raise SpecError(f"execution {execution_arn} is {state}: only a Failed execution can be retried "
-                            "(`bakeoff status` shows its steps; `bakeoff start` runs the pipeline afresh)",
-                            field="EXECUTION")
+            raise SpecError(f"execution {execution_arn} is {state}: only a Failed or Stopped execution can be "
+                            "retried (`bakeoff status` shows its steps; `bakeoff start` runs the pipeline afresh, "
+                            "and the step cache serves every training step that succeeded)", field="EXECUTION")
         return self.retry(execution_arn, str(ex.get("LastModifiedTime") or ex.get("CreationTime") or ""))
+
+    def _rerun_lost(self, execution_arn: str, ex: dict[str, Any]) -> str:
+        from pipelines.hashing import digest
+
+        with aws(f"read the definition of {execution_arn}"):
+            definition = json.loads(self.sm.describe_pipeline_definition_for_execution(
+                PipelineExecutionArn=execution_arn)["PipelineDefinition"])
+        done = {s["name"] for s in self.status(execution_arn)["steps"] if s["status"] == "Succeeded"}
+        lost = [s["Name"] for s in definition.get("Steps", []) if s["Name"] not in done]
+        pipeline = execution_arn.split(":pipeline/", 1)[-1].split("/", 1)[0]  # for the advice
+        if not lost:
+            raise SpecError(f"execution {execution_arn} was stopped after every step succeeded: nothing to run "
+                            "again", field="EXECUTION")
+        if len(lost) > SELECTED_STEPS_MAX:
+            raise SpecError(f"{len(lost)} steps of {execution_arn} did not finish, more than the {SELECTED_STEPS_MAX} "
+                            f"a selective execution takes: `bakeoff start {pipeline}` runs the pipeline again, and "
+                            "the step cache serves every training step that succeeded", field="EXECUTION")
+        with aws(f"run the lost steps of {execution_arn} again"):
+            return self.sm.start_pipeline_execution(
+                # The pipeline's ARN (which StartPipelineExecution takes): a name read from an ARN is in lower case.
+                PipelineName=execution_arn.split("/execution/", 1)[0],
+                ClientRequestToken=digest(f"{execution_arn}#selective", 32),
+                PipelineExecutionDisplayName=f"rerun-{execution_arn.rsplit('/', 1)[-1]}"[:82],
+                PipelineExecutionDescription=f"bakeoff retry of stopped execution {execution_arn}: "
+                                             f"{', '.join(lost)}"[:3072],
+                PipelineParameters=self._parameters_of(execution_arn),
+                SelectiveExecutionConfig={"SourcePipelineExecutionArn": execution_arn,
+                                          "SelectedSteps": [{"StepName": n} for n in lost]})["PipelineExecutionArn"]
+
+    def _parameters_of(self, execution_arn: str) -> list[dict[str, str]]:
+        """The stopped execution's own parameter values (MaxSteps, ParityMargin, the data URIs), so the
+        steps run again run as their siblings did."""
+        params: list[dict[str, str]] = []
+        token = None
+        with aws(f"read the parameters of {execution_arn}"):
+            while True:
+                page = self.sm.list_pipeline_parameters_for_execution(
+                    PipelineExecutionArn=execution_arn, **({"NextToken": token} if token else {}))
+                params += [{"Name": p["Name"], "Value": p["Value"]} for p in page.get("PipelineParameters", [])]
+                token = page.get("NextToken")
+                if not token:
+                    return params
 
     def retry(self, execution_arn: str, attempt: int | str) -> str:
         """RetryPipelineExecution: the failed execution runs again, its failed steps afresh

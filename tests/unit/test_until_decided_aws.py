@@ -172,7 +172,7 @@ def test_retry_retries_a_failed_execution_and_the_cli_refuses_one_that_did_not_f
     again = retry(arn, session=session_with(answers))
     assert again.arn == arn and again.pipeline_name == "bakeoff-quickstart" and len(calls["retry"]) == 1
     # Retried, it succeeded: asking again is refused before any request.
-    with pytest.raises(SpecError, match="is Succeeded: only a Failed execution can be retried"):
+    with pytest.raises(SpecError, match="is Succeeded: only a Failed or Stopped execution can be retried"):
         retry(arn, session=session_with(answers))
     assert len(calls["retry"]) == 1
 
@@ -181,6 +181,44 @@ def test_retry_retries_a_failed_execution_and_the_cli_refuses_one_that_did_not_f
     execution = start(deployment, display_name="seeds-0-4", description="the first five seeds")
     assert main(["retry", execution.arn]) == 2
     err = capsys.readouterr().err
-    assert "only a Failed execution can be retried" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert "only a Failed or Stopped execution" in err and "Traceback" not in err and len(err.splitlines()) == 1
     assert main(["start", "bakeoff-quickstart", "--display-name", "round 2"]) == 2
     assert "display name 'round 2'" in capsys.readouterr().err
+
+
+def test_retry_of_a_stopped_execution_runs_its_lost_steps_selectively_with_its_own_parameters():
+    """A stopped execution cannot be retried; what it did not finish runs as a selective execution whose
+    source is the stopped one (its finished steps' outputs reused), with the stopped execution's parameters."""
+    from moto_aws import session_with
+
+    from pipelines import retry
+    from pipelines.sagemaker import compile_pipeline
+    from pipelines.spec.loader import load_spec
+
+    definition = compile_pipeline(load_spec(QUICKSTART, ["seeds=2"])).definition
+    names = [s["Name"] for s in definition["Steps"]]
+    finished = [n for n in names if n.startswith("Train-p4d-")] + ["Train-trn1-s0"]
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/stopped1"
+    started = []
+
+    def start(params):
+        started.append(params)
+        return {"PipelineExecutionArn": arn.replace("stopped1", "rerun1")}
+
+    session = session_with({
+        "DescribePipelineExecution": {"PipelineExecutionArn": arn, "PipelineExecutionStatus": "Stopped"},
+        "ListPipelineExecutionSteps": {"PipelineExecutionSteps": [
+            *({"StepName": n, "StepStatus": "Succeeded"} for n in finished),
+            {"StepName": "Train-trn1-s1", "StepStatus": "Stopped"}]},
+        "DescribePipelineDefinitionForExecution": {"PipelineDefinition": json.dumps(definition)},
+        "ListPipelineParametersForExecution": {"PipelineParameters": [{"Name": "MaxSteps", "Value": "40"}]},
+        "StartPipelineExecution": start})
+    again = retry(arn, session=session)
+    assert again.arn.endswith("/execution/rerun1")
+    (request,) = started
+    selected = [s["StepName"] for s in request["SelectiveExecutionConfig"]["SelectedSteps"]]
+    # Every step that did not succeed, the decision included; nothing that did.
+    assert set(selected) == set(names) - set(finished) and "Train-trn1-s1" in selected and "Evaluate" in selected
+    assert request["SelectiveExecutionConfig"]["SourcePipelineExecutionArn"] == arn
+    assert request["PipelineParameters"] == [{"Name": "MaxSteps", "Value": "40"}]
+    assert request["PipelineExecutionDisplayName"] == "rerun-stopped1"
