@@ -109,7 +109,12 @@ def timed(torch, dist, op: str, world: int, numel: int, device, iters: int, sync
         else:
             dist.all_gather(out, tensor)
 
-    for _ in range(2):  # warm-up: connection set-up and (on XLA) graph compilation stay out of the time
+    # Warm-up with the timed loop's own sequence (iters ops, one sync): on XLA the ops are traced lazily into
+    # one graph up to the sync, and a graph is compiled the first time it is seen, then served from the
+    # compilation cache (PyTorch/XLA overview, docs.pytorch.org/xla "Pytorch/XLA overview": "Compilation is
+    # then cached by PyTorch XLA to be reused later"), so a shorter warm-up left the timed loop's graph to be
+    # compiled inside the timed window and the trn bus bandwidth understated. Connection set-up stays out too.
+    for _ in range(iters):
         once()
     sync()
     dist.barrier()

@@ -219,3 +219,31 @@ def test_evaluate_reads_checks_from_inputs_and_fetched_records_alike(tmp_path, m
     assert found["trn1"] == {"ok": False, "reason": "allreduce hung"}
     assert found["p4d"] == {"ok": True, "gbps": 90.0}
     assert found["g5"]["ok"] is False and "no result" in found["g5"]["reason"]
+
+
+def test_the_timed_collectives_trace_the_graph_the_warm_up_compiled():
+    """On XLA the ops between two syncs are one lazily traced graph, compiled the first time it is seen: the
+    timed window must trace the warm-up's graph (the same ops, as many), or it times a compilation."""
+    import types
+
+    import collective_check
+
+    # timed() takes torch as an argument; only tensor creation is asked of it here.
+    torch = types.SimpleNamespace(float32="float32", ones=lambda *a, **k: object(), empty_like=lambda t: object())
+    segments: list[list[str]] = [[]]
+
+    class Dist:
+        def all_reduce(self, tensor):
+            segments[-1].append("all_reduce")
+
+        def all_gather(self, out, tensor):
+            segments[-1].append("all_gather")
+
+        def barrier(self):
+            pass
+
+    for op in ("all_reduce", "all_gather"):
+        segments[:] = [[]]
+        collective_check.timed(torch, Dist(), op, 2, 8, "cpu", 5, lambda: segments.append([]))
+        warm_up, window = segments[0], segments[1]
+        assert warm_up == window == [op] * 5, segments
