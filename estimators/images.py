@@ -70,6 +70,13 @@ class Image:
     # Every top-level module a script can import without installing anything (PYTORCH_DLC_IMPORTS,
     # NEURON_DLC_IMPORTS): `validate` names an import that is neither here nor in requirements.txt.
     imports: frozenset[str] = frozenset()
+    # The last day AWS patches the image (PYTORCH_DLC's eop), or the day the line stopped (NEURON_EOL): after
+    # it the image gets no security fixes, and a platform account's image scanning will flag it.
+    end_of_patch: str | None = None
+
+    def unpatched_on(self, day: str) -> bool:
+        """Whether the image is past its end of patch on `day` (YYYY-MM-DD)."""
+        return self.end_of_patch is not None and day > self.end_of_patch
 
     def uri(self, region: str) -> str:
         return f"{registry_account(region)}.dkr.ecr.{region}.{dns_suffix(region)}/{self.repository}:{self.tag}"
@@ -105,6 +112,8 @@ NEURON_IMPORTS = frozenset((
 
 
 def _neuron(sdk: str, default: bool = False, note: str = "") -> Image:
+    # No end-of-patch date: AWS announced that no pytorch-training-neuronx image is published after SDK 2.30.0
+    # (NEURON_EOL), not a date after which these tags stop being patched.
     return Image("neuron", "pytorch-training-neuronx", f"2.9.0-neuronx-py312-sdk{sdk}-ubuntu24.04", "PyTorch 2.9.0",
                  "py312", f"Neuron SDK {sdk}, Ubuntu 24.04", "NEURON_DLC", default, note, ships=("transformers",),
                  imports=NEURON_IMPORTS)
@@ -120,10 +129,10 @@ CATALOG: tuple[Image, ...] = (
     Image("cuda", "pytorch-training", "2.9.0-gpu-py312-cu130-ubuntu22.04-sagemaker", "PyTorch 2.9.0", "py312",
           "CUDA 13.0, Ubuntu 22.04", "PYTORCH_DLC", default=True,
           note="PyTorch 2.9 to match the last Neuron training image; AWS's end of patch was 2026-10-15",
-          imports=PYTORCH_GPU_IMPORTS),
+          imports=PYTORCH_GPU_IMPORTS, end_of_patch="2026-10-15"),
     Image("cpu", "pytorch-training", "2.9.0-cpu-py312-ubuntu22.04-sagemaker", "PyTorch 2.9.0", "py312",
           "Ubuntu 22.04; python3 and boto3 (also runs the Evaluate step)", "PYTORCH_DLC", default=True,
-          note="end of patch 2026-10-15", imports=PYTORCH_CPU_IMPORTS),
+          note="end of patch 2026-10-15", imports=PYTORCH_CPU_IMPORTS, end_of_patch="2026-10-15"),
 )
 
 # region -> DLC registry account (REGISTRIES). Regions not listed have no DLC registry.

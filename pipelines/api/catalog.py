@@ -30,10 +30,14 @@ def instances() -> Instances:
 @public
 def images(region: str = "us-east-1") -> Images:
     """The training image of each backend in `region`, with the source it was looked up in (`bakeoff images`)."""
+    import datetime
+
     from estimators.images import CATALOG, SOURCES
 
+    today = datetime.date.today().isoformat()
     return Images(tuple(ImageRow(backend=i.backend, default=i.default, uri=i.uri(region), framework=i.framework,
-                                 python=i.python, detail=i.detail, source=SOURCES[i.source], note=i.note)
+                                 python=i.python, detail=i.detail, source=SOURCES[i.source], note=i.note,
+                                 end_of_patch=i.end_of_patch, past_end_of_patch=i.unpatched_on(today))
                         for i in CATALOG))
 
 

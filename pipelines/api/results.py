@@ -342,6 +342,10 @@ class ImageRow(Result):
     detail: str
     source: str
     note: str | None
+    end_of_patch: str | None = Field(None, description="the last day AWS patches the image (YYYY-MM-DD), or the "
+                                                      "day its line stopped being published")
+    past_end_of_patch: bool = Field(False, description="the image gets no more security fixes today: image "
+                                                       "scanning in a platform account will flag it")
 
 
 class Images(RootModel[tuple[ImageRow, ...]]):

@@ -165,6 +165,15 @@ def cmd_images(args) -> int:
         for r in result.root:
             print(f"{'*' if r.default else ' '} {r.backend:7} {r.uri}")
             print(f"          {r.framework}, {r.python}, {r.detail}" + (f"; {r.note}" if r.note else ""))
+        stale = sorted({r.backend for r in result.root if r.default and r.past_end_of_patch})
+        if stale:
+            print(f"the default {', '.join(stale)} images are past AWS's end of patch: they get no security fixes, "
+                  "and image scanning (ECR, Inspector) in a platform account will flag them. bakeoff keeps PyTorch "
+                  "2.9 on every leg (the last Neuron training image's) so that the legs differ by hardware alone; "
+                  "a leg's `image:` (your own build, or a newer DLC for both legs) replaces it")
+        if any(r.backend == "neuron" for r in result.root):
+            print("no pytorch-training-neuronx image is published after Neuron SDK 2.30.0 (AWS's announcement, "
+                  "in the sources below): a newer Neuron stack means an image of your own")
         for name, row in BACKENDS.items():
             if row.no_image:
                 print(f"backend {name} {row.no_image}; give `image:`")

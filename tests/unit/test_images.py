@@ -89,3 +89,14 @@ def test_bakeoff_images_prints_the_table_with_sources(cli):
     assert "aws-neuron/deep-learning-containers" in proc.stdout
     rows = json.loads(cli("images", "--json").stdout)
     assert {r["backend"] for r in rows if r["default"]} == {"neuron", "cuda", "cpu"}
+
+
+def test_images_past_awss_end_of_patch_are_said_to_be():
+    """The PyTorch 2.9 GPU/CPU images' patching ended 2026-10-15 (PYTORCH_DLC): after that day `images` says
+    so, in its rows and its text; before it, not."""
+    from estimators.images import CATALOG
+
+    cuda = next(i for i in CATALOG if i.backend == "cuda" and i.default)
+    assert cuda.end_of_patch == "2026-10-15"
+    assert cuda.unpatched_on("2026-10-16") and not cuda.unpatched_on("2026-10-15")
+    assert not any(i.unpatched_on("2099-01-01") for i in CATALOG if i.backend == "neuron")  # no date AWS gave
