@@ -127,8 +127,13 @@ class Plan:
 
     @property
     def notes(self) -> list[str]:
-        """What is said before anything runs: the bundle's notes and the script's warnings."""
-        return self.bundle.notes() + list(self.script.warnings if self.script else ())
+        """What is said before anything runs: the bundle's notes, the packages jobs in the spec's subnets
+        install, and the script's warnings."""
+        from pipelines.plan.packages import subnet_note
+
+        installs = subnet_note(self.spec, self.bundle)
+        return self.bundle.notes() + ([installs] if installs else []) + list(self.script.warnings if self.script
+                                                                               else ())
 
     def leg(self, name: str) -> PlannedLeg:
         return next(leg for leg in self.legs if leg.name == name)

@@ -63,11 +63,34 @@ def lacks(leg, package: str) -> bool:
         return False
 
 
+def _has_wheels(bundle: Bundle) -> bool:
+    return any(n.split("/")[0] == "wheels" or "/wheels/" in f"/{n}" for n, _ in bundle.files)
+
+
+def subnet_note(spec, bundle: Bundle) -> str | None:
+    """What `validate` says of jobs in the spec's own subnets that install a package from the index at start:
+    private subnets without a NAT reach no package index, and the job then starts without it (the leg
+    crashes where the script imports it). Whether the subnets have a NAT is not visible offline."""
+    if not spec.security.subnets or spec.security.network_isolation or _has_wheels(bundle):
+        return None
+    lacking = sorted({(leg.name, package) for package in needed(spec, bundle) for leg in spec.legs
+                      if lacks(leg, package)})
+    if not lacking:
+        return None
+    packages = sorted({p for _, p in lacking})
+    legs = sorted({name for name, _ in lacking})
+    return (f"legs {', '.join(legs)} install {', '.join(packages)} from the package index at start (their default "
+            "images lack it): in private subnets without a NAT that fails and the leg crashes where the script "
+            f"imports it; put the wheels in the source_dir's wheels/ (`pip download {' '.join(map(pin, packages))} "
+            "-d wheels --only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.12`) or give the legs "
+            "an `image:` that has it")
+
+
 def check(spec, bundle: Bundle) -> None:
     """Refuse a spec whose jobs would need to install a package they cannot reach."""
     if not spec.security.network_isolation:
         return
-    if any(n.split("/")[0] == "wheels" or "/wheels/" in f"/{n}" for n, _ in bundle.files):
+    if _has_wheels(bundle):
         return
     for package in needed(spec, bundle):
         for i, leg in enumerate(spec.legs):

@@ -63,6 +63,23 @@ def test_under_network_isolation_a_leg_that_cannot_install_transformers_is_refus
     assert main(["validate", str(write_spec(tmp_path / "own.yaml", spec))]) == 0
 
 
+def test_in_the_specs_own_subnets_validate_says_the_install_needs_a_nat_or_wheels(tmp_path, capsys):
+    """Private subnets without a NAT reach no package index, which validate cannot see: it says so, once, with the
+    wheels to bundle; not without subnets."""
+    from pipelines.cli.main import main
+
+    security = {"subnets": ["subnet-0123456789abcdef0"], "security_group_ids": ["sg-0123456789abcdef0"]}
+    path = write_spec(tmp_path / "hf.yaml", _p4d_spec(security=security))
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr()
+    said = out.out + out.err
+    assert said.count("without a NAT") == 1 and "legs p4d install transformers" in said
+    assert "transformers==4.56.2" in said
+    assert main(["validate", str(write_spec(tmp_path / "open.yaml", _p4d_spec()))]) == 0
+    out = capsys.readouterr()
+    assert "without a NAT" not in out.out + out.err
+
+
 def test_a_job_skips_what_its_image_has_and_names_what_it_could_not_install(tmp_path):
     from bakeoff_runtime.process.package_install import ensure_packages
 
