@@ -5,7 +5,7 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 VENV := .venv
 STAMP := $(VENV)/.bakeoff-synced
-API_DOC_MODULES := pipelines.api pipelines.api.results pipelines.errors
+API_DOC_MODULES := pipelines.api pipelines.api.results pipelines.errors pipelines.sagemaker.sdk_steps
 
 .PHONY: setup browser quickstart test test-fast lint bench docs clean
 
