@@ -463,14 +463,25 @@ def main(argv: list[str]) -> int:
         record_failure(env, missing, "script")
         print(f"[bakeoff] {missing}", file=sys.stderr, flush=True)
         return 0 if _continue_on_failure() else 1
-    from bakeoff_runtime.tracking.install import ensure_mlflow
-
-    ensure_mlflow(HERE)
     from bakeoff_runtime.contract.script_mode import ScriptSettings
+    from bakeoff_runtime.tracking.install import ensure_mlflow, start_install
 
     settings = ScriptSettings.beside(script)
     if settings is not None:
+        ensure_mlflow(HERE)  # before the script: it may import mlflow itself
         return run_script(env, script, argv[1:], settings)
+    # A Runtime job's training never imports mlflow: its client is installed beside it, and only the
+    # MLflow client processes wait for that (tracking/install.py).
+    installer = start_install(HERE)
+    try:
+        return _launch(env, script, argv)
+    finally:
+        if installer is not None and installer.poll() is None:  # the job ended first: nothing left to log to
+            installer.kill()
+            installer.wait()
+
+
+def _launch(env: TrainingEnv, script: Path, argv: list[str]) -> int:
     cmd = worker_command(env, script, argv[1:])
     if under_torchrun(cmd):
         print(f"[bakeoff] launching {devices_per_host(env)} process(es) per host on {env.host_count} host(s); "

@@ -74,3 +74,30 @@ def test_a_failed_install_is_one_line_and_training_goes_on(tmp_path, monkeypatch
 
 def test_nothing_is_installed_when_the_job_does_not_log_to_mlflow(tmp_path):
     assert mlflow_install.ensure_mlflow(tmp_path, environ={})["action"] == "not needed"
+
+
+def test_the_mlflow_client_process_waits_for_the_install_beside_the_training_and_says_so(tmp_path, monkeypatch):
+    """The training process never waits for the client's install: its MLflow client process does, telling it
+    (so that the flush at the job's end waits for the install rather than lose the run)."""
+    from bakeoff_runtime.tracking.sink import Client
+
+    marker = tmp_path / "site.result.json"
+    monkeypatch.setenv(mlflow_install.MARKER_ENV, str(marker))
+    monkeypatch.setenv(mlflow_install.PATH_ENV, str(tmp_path / "site"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    client = Client.start()
+    try:
+        assert json.loads(client.stdout.readline()) == {"installing": True}
+        mlflow_install._write_marker(marker, {"action": "installed", "seconds": 1.5})
+        assert json.loads(client.stdout.readline()) == {"installed": {"action": "installed", "seconds": 1.5}}
+        client.stdin.close()  # the training process ended before it had a run
+        assert json.loads(client.stdout.readline()) == {"ended": True}
+    finally:
+        client.kill()
+
+
+def test_an_install_that_never_ends_is_given_up_on_with_its_reason(tmp_path):
+    environ = {mlflow_install.MARKER_ENV: str(tmp_path / "never.json"), mlflow_install.PATH_ENV: str(tmp_path)}
+    result = mlflow_install.wait_for_install(environ, timeout_s=0.3, poll_s=0.05)
+    assert result == {"action": "failed", "error": "the install did not end within 0.3s"}
+    assert mlflow_install.wait_for_install({}) is None  # no install was started for this job

@@ -129,6 +129,9 @@ MLFLOW_CLIENT_ENV = "BAKEOFF_MLFLOW_CLIENT"
 MLFLOW_PATH_ENV = "BAKEOFF_MLFLOW_PATH"
 # tracking.install.ensure_mlflow -> the job (and tests): what the install did, as JSON.
 MLFLOW_INSTALL_RESULT_ENV = "BAKEOFF_MLFLOW_INSTALL_RESULT"
+# launch.py (tracking.install.start_install) -> every MLflow client process of the job (tracking.sink.serve):
+# the file the install running beside the training writes its result to, once, when it ends.
+MLFLOW_INSTALL_MARKER_ENV = "BAKEOFF_MLFLOW_INSTALL_MARKER"
 # A knob (tests, a developer) -> mlflow_install.ensure_mlflow: where to install the client
 # (default /tmp/bakeoff-mlflow).
 MLFLOW_TARGET_ENV = "BAKEOFF_MLFLOW_TARGET"

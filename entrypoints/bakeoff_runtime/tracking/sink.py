@@ -164,6 +164,9 @@ class MlflowSink:
         self.run_id: str | None = None
         self.error: str | None = None
         self.dropped = 0
+        # The MLflow client's install, when the job runs one beside its training (tracking/install.py).
+        self.install: dict | None = None
+        self._installing = False
         from bakeoff_runtime.tracking.keys import Cleaner
 
         self._clean = Cleaner(run_name)
@@ -230,13 +233,20 @@ class MlflowSink:
             except queue.Full:
                 pass
             self._thread.join(timeout)
+            # A job shorter than its client's install (which runs beside the training) waits for the install,
+            # which is bounded itself, rather than lose its run.
+            from bakeoff_runtime.tracking.install import INSTALL_TIMEOUT_S
+
+            while self._thread.is_alive() and self._installing and time.time() - started < INSTALL_TIMEOUT_S + 60:
+                self._thread.join(1.0)
             if self._thread.is_alive():
                 self.error = self.error or f"MLflow did not finish within {timeout:.0f}s; gave up"
                 if self._client is not None and self._answers is not None and self._answers.is_alive():
                     self._client.kill()
         self.wait_s = round(time.time() - started, 3)
         return {"enabled": self.enabled, "run_id": self.run_id, "error": self.error, "dropped": self.dropped,
-                "wait_s": self.wait_s, **({"replaced": self.replaced} if self.replaced else {})}
+                "wait_s": self.wait_s, **({"replaced": self.replaced} if self.replaced else {}),
+                **({"install": self.install} if self.install else {})}
 
     # --- this process's side of the client ----------------------------------------------
     def _warn(self, msg: str) -> None:
@@ -319,6 +329,10 @@ class MlflowSink:
                 continue
             if "run_id" in answer:
                 self.run_id = answer["run_id"]
+            if answer.get("installing"):
+                self._installing = True
+            if "installed" in answer:
+                self._installing, self.install = False, answer["installed"]
             self.replaced.extend(answer.get("replaced", []))
             if "error" in answer:
                 self._warn(answer["error"])
@@ -430,6 +444,14 @@ def serve() -> None:
 
     # A dead tracking server must cost seconds, not MLflow's default minutes of retries.
     bound_waits()
+    # The client the job installs beside its training (tracking/install.py start_install): waited for
+    # here, in this process only; what the training loop sends meanwhile waits in the pipe and the
+    # sink's queue. The training process is told, so that its flush at the end waits for the install.
+    from bakeoff_runtime.tracking.install import MARKER_ENV, wait_for_install
+
+    if os.environ.get(MARKER_ENV):
+        answer(installing=True)
+        answer(installed=wait_for_install(os.environ))
     # The job's own settings first, before the training process sends its run's: started by
     # launch.py, this process imports mlflow and opens the store while that one imports torch.
     early_uri = os.environ.get("MLFLOW_TRACKING_URI")
