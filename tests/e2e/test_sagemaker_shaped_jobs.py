@@ -164,3 +164,25 @@ def test_precompile_runs_the_legs_launch_to_the_end_under_neuron_parallel_compil
     assert summary["status"] == "completed" and summary["precompile"] is True
     kinds = [json.loads(line)["kind"] for line in (opt_ml / "model" / "metrics.jsonl").read_text().splitlines()]
     assert kinds.count("eval") >= 2  # one inside the loop and the last: their graphs are in the cache too
+
+
+def test_a_backend_that_does_not_start_fails_the_step_whatever_its_error_says(tmp_path):
+    """The compiled GPU job as compiled (BAKEOFF_BACKEND=cuda) on a machine without a GPU: its backend cannot
+    start, which is the platform's by construction (the Runtime raises BackendStartError, whatever the underlying
+    error), so the job exits non-zero although BAKEOFF_CONTINUE_ON_FAILURE=1, and no step cache serves it."""
+    import torch
+
+    if torch.cuda.is_available():
+        import pytest
+
+        pytest.skip("this machine has a GPU: the cuda backend starts")
+    spec = tiny_spec(seeds=1)
+    _, store, steps, params = _compiled(tmp_path, "nogpu", spec)
+    request = _request(steps, "Train-p4d-s0", params)
+    assert request["Environment"]["BAKEOFF_BACKEND"] == "cuda"
+    assert request["Environment"]["BAKEOFF_CONTINUE_ON_FAILURE"] == "1"
+    proc, opt_ml = run_training(request, "nogpu-job", tmp_path / "nogpu", store)
+    assert proc.returncode != 0, proc.stderr[-3000:]
+    summary = json.loads((opt_ml / "model" / "summary.json").read_text())
+    assert summary["failure_kind"] == "infrastructure", summary
+    assert "cuda backend did not start" in summary["reason"], summary["reason"]

@@ -88,3 +88,12 @@ def test_a_failure_is_classed_by_who_must_act(text, emulated_on, kind, words):
     found, advice = classify(text, emulated_on)
     assert found == kind
     assert (advice is None) if words is None else (words in advice), advice
+
+
+def test_a_backend_that_did_not_start_is_the_platforms_whatever_it_says():
+    from bakeoff_runtime.training.failure_cause import BackendStartError, infrastructure_cause
+
+    text = f"{BackendStartError.__name__}: the neuron backend did not start on this instance: RuntimeError: " \
+           "Bad StatusOr access: INTERNAL: something no list names"
+    assert "did not start" in (infrastructure_cause(None, None, text) or "")
+    assert infrastructure_cause("RuntimeError: Bad StatusOr access: INTERNAL") is None  # the same text, unwrapped

@@ -42,7 +42,18 @@ _NEURON_RUNTIME = ("NRT_HW_ERROR", "NRT_TIMEOUT", "NRT_EXEC_UNIT_UNRECOVERABLE",
 # (torch/distributed/elastic/multiprocessing/errors/__init__.py, ProcessFailure) and exits 1,
 # so the launcher sees a plain exit code: the signal is only in the output.
 _WORKER_SIGNAL = re.compile(r"Signal (\d+) \((SIG[A-Z0-9]+)\) received by PID \d+")
-_NAMED = [(re.compile(rf"\b{re.escape(name)}\b"), name) for name in _TORCH_DISTRIBUTED + _NEURON_RUNTIME]
+
+
+class BackendStartError(RuntimeError):
+    """The Runtime could not start its backend on this instance: the device, its runtime or the process group
+    (bakeoff_runtime.training.runtime, Runtime._start_backend). The platform's by construction, whatever the
+    underlying error says: nothing of the script's has run yet but its request for a Runtime, whose backend,
+    precision and process count the compiled job set."""
+
+
+_BAKEOFF = (BackendStartError.__name__,)
+_NAMED = [(re.compile(rf"\b{re.escape(name)}\b"), name)
+          for name in _TORCH_DISTRIBUTED + _NEURON_RUNTIME + _BAKEOFF]
 
 
 def infrastructure_cause(*texts: str | None) -> str | None:

@@ -124,9 +124,16 @@ class Runtime:
             )
         try:
             self._start_backend(env, environ)
-        except BaseException:
+        except BaseException as exc:
             if self.sink is not None:
                 self.sink.abandon()
+            if isinstance(exc, Exception):
+                # Whatever it says (a PJRT INTERNAL status, a provider error, no driver), a backend that does not
+                # start is the platform's: the job exits non-zero and is never served from the step cache.
+                from bakeoff_runtime.training.failure_cause import BackendStartError
+
+                raise BackendStartError(f"the {self.backend_name} backend did not start on this instance: "
+                                        f"{type(exc).__name__}: {exc}") from exc
             raise
         if self.sink is not None:
             self.sink.begin()
