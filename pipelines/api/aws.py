@@ -168,14 +168,16 @@ def _pipeline_name(pipeline: SpecLike | Deployment) -> tuple[str, str | None]:
 @public
 def start(pipeline: SpecLike | Deployment | None = None, parameters: Mapping[str, Any] | None = None, *,
           stack: str | None = None, display_name: str | None = None, description: str | None = None,
-          region: str | None = None, session: Any = None, profile: str | None = None) -> Execution:
+          max_parallel_steps: int | None = None, region: str | None = None, session: Any = None,
+          profile: str | None = None) -> Execution:
     """Start an execution of a deployed pipeline (`bakeoff start`) and return its handle.
 
     `pipeline` is the pipeline's name, a `deploy` result, or the spec it was deployed from; or give
     `stack`, a CloudFormation stack with a BakeoffPipeline construct, whose PipelineName output names it.
     `parameters` (`{"MaxSteps": 50}`) are checked against the deployed definition first: an unknown
     one is a SpecError and nothing is started. `display_name` (e.g. "round-2-seeds-5-9": letters, digits
-    and dashes, at most 82) and `description` are what SageMaker's console and execution list show."""
+    and dashes, at most 82) and `description` are what SageMaker's console and execution list show;
+    `max_parallel_steps` caps the steps this execution runs at once (the pipeline's own cap otherwise)."""
     if (pipeline is None) == (stack is None):
         raise SpecError("name the pipeline (a name, a spec or a deployment) or its CDK stack, one of the two",
                         field="--stack")
@@ -187,7 +189,8 @@ def start(pipeline: SpecLike | Deployment | None = None, parameters: Mapping[str
         name, spec_region = _pipeline_name(pipeline)
         ops = ops_for(session, region or spec_region, profile)
     params = {k: str(v) for k, v in (parameters or {}).items()}
-    arn = ops.start(name, params, display_name=display_name, description=description)
+    arn = ops.start(name, params, display_name=display_name, description=description,
+                    max_parallel_steps=max_parallel_steps)
     return Execution(arn=arn, pipeline_name=name, region=ops.region, parameters=params)
 
 

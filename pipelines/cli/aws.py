@@ -104,7 +104,8 @@ def cmd_start(args) -> int:
             + f"\nverdict: {d.verdict}"))
         return decision.exit_code
     execution = api.start(args.pipeline, _params(args.param), stack=args.stack, display_name=args.display_name,
-                          description=args.description, region=args.region, profile=args.profile)
+                          description=args.description, max_parallel_steps=args.max_parallel, region=args.region,
+                          profile=args.profile)
     if args.wait:
         return _wait(args, execution)
     return emit(args, execution, lambda r: print(r.arn))
@@ -235,6 +236,8 @@ def register(sub) -> None:
                    help="the execution's name in SageMaker's console and execution list, e.g. round-2-seeds-5-9 "
                         "(letters, digits and dashes, at most 82; --until-decided names its rounds itself)")
     p.add_argument("--description", metavar="TEXT", help="the execution's description (at most 3,072 characters)")
+    p.add_argument("--max-parallel", type=int, metavar="N",
+                   help="run at most N steps of this execution at once (default: the pipeline's max_parallel_steps)")
     p.add_argument("--until-decided", action="store_true",
                    help="PIPELINE is a spec: run it in rounds, adding the seeds the evaluation recommends, until "
                         "pass or fail or --max-seeds; finished seeds are served by the step cache")

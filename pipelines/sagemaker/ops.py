@@ -155,13 +155,22 @@ class SageMakerOps:
 
     # --- executions -----------------------------------------------------------------
     def start(self, pipeline: str, parameters: dict[str, str] | None = None, *, display_name: str | None = None,
-              description: str | None = None) -> str:
+              description: str | None = None, max_parallel_steps: int | None = None) -> str:
         """StartPipelineExecution; `display_name` and `description` are what the console and
-        ListPipelineExecutions show (pipelines/sagemaker/execution_labels.py checks them)."""
+        ListPipelineExecutions show (pipelines/sagemaker/execution_labels.py checks them);
+        `max_parallel_steps` overrides the pipeline's ParallelismConfiguration for this execution only
+        (botocore's model: "overrides the parallelism configuration of the parent pipeline for this specific
+        run"; at least 1)."""
         from .execution_labels import check_description, check_display_name
 
-        labels = {"PipelineExecutionDisplayName": check_display_name(display_name),
-                  "PipelineExecutionDescription": check_description(description)}
+        if max_parallel_steps is not None and max_parallel_steps < 1:
+            raise SpecError(f"--max-parallel {max_parallel_steps}: at least 1 step must run at a time",
+                            field="--max-parallel")
+        labels: dict[str, Any] = {
+            "PipelineExecutionDisplayName": check_display_name(display_name),
+            "PipelineExecutionDescription": check_description(description),
+            "ParallelismConfiguration": {"MaxParallelExecutionSteps": max_parallel_steps}
+            if max_parallel_steps is not None else None}
         params = [{"Name": k, "Value": str(v)} for k, v in sorted((parameters or {}).items())]
         with aws(f"start pipeline {pipeline}"):
             known = {p["Name"] for p in json.loads(self.sm.describe_pipeline(PipelineName=pipeline)

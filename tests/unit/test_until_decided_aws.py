@@ -2,6 +2,7 @@
 the pipeline with more seeds whose finished steps the step cache can serve."""
 import json
 
+import boto3
 import pytest
 
 from conftest import ROOT
@@ -178,7 +179,16 @@ def test_retry_retries_a_failed_execution_and_the_cli_refuses_one_that_did_not_f
 
     # The CLI against moto itself, whose executions succeed at once: one line, exit 2.
     deployment = deploy(synth(QUICKSTART, bucket=API_BUCKET, role_arn=ROLE), role_arn=ROLE)
-    execution = start(deployment, display_name="seeds-0-4", description="the first five seeds")
+    seen = []
+    session = boto3.session.Session(region_name="us-east-1")
+    session.events.register("before-call.sagemaker.StartPipelineExecution",
+                            lambda params, **kw: seen.append(json.loads(params["body"])))
+    execution = start(deployment, display_name="seeds-0-4", description="the first five seeds", max_parallel_steps=2,
+                      session=session)
+    assert seen[0]["ParallelismConfiguration"] == {"MaxParallelExecutionSteps": 2}
+    assert seen[0]["PipelineExecutionDisplayName"] == "seeds-0-4"
+    assert main(["start", "bakeoff-quickstart", "--max-parallel", "0"]) == 2
+    assert "at least 1 step" in capsys.readouterr().err
     assert main(["retry", execution.arn]) == 2
     err = capsys.readouterr().err
     assert "only a Failed or Stopped execution" in err and "Traceback" not in err and len(err.splitlines()) == 1
