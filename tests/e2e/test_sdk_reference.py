@@ -30,7 +30,8 @@ INTENTIONAL_DIFFERENCES = {
         "execution) whose default is a content-addressed upload",
     "HyperParameters.max_steps": "a pipeline parameter in bakeoff (Std:Join of MaxSteps); its default is the SDK's "
                                  "value",
-    "Environment (extra keys)": "bakeoff adds the compile-cache location (and MLflow settings when configured)",
+    "Environment (extra keys)": "bakeoff adds the compile-cache location, the pipeline's region for the "
+        "container's AWS clients (and MLflow settings when configured)",
     "Tags": "bakeoff tags every job with name, leg, seed, spec hash, backend and compile-cache path",
     "RetryPolicies": "bakeoff retries SageMaker.CAPACITY_ERROR with backoff",
 }
@@ -67,7 +68,8 @@ def test_create_training_job_arguments_agree_with_the_sdk(both, step):
     common = set(ours["Environment"]) & set(sdk["Environment"])
     assert common == set(sdk["Environment"])  # bakeoff sets everything the SDK sets, and more
     assert {k: ours["Environment"][k] for k in common} == sdk["Environment"]
-    assert set(ours["Environment"]) - common == {"BAKEOFF_COMPILE_CACHE", "BAKEOFF_CONTINUE_ON_FAILURE"} | (
+    assert set(ours["Environment"]) - common == {"BAKEOFF_COMPILE_CACHE", "BAKEOFF_CONTINUE_ON_FAILURE",
+                                                  "AWS_DEFAULT_REGION"} | (
         {"NEURON_COMPILE_CACHE_URL"} if "trn1" in step else set())
     ours_ch = {c["ChannelName"]: c for c in ours["InputDataConfig"]}
     sdk_ch = {c["ChannelName"]: c for c in sdk["InputDataConfig"]}
