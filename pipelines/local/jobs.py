@@ -79,9 +79,9 @@ class JobProcess:
             if self._cancelled:
                 return Outcome(None, 0.0, interrupted=True)
             # Its own process group (stopped as one), ended with `bakeoff run` even when that is kill -9'd.
-            self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         text=True, bufsize=1, start_new_session=True,
-                                         preexec_fn=parent_death.dies_with_parent())
+            # No preexec_fn: this process has threads (parent_death.wrapped says why that matters).
+            self.proc = subprocess.Popen(parent_death.wrapped(command), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True)
         with open(log, "a") as out:
 
             def deadline() -> None:

@@ -28,8 +28,35 @@ except (OSError, AttributeError):
     _prctl = None
 
 
+# The few lines `wrapped` runs before the real command: arm the signal, then become the command (execvp keeps
+# it). Standard library only, with -I -S: nothing of the environment's Python paths or site-packages loads.
+_ARM_THEN_EXEC = ("import ctypes, os, sys\n"
+                  "parent, signum = int(sys.argv[1]), int(sys.argv[2])\n"
+                  f"ctypes.CDLL(None, use_errno=True).prctl({PR_SET_PDEATHSIG}, signum, 0, 0, 0)\n"
+                  "if os.getppid() != parent:\n"
+                  "    os.kill(os.getpid(), signum)\n"
+                  "os.execvp(sys.argv[3], sys.argv[3:])\n")
+
+
+def wrapped(command: list[str], signum: int = signal.SIGTERM, python: str | None = None) -> list[str]:
+    """`command`, started so that it ends with this process, for a process that has threads.
+
+    `preexec_fn` runs Python between fork and exec, which "is NOT SAFE to use in the presence of threads in
+    your application. The child process could deadlock before exec is called" (Python's subprocess docs,
+    Popen's preexec_fn). The local engine starts jobs from several threads, and a `kill -9`'d run left such a
+    child stuck before exec, holding the pipes its warm interpreters watch for the engine's end
+    (tests/e2e/test_kill9_leftovers.py, in CI). So the child execs at once, into a short Python that arms the
+    signal and execs the command (same pid, the signal kept across execve). Unchanged where the platform has no
+    such signal."""
+    if _prctl is None:
+        return list(command)
+    return [python or sys.executable, "-I", "-S", "-c", _ARM_THEN_EXEC, str(os.getpid()), str(int(signum)),
+            *command]
+
+
 def dies_with_parent(signum: int = signal.SIGTERM):
-    """A `preexec_fn` for subprocess.Popen (None where the platform has no such signal)."""
+    """A `preexec_fn` for subprocess.Popen (None where the platform has no such signal), for a process
+    without other threads at the time (a process with threads uses `wrapped`)."""
     if _prctl is None:
         return None
     parent = os.getpid()  # the parent's pid, taken before the fork
