@@ -160,6 +160,8 @@ def _serve(address: str, listener: socket.socket) -> None:
     sel.register(0, selectors.EVENT_READ)
     children: dict[int, socket.socket] = {}
     while True:
+        if os.getppid() != ENGINE[0]:
+            return  # the engine is gone although something still holds its end of stdin
         for key, _ in sel.select(0.1):
             if key.fileobj == 0:
                 if not os.read(0, 4096):
@@ -202,6 +204,8 @@ class _EngineWatch:
         import select
 
         while not self._stop.is_set():
+            if os.getppid() != ENGINE[0]:
+                break  # the engine is gone (see ENGINE)
             try:
                 ready, _, _ = select.select([0], [], [], 0.1)
                 if ready and not os.read(0, 4096):  # the engine writes nothing: readable is its end
@@ -464,6 +468,10 @@ def _remove_empty(prefix: str) -> None:
         except OSError:
             pass
 
+
+# The engine that started this process (its parent at start): once this process is reparented, the engine has
+# ended, whoever may still hold the engine's end of stdin (a child forked in the moment before the kill).
+ENGINE = [os.getppid()]
 
 if __name__ == "__main__":
     # warm_server.py ADDRESS, or warm_server.py --address-on-stdin PREFIX (the local engine: read_address)
