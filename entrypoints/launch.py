@@ -142,7 +142,7 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
     # The workers' output passes through here so that its last lines can say whose failure a
     # failure was (torchrun reports a worker's death by a signal only in its output). Script mode
     # reads metrics from both streams, so there they are one; otherwise each keeps its stream.
-    from bakeoff_runtime.process.parent_death import dies_with_parent
+    from bakeoff_runtime.process.parent_death import wrapped
 
     merged = on_line is not None
     client = _start_mlflow_client() if mlflow_client else None
@@ -154,9 +154,10 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
     try:
         child = _warm_worker(cmd, worker_env, merged, fds, script_mode=on_line is not None)
         if child is None:
-            child = subprocess.Popen(cmd, env=worker_env, start_new_session=True, stdout=subprocess.PIPE,
+            # No preexec_fn: this process has threads (parent_death.wrapped says why that matters).
+            child = subprocess.Popen(wrapped(cmd), env=worker_env, start_new_session=True, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT if merged else subprocess.PIPE, pass_fds=fds,
-                                     text=True, errors="replace", bufsize=1, preexec_fn=dies_with_parent())
+                                     text=True, errors="replace", bufsize=1)
     finally:
         if client is not None:
             client.release()  # the worker holds the pipes now: its end is the client's end
@@ -235,18 +236,21 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
         record_failure(env, inert(f"collective check exited with code {code}" + (f": {words}" if words else ""),
                                   700), COLLECTIVE, overrule_script=True)
     elif code:
-        cause = _infrastructure_cause(env, "".join(tail))
-        if cause:
-            record_failure(env, f"infrastructure: {cause}", INFRASTRUCTURE, overrule_script=True)
-        else:
-            # The reason is what the process said last (its exception, argparse's error), not an exit code,
-            # and who must act on it (failure_cause.classify).
-            from bakeoff_runtime.contract.inert_text import inert
-            from bakeoff_runtime.training.failure_cause import classify, last_words
+        # The reason is what the process said last (its exception, argparse's error), not an exit code,
+        # and who must act on it (failure_cause.classify); the platform's when it says so, or when it came
+        # before the first optimizer step without the script's mark (failure_cause.before_first_step_cause).
+        from bakeoff_runtime.contract.inert_text import inert
+        from bakeoff_runtime.training.failure_cause import classify, last_words
 
-            output = "".join(tail)
+        output = "".join(tail)
+        cause = _infrastructure_cause(env, output)
+        kind, advice = classify(output, _emulated_on()) if cause is None else (INFRASTRUCTURE, None)
+        if kind == "script" and script is not None:
+            cause = _before_first_step(env, script, output, script_mode=merged)
+        if cause:
+            record_failure(env, inert(f"infrastructure: {cause}", 700), INFRASTRUCTURE, overrule_script=True)
+        else:
             words = last_words(output)
-            kind, advice = classify(output, _emulated_on())
             record_failure(env, inert(f"the training process exited with code {code}"
                                       + (f": {words}" if words else " and said nothing")
                                       + (f" ({advice})" if advice else ""), 700), kind)
@@ -429,6 +433,25 @@ def _infrastructure_cause(env: TrainingEnv, output_tail: str) -> str | None:
         return str(summary.get("reason"))
     failure = env.failure_file.read_text() if env.failure_file.exists() else None
     return infrastructure_cause(summary.get("reason"), failure, output_tail)
+
+
+def _before_first_step(env: TrainingEnv, script: Path, output: str, script_mode: bool) -> str | None:
+    """Why a failure is taken as the platform's because it came before the job's first optimizer step
+    without the script's mark (failure_cause.before_first_step_cause); None after that step, or with it.
+    Script mode reads the step hook's record, a Runtime job its summary."""
+    from bakeoff_runtime.training.failure_cause import before_first_step_cause
+
+    if script_mode:
+        from bakeoff_runtime.contract.script_mode import PROBE_FILE
+        from bakeoff_runtime.training.script_summary import read_probe
+
+        stepped = bool((read_probe(env.output_dir / PROBE_FILE) or {}).get("first_step_at"))
+    else:
+        stepped = _summary(env).get("time_to_first_step_s") is not None
+    if stepped:
+        return None
+    failure = env.failure_file.read_text(errors="replace") if env.failure_file.exists() else ""
+    return before_first_step_cause(f"{failure}\n{output}", str(script.parent))
 
 
 def main(argv: list[str]) -> int:

@@ -97,3 +97,63 @@ def test_a_backend_that_did_not_start_is_the_platforms_whatever_it_says():
            "Bad StatusOr access: INTERNAL: something no list names"
     assert "did not start" in (infrastructure_cause(None, None, text) or "")
     assert infrastructure_cause("RuntimeError: Bad StatusOr access: INTERNAL") is None  # the same text, unwrapped
+
+
+# --- before the first optimizer step: the platform's unless the failure carries the script's mark ------
+CODE = "/opt/ml/code"
+
+
+def _trace(frames, exception):
+    lines = ["Traceback (most recent call last):"]
+    for path, source in frames:
+        lines.append(f'  File "{path}", line 12, in f')
+        if source:
+            lines.append(f"    {source}")
+    return "\n".join([*lines, exception, ""])
+
+
+SCRIPT_FRAME = (f"{CODE}/train.py", "main()")
+RUNPY = ("<frozen runpy>", None)
+TORCH_XLA = ("/usr/local/lib/python3.10/site-packages/torch_xla/core/xla_model.py",
+             "torch_xla._XLAC._xla_step_marker(")
+
+
+def test_an_error_a_library_raises_before_the_first_step_is_the_platforms_whatever_it_says():
+    from bakeoff_runtime.training.failure_cause import before_first_step_cause
+
+    pjrt = _trace([SCRIPT_FRAME, RUNPY, TORCH_XLA], "RuntimeError: Bad StatusOr access: UNAVAILABLE: socket closed")
+    cause = before_first_step_cause(pjrt, CODE)
+    assert cause is not None and cause.startswith("RuntimeError inside /usr/local/lib/python3.10/site-packages/")
+    # Raised from C++ by the script's own call: the innermost frame is the script's, its line is not a raise.
+    item = _trace([SCRIPT_FRAME, (f"{CODE}/train.py", "print(loss.item())")], "RuntimeError: INTERNAL: failed")
+    assert before_first_step_cause(item, CODE) is not None
+    # An exception class no list names, from an EFA or a cache download, under torchrun's [rank0]: prefix.
+    efa = "[rank0]: " + _trace([SCRIPT_FRAME, ("/usr/lib/python3/dist-packages/botocore/x.py", "raise e")],
+                               "[rank0]: botocore.exceptions.ClientError: SlowDown").replace("\n", "\n[rank0]: ")
+    assert before_first_step_cause(efa, CODE) is not None
+
+
+@pytest.mark.parametrize("text", [
+    _trace([SCRIPT_FRAME, RUNPY, (f"{CODE}/train.py", "raise RuntimeError('my check failed')")],
+           "RuntimeError: my check failed"),  # the script's own raise
+    _trace([SCRIPT_FRAME, (f"{CODE}/model/blocks.py", "assert x.dim() == 3")], "AssertionError"),  # its own assert
+    _trace([SCRIPT_FRAME, TORCH_XLA], "TypeError: forward() got an unexpected keyword argument 'mask'"),
+    _trace([SCRIPT_FRAME, ("/usr/lib/python3.10/site-packages/torch/nn/functional.py", "return torch._C._nn.linear(")],
+           "RuntimeError: mat1 and mat2 shapes cannot be multiplied (32x8 and 16x1)"),  # torch's words for a mistake
+    _trace([SCRIPT_FRAME, TORCH_XLA], "RuntimeError: INTERNAL: neuronx-cc compilation failed."),  # the port's finding
+    _trace([SCRIPT_FRAME], "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+    "usage: train.py [-h] [--lr LR]\ntrain.py: error: unrecognized arguments: --bogus\n",  # argparse
+    "the dataset is empty: nothing to train on\n",  # sys.exit("...") : nothing was raised
+])
+def test_a_failure_with_the_scripts_mark_is_the_scripts_before_the_first_step_too(text):
+    from bakeoff_runtime.training.failure_cause import before_first_step_cause
+
+    assert before_first_step_cause(text, CODE) is None
+
+
+def test_a_raise_in_an_installed_library_under_the_code_dir_is_not_the_scripts_own():
+    from bakeoff_runtime.training.failure_cause import before_first_step_cause
+
+    vendored = _trace([SCRIPT_FRAME, (f"{CODE}/.venv/lib/python3.10/site-packages/lib/x.py", "raise RuntimeError(e)")],
+                      "RuntimeError: device lost")
+    assert before_first_step_cause(vendored, CODE) is not None

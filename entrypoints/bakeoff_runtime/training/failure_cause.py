@@ -73,6 +73,71 @@ def infrastructure_cause(*texts: str | None) -> str | None:
     return None
 
 
+# --- a failure before the first optimizer step: the script's only where it shows it is ---------------
+# Before a job's first optimizer step the platform has not yet shown that it works (the device, its runtime,
+# the collectives, the compile cache), so a failure there is taken as the platform's unless it carries the
+# script's mark: then it exits non-zero, is never served from the step cache, and a retry runs it again. An
+# error this misses costs a re-run; a platform fault taken for the script's would be cached for 30 days.
+#
+# Errors of a program's own making: Python raises them the same way on every run with the same inputs,
+# wherever in the stack (a wrong argument to a library is the caller's).
+_PROGRAM_ERRORS = frozenset((
+    "NameError", "TypeError", "ValueError", "AttributeError", "KeyError", "IndexError", "AssertionError",
+    "SyntaxError", "IndentationError", "UnboundLocalError", "ZeroDivisionError", "NotImplementedError",
+    "FileNotFoundError", "IsADirectoryError", "NotADirectoryError", "ImportError", "ModuleNotFoundError",
+    "RecursionError", "LookupError", "ArithmeticError", "UnicodeDecodeError", "UnicodeEncodeError"))
+# The port's findings, which repeat on the same instance type: the Neuron compiler failing on a graph
+# ("INTERNAL: neuronx-cc compilation failed.", aws-neuron-sdk issues #601 and #768; "neuronx-cc failed with 1",
+# #690; the compile wrapper's "There was a compilation error for this graph in the previous run", #601;
+# "An Internal Compiler Error has occurred", #328), and running out of device memory (torch's
+# OutOfMemoryError and its "CUDA out of memory", XLA's RESOURCE_EXHAUSTED, the Neuron runtime's NRT_RESOURCE).
+_PORT_FINDINGS = re.compile(r"(neuronx?-cc compilation failed|neuronx?-cc failed with|There was a compilation "
+                            r"error for this graph|An Internal Compiler Error has occurred|OutOfMemoryError|"
+                            r"CUDA out of memory|RESOURCE_EXHAUSTED|NRT_RESOURCE)")
+# torch's own words for a program's mistakes, raised as RuntimeError from C++ (aten's shape and device checks).
+_TORCH_PROGRAM_ERRORS = re.compile(r"(shapes cannot be multiplied|size mismatch|Expected all tensors to be on the "
+                                   r"same device|expected scalar type|must match the size of tensor|"
+                                   r"Expected input batch_size|element 0 of tensors does not require grad)")
+# A traceback's frame and the source line Python prints under it.
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+[^\n]*\n(?:[ \t]+(?!File ")(\S[^\n]*))?', re.MULTILINE)
+_EXCEPTION = re.compile(r"^(?:\[rank\d+\]:\s*)?((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Exit|Failure)))\b",
+                        re.MULTILINE)
+_LIBRARIES = ("site-packages", "dist-packages", "/lib/python")
+
+
+def before_first_step_cause(text: str, code_dir: str | None) -> str | None:
+    """Why a failure before the job's first optimizer step is taken as the platform's, read from its output
+    (or traceback); None when the failure shows it is the script's: an error of the program's own making
+    (by its class, or torch's words for a shape or device mistake), one the script's own code raised (the
+    innermost frame is under `code_dir`, outside installed libraries, and its line is a `raise` or an
+    `assert`), argparse's usage error, a process that exited by itself without a traceback, or a finding of
+    the port (a compiler failure, running out of memory)."""
+    if (_PORT_FINDINGS.search(text) or _TORCH_PROGRAM_ERRORS.search(text)
+            or re.search(r"^\S+: error: ", text, re.MULTILINE)):
+        return None
+    if "Traceback (most recent call last)" not in text:
+        return None  # the script chose to exit (sys.exit(1), exit("why")): nothing was raised
+    exceptions = _EXCEPTION.findall(text)
+    if exceptions and exceptions[-1][1] in _PROGRAM_ERRORS:
+        return None
+    frames = _FRAME.findall(text)
+    innermost, source = frames[-1] if frames else (None, "")
+    # Raised by the script's own Python (`raise ...`, `assert ...` on its line): an exception a library
+    # raises from C++ has the script's call as its innermost frame too, so the line itself must say it.
+    if (innermost and code_dir and _inside(innermost, code_dir) and not any(m in innermost for m in _LIBRARIES)
+            and re.match(r"(raise|assert)\b", source or "")):
+        return None
+    raised = exceptions[-1][0] if exceptions else "an error"
+    where = f" inside {innermost}" if innermost else ""
+    return (f"{raised}{where} before the job's first optimizer step, not recognised as the script's (bakeoff takes "
+            "such a failure as the platform's, so it is never served from the step cache and a retry runs it again)")
+
+
+def _inside(path: str, directory: str) -> bool:
+    directory = directory.rstrip("/") + "/"
+    return path.startswith(directory) or (not path.startswith("/") and not path.startswith("<"))
+
+
 # --- who must act on a failure that is not the platform's --------------------------------------
 # The summary's failure_kind names who must act (contract/failure_kinds.py): the script's author, whoever
 # builds its environment, its network or data, bakeoff's launcher, or this machine. The evaluation counts
