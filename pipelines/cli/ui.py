@@ -235,8 +235,8 @@ def start(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Po
         from bakeoff_runtime.process import parent_death
 
         # The server goes with `bakeoff ui`, even when that is kill -9'd.
-        return subprocess.Popen(argv, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=parent_death.dies_with_parent())
+        return subprocess.Popen(parent_death.wrapped(argv), env={**os.environ, **env}, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     finally:
         log.close()
 

@@ -5,8 +5,8 @@ execve, so `/bin/sh -c "... exec python3 launch.py"` keeps it, and the launcher,
 stops its own workers' process group as it does when SageMaker stops a job. Elsewhere (not Linux)
 nothing is set and the process outlives a killed parent, as before.
 
-`preexec_fn` runs between fork and exec, where taking a lock another thread held could deadlock:
-the libc function is looked up here, at import, so the child only makes the one system call.
+The signal is armed by a short Python the child execs into (`wrapped`), never in a `preexec_fn`: the
+processes that start children here have threads, and a fork stuck before exec holds their pipes.
 """
 from __future__ import annotations
 
@@ -52,18 +52,3 @@ def wrapped(command: list[str], signum: int = signal.SIGTERM, python: str | None
         return list(command)
     return [python or sys.executable, "-I", "-S", "-c", _ARM_THEN_EXEC, str(os.getpid()), str(int(signum)),
             *command]
-
-
-def dies_with_parent(signum: int = signal.SIGTERM):
-    """A `preexec_fn` for subprocess.Popen (None where the platform has no such signal), for a process
-    without other threads at the time (a process with threads uses `wrapped`)."""
-    if _prctl is None:
-        return None
-    parent = os.getpid()  # the parent's pid, taken before the fork
-
-    def arm() -> None:
-        _prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the signal was armed
-            os.kill(os.getpid(), signum)
-
-    return arm
