@@ -4,6 +4,7 @@ AWS operations read them back."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from bakeoff_runtime import contract
 
@@ -46,3 +47,15 @@ def parse_step_name(name: str) -> tuple[str, int] | None:
 def job_name(leg: str, seed: int) -> str:
     """A job's directory locally and under the pipeline's prefix, and its MLflow run name."""
     return str(contract.job_name(leg, seed))
+
+
+def definition_training_steps(definition: dict[str, Any]) -> list[tuple[str, int, dict[str, Any]]]:
+    """(name, seed, step) of each leg x seed training step of a compiled pipeline definition, in its order.
+    Training steps without a seed (a leg's Precompile, the Preflight) are left out."""
+    found = []
+    for step in definition.get("Steps") or []:
+        name = str(step.get("Name", ""))
+        named = parse_step_name(name)
+        if step.get("Type") == "Training" and named is not None:
+            found.append((name, named[1], step))
+    return found

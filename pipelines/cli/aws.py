@@ -17,6 +17,18 @@ def _aws_args(p) -> None:
     p.add_argument("--profile", help="AWS profile to use (default: AWS_PROFILE or the default chain)")
 
 
+def _wait_args(p, *, optional: bool = True) -> None:
+    """--poll and --timeout; with `optional`, also --wait, which they then apply to (`bakeoff wait` always waits)."""
+    if optional:
+        p.add_argument("--wait", action="store_true",
+                       help="wait for the execution to finish (exit 1 unless it succeeds)")
+    p.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
+                   help=f"seconds between status checks{' with --wait' if optional else ''} (default 30)")
+    p.add_argument("--timeout", type=float, default=7 * 86400, metavar="SECONDS",
+                   help="with --wait: give up waiting after this many seconds, exit 4 (default 7 days)" if optional
+                   else "give up waiting after this many seconds, exit 4; the execution goes on (default 7 days)")
+
+
 def _spec_args(p) -> None:
     p.add_argument("spec", help="bake-off spec (YAML)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -227,11 +239,7 @@ def register(sub) -> None:
                                    "its PipelineName output names (in --region)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="pipeline parameter for this execution, e.g. MaxSteps=500 (repeatable)")
-    p.add_argument("--wait", action="store_true", help="wait for the execution to finish (exit 1 unless it succeeds)")
-    p.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
-                   help="seconds between status checks with --wait (default 30)")
-    p.add_argument("--timeout", type=float, default=7 * 86400, metavar="SECONDS",
-                   help="with --wait: give up waiting after this many seconds, exit 4 (default 7 days)")
+    _wait_args(p)
     p.add_argument("--display-name", metavar="NAME",
                    help="the execution's name in SageMaker's console and execution list, e.g. round-2-seeds-5-9 "
                         "(letters, digits and dashes, at most 82; --until-decided names its rounds itself)")
@@ -255,11 +263,7 @@ def register(sub) -> None:
                                      "kept), e.g. a seed lost to a capacity or network failure")
     p.add_argument("execution_arn", help="the Failed or Stopped pipeline execution's ARN (a Stopped one's lost steps "
                                          "run as a new, selective execution, whose ARN is printed)")
-    p.add_argument("--wait", action="store_true", help="wait for the execution to finish (exit 1 unless it succeeds)")
-    p.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
-                   help="seconds between status checks with --wait (default 30)")
-    p.add_argument("--timeout", type=float, default=7 * 86400, metavar="SECONDS",
-                   help="with --wait: give up waiting after this many seconds, exit 4 (default 7 days)")
+    _wait_args(p)
     _aws_args(p)
     output_args(p, "print the execution handle (ARN, pipeline, region) as JSON; with --wait, the final state")
     p.set_defaults(func=cmd_retry)
@@ -272,10 +276,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("wait", help="wait for a pipeline execution to finish (exit 0 if it succeeded, else 1)")
     p.add_argument("execution_arn", help="the pipeline execution ARN `bakeoff start` printed")
-    p.add_argument("--poll", type=float, default=30.0, metavar="SECONDS",
-                   help="seconds between status checks (default 30)")
-    p.add_argument("--timeout", type=float, default=7 * 86400, metavar="SECONDS",
-                   help="give up waiting after this many seconds, exit 4; the execution goes on (default 7 days)")
+    _wait_args(p, optional=False)
     _aws_args(p)
     output_args(p, "print the final state as JSON")
     p.set_defaults(func=cmd_wait)

@@ -21,10 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime.contract import parse_training_step_name
 from bakeoff_runtime.contract.documents import Evaluation, Looks
 from bakeoff_runtime.report.formatting import seed_span
 from pipelines.errors import SpecError
+from pipelines.names import definition_training_steps
 
 from .files import write_json_atomically
 
@@ -103,14 +103,9 @@ def training_steps(definition: dict[str, Any]) -> tuple[dict[str, str], list[int
     from pipelines.hashing import digest
 
     jobs, seeds = {}, set()
-    for step in definition.get("Steps") or []:
-        name = str(step.get("Name", ""))
-        named = parse_training_step_name(name)
-        if step.get("Type") != "Training" or named is None:
-            continue
-        arguments = {k: v for k, v in (step.get("Arguments") or {}).items() if k != "Tags"}
-        jobs[name] = digest(arguments)
-        seeds.add(named[1])
+    for name, seed, step in definition_training_steps(definition):
+        jobs[name] = digest({k: v for k, v in (step.get("Arguments") or {}).items() if k != "Tags"})
+        seeds.add(seed)
     return jobs, sorted(seeds)
 
 

@@ -18,11 +18,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bakeoff_runtime.contract import parse_training_step_name
 from bakeoff_runtime.contract.documents import Evaluation
 from pipelines.advice.rounds import check_design, default_cap, grow, next_size, with_seeds
 from pipelines.errors import RunError
-from pipelines.names import EVALUATE_STEP, parse_step_name
+from pipelines.names import EVALUATE_STEP, definition_training_steps, parse_step_name
 from pipelines.spec.model import BakeoffSpec
 
 from .compiler import Asset, CompiledPipeline, compile_pipeline
@@ -113,9 +112,7 @@ ROUND_RETRIES = 2
 
 def seeds_of(definition: dict[str, Any]) -> list[int]:
     """The seeds a pipeline definition's training steps run."""
-    named = (parse_training_step_name(str(s.get("Name", ""))) for s in definition.get("Steps") or []
-             if s.get("Type") == "Training")
-    return sorted({n[1] for n in named if n is not None})
+    return sorted({seed for _, seed, _ in definition_training_steps(definition)})
 
 
 def ops_round(ops: Any, parameters: dict[str, str] | None = None,

@@ -201,20 +201,21 @@ class SageMakerOps:
             ex = self.sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
         state = ex.get("PipelineExecutionStatus")
         if state == "Stopped":
-            return self._rerun_lost(execution_arn, ex)
+            return self._rerun_lost(execution_arn)
         if state != "Failed":
             raise SpecError(f"execution {execution_arn} is {state}: only a Failed or Stopped execution can be "
                             "retried (`bakeoff status` shows its steps; `bakeoff start` runs the pipeline afresh, "
                             "and the step cache serves every training step that succeeded)", field="EXECUTION")
         return self.retry(execution_arn, str(ex.get("LastModifiedTime") or ex.get("CreationTime") or ""))
 
-    def _rerun_lost(self, execution_arn: str, ex: dict[str, Any]) -> str:
+    def _rerun_lost(self, execution_arn: str) -> str:
         from pipelines.hashing import digest
 
         with aws(f"read the definition of {execution_arn}"):
             definition = json.loads(self.sm.describe_pipeline_definition_for_execution(
                 PipelineExecutionArn=execution_arn)["PipelineDefinition"])
-        done = {s["name"] for s in self.status(execution_arn)["steps"] if s["status"] == "Succeeded"}
+        # The steps alone: the caller has described the execution already.
+        done = {s.get("StepName") for s in self.execution_steps(execution_arn) if s.get("StepStatus") == "Succeeded"}
         lost = [s["Name"] for s in definition.get("Steps", []) if s["Name"] not in done]
         pipeline = execution_arn.split(":pipeline/", 1)[-1].split("/", 1)[0]  # for the advice
         if not lost:

@@ -69,6 +69,18 @@ def test_a_definition_s_training_steps_are_its_data_without_their_tags():
     assert looks.training_steps({"Steps": [other]})[0] != jobs
 
 
+def test_a_definition_s_seeds_are_those_of_its_seeded_training_steps_only():
+    from pipelines.sagemaker.more_seeds import seeds_of
+
+    steps = [{"Name": name, "Type": kind, "Arguments": {}} for name, kind in [
+        ("Preflight", "Training"), ("Precompile-trn1", "Training"), ("Train-trn1-s2", "Training"),
+        ("Train-p4d-s0", "Training"), ("Train-p4d-s2", "Training"), ("Evaluate", "Processing")]]
+    jobs, seeds = looks.training_steps({"Steps": steps})
+    assert list(jobs) == ["Train-trn1-s2", "Train-p4d-s0", "Train-p4d-s2"] and seeds == [0, 2]
+    assert seeds_of({"Steps": steps}) == seeds
+    assert seeds_of({}) == [] and looks.training_steps({"Steps": None}) == ({}, [])
+
+
 def test_an_unreadable_record_is_one_clear_error(tmp_path):
     (tmp_path / looks.LOOKS_FILE).write_text("{")
     with pytest.raises(SpecError, match="cannot be read") as e:

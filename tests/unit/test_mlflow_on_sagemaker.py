@@ -74,6 +74,13 @@ def test_a_failed_install_is_one_line_and_training_goes_on(tmp_path, monkeypatch
 
 def test_nothing_is_installed_when_the_job_does_not_log_to_mlflow(tmp_path):
     assert mlflow_install.ensure_mlflow(tmp_path, environ={})["action"] == "not needed"
+    # Asked for, but with nowhere to log to; or a tracking URI without the ask: neither installs nor starts one.
+    for environ in ({"BAKEOFF_MLFLOW_INSTALL": "1"}, {"MLFLOW_TRACKING_URI": "http://x"},
+                    {"BAKEOFF_MLFLOW_INSTALL": "0", "MLFLOW_TRACKING_URI": "http://x"}):
+        assert mlflow_install.ensure_mlflow(tmp_path, environ=dict(environ))["action"] == "not needed"
+        started = dict(environ)
+        assert mlflow_install.start_install(tmp_path, environ=started) is None
+        assert started == environ  # nothing put into the job's environment either
 
 
 def test_the_mlflow_client_process_waits_for_the_install_beside_the_training_and_says_so(tmp_path, monkeypatch):

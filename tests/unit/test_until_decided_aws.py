@@ -215,8 +215,14 @@ def test_retry_of_a_stopped_execution_runs_its_lost_steps_selectively_with_its_o
         started.append(params)
         return {"PipelineExecutionArn": arn.replace("stopped1", "rerun1")}
 
+    described = []
+
+    def describe(params):
+        described.append(params)
+        return {"PipelineExecutionArn": arn, "PipelineExecutionStatus": "Stopped"}
+
     session = session_with({
-        "DescribePipelineExecution": {"PipelineExecutionArn": arn, "PipelineExecutionStatus": "Stopped"},
+        "DescribePipelineExecution": describe,
         "ListPipelineExecutionSteps": {"PipelineExecutionSteps": [
             *({"StepName": n, "StepStatus": "Succeeded"} for n in finished),
             {"StepName": "Train-trn1-s1", "StepStatus": "Stopped"}]},
@@ -232,3 +238,4 @@ def test_retry_of_a_stopped_execution_runs_its_lost_steps_selectively_with_its_o
     assert request["SelectiveExecutionConfig"]["SourcePipelineExecutionArn"] == arn
     assert request["PipelineParameters"] == [{"Name": "MaxSteps", "Value": "40"}]
     assert request["PipelineExecutionDisplayName"] == "rerun-stopped1"
+    assert len(described) == 1  # the execution is described once, to learn it was stopped

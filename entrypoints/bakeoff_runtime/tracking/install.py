@@ -58,13 +58,19 @@ def _say(message: str) -> None:
     print(f"[bakeoff] mlflow: {message}", file=sys.stderr, flush=True)
 
 
+def _wanted(environ) -> bool:
+    """Whether this job logs to MLflow through a client it installs (the compiled pipeline asks for the install;
+    without a tracking URI there is nothing to log to)."""
+    return environ.get(ENV["mlflow_install"]) == "1" and bool(environ.get("MLFLOW_TRACKING_URI"))
+
+
 def ensure_mlflow(code_dir: Path, target: Path | None = None, environ=None) -> dict:
     """Install the MLflow client if this job needs it and lacks it. Returns what happened
     (also put into the environment as JSON for the job's summary)."""
     environ = os.environ if environ is None else environ
-    uri = environ.get("MLFLOW_TRACKING_URI", "")
-    if environ.get(ENV["mlflow_install"]) != "1" or not uri:
+    if not _wanted(environ):
         return {"action": "not needed"}
+    uri = environ["MLFLOW_TRACKING_URI"]
     needs = ["mlflow"] + (["sagemaker_mlflow"] if uri.startswith("arn:") else [])
     target = target or Path(environ.get(MLFLOW_TARGET_ENV, "/tmp/bakeoff-mlflow"))
     _add_to_path(target, environ)
@@ -127,7 +133,7 @@ def start_install(code_dir: Path, environ=None) -> subprocess.Popen | None:
     None when nothing is to be installed, or the process could not be started (then said, and the job's
     client processes find mlflow missing, as after a failed install)."""
     environ = os.environ if environ is None else environ
-    if environ.get(ENV["mlflow_install"]) != "1" or not environ.get("MLFLOW_TRACKING_URI"):
+    if not _wanted(environ):
         return None
     target = Path(environ.get(MLFLOW_TARGET_ENV, "/tmp/bakeoff-mlflow"))
     marker = target.with_name(target.name + ".result.json")
