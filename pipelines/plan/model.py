@@ -26,6 +26,7 @@ from pipelines.spec.model import BakeoffSpec, Leg
 if TYPE_CHECKING:
     from bakeoff_runtime.contract.documents import (
         Ablation,
+        DecisionPart,
         DerivedConfig,
         EvaluationConfig,
         LegConfig,
@@ -352,7 +353,15 @@ def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict
         legs[leg.name] = entry
     return {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs, "entrypoint_mode": spec.entrypoint.mode,
             "parity": cast("ParityRule", {**spec.parity.model_dump(), "baseline": spec.baseline}),
-            "cost_basis": cost_basis, "mlflow": mlflow, **_derived_config(spec)}
+            "cost_basis": cost_basis, "mlflow": mlflow, **_derived_config(spec), **_decision_config(spec)}
+
+
+def _decision_config(spec: BakeoffSpec) -> DecisionPart:
+    """The decision the projection reads (absent when the spec declares none)."""
+    if spec.decision is None:
+        return cast("DecisionPart", {})
+    batch = spec.training.global_batch_size if spec.entrypoint.mode != "script" else None
+    return {"decision": spec.decision.to_config(measured_batch=batch)}
 
 
 def _derived_config(spec: BakeoffSpec) -> DerivedConfig:

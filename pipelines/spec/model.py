@@ -18,6 +18,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from bakeoff_runtime.contract.backend_table import row
 from estimators import lookup_instance
 from pipelines.names import STEP_NAME_RE, precompile_step, step_name
+from pipelines.spec.decision import Decision
 from pipelines.spec.derived import check_derived
 from pipelines.spec.fields import BUCKET_RE as BUCKET_RE
 from pipelines.spec.fields import DEFAULT_RUNTIME_QUOTA_S as DEFAULT_RUNTIME_QUOTA_S
@@ -441,6 +442,10 @@ class BakeoffSpec(_Model):
     security: Security = Field(default_factory=Security, description="VPC, network isolation and KMS keys of "
                                "the SageMaker jobs.")
     preflight: PreflightStep = Field(default_factory=PreflightStep, description="Optional preflight pipeline step.")
+    decision: Decision | None = Field(None, description="The production run the bake-off decides: its size, "
+                                      "instances, runs per period, how each leg is bought and what porting costs. "
+                                      "The evaluation projects each leg's cost per run and the saving, with "
+                                      "intervals, and the break-even (`bakeoff project` takes the same as flags).")
     max_parallel_steps: Int = Field(
         8, ge=1, le=1000, description="SageMaker runs at most this many of the pipeline's steps at once "
         "(ParallelismConfiguration.MaxParallelExecutionSteps); the others queue. A new account's training quotas "
@@ -530,6 +535,11 @@ class BakeoffSpec(_Model):
         if self.parity.baseline is not None and self.parity.baseline not in seen:
             raise SpecFieldError(("parity", "baseline"), f"baseline {self.parity.baseline!r} is not a leg "
                                  f"({', '.join(seen)})")
+        if self.decision is not None:
+            for kind in ("instances", "purchase"):
+                for name in getattr(self.decision, kind):
+                    if name not in seen:
+                        raise SpecFieldError(("decision", kind, name), f"{name!r} is not a leg ({', '.join(seen)})")
         if self.entrypoint.builtin and self.training.sequence_length > 4096:
             raise SpecFieldError(("training", "sequence_length"), "the reference LM supports sequence_length <= 4096")
         return self
@@ -611,9 +621,12 @@ class BakeoffSpec(_Model):
 
     def canonical(self) -> dict[str, Any]:
         """The spec as plain data with defaults filled in (what hashes are computed over). Where
-        runs are logged is not what is measured: the MLflow tracking URI is left out, so a CDK
+        runs are logged is not what is measured: the MLflow tracking URI is left out (and the decision the result
+        is read against), so a CDK
         stack that learns its tracking server's ARN at deploy time hashes the same spec; and a leg's
         `local:` block is this machine's alone, so the spec that runs here hashes as the one deployed."""
         return self.model_dump(mode="json", exclude={"description": True, "mlflow": {"tracking_uri"},
+                                                     # what the result is read against, not what is measured
+                                                     "decision": True,
                                                      # what only this machine's runs get (never deployed)
                                                      "legs": {"__all__": {"local"}}})

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 if TYPE_CHECKING:  # annotations stay strings at run time (the __future__ import): no typing_extensions needed
     from typing_extensions import NotRequired
 
+    from bakeoff_runtime.contract.decision import DecisionConfig, Projection
+
 JSON = dict[str, Any]
 
 SUMMARY_SCHEMA = "bakeoff.summary/1"
@@ -115,6 +117,11 @@ class Looks(TypedDict):
     earlier: list[JSON]
 
 
+class DecisionPart(TypedDict, total=False):
+    """The spec's decision, where it declares one (plan/model._decision_config)."""
+    decision: DecisionConfig
+
+
 class DerivedConfig(TypedDict, total=False):
     """What the spec derives legs for: only what it declares (plan/model._derived_config)."""
     scaling: dict[str, ScalingSweep]
@@ -165,6 +172,7 @@ class EvaluationConfig(DerivedConfig):
     # evaluate.py, from the Preflight and collective steps' records (porting.read_records):
     preflight: NotRequired[JSON]
     collective: NotRequired[dict[str, JSON]]
+    decision: NotRequired[DecisionConfig]  # the spec's decision: the projection's inputs (contract/decision.py)
 
 
 # --- the job summary (telemetry.Telemetry.write_summary, script_summary.compose, a launcher's failure) ---
@@ -570,6 +578,7 @@ class Evaluation(ScalingSections):
     porting: JSON
     fixed_design: NotRequired[FixedDesign | None]  # /3; the report sizes it itself for an evaluation/2
     mlflow: NotRequired[JSON]                     # evaluate.py, once the parent run is logged
+    projection: NotRequired[Projection]           # the decision, where the spec declares one (verdict/projection.py)
 
 
 def run_metric(row: RunRow, metric: str) -> Any:

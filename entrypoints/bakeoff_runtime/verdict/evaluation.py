@@ -348,6 +348,10 @@ def recost(evaluation: Evaluation, billable: dict[tuple[str, int], float], basis
     scaling.refresh_costs(ev)  # the sweep's points quote the legs' costs
     if billable:
         ev["cost_basis"] = basis
+    if ev.get("projection"):  # projected again from billed time, under the decision it was made with
+        from bakeoff_runtime.verdict.projection import project
+
+        ev["projection"] = project(ev, ev["projection"]["decision"])
     return ev
 
 
@@ -862,6 +866,10 @@ def evaluate(config: EvaluationConfig, jobs: list[JobRecord]) -> Evaluation:
         "porting": porting.section(config, figures, base),  # what porting cost, per leg against the baseline
         "fixed_design": fixed_design(parity, checks, figures),  # what 80% power would have cost (the report)
     }
+    if config.get("decision"):  # the production run the bake-off decides: cost, saving, break-even
+        from bakeoff_runtime.verdict.projection import project
+
+        evaluation["projection"] = project(evaluation, config["decision"])
     attempt = config.get("attempt")
     if attempt:  # which attempt at the question this is (pipelines/local/questions.py), stage-1 figures left out
         evaluation["attempt"] = cast("JSON", {k: v for k, v in attempt.items() if k != "stage1"})
