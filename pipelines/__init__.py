@@ -39,10 +39,11 @@ def _version() -> str:
 __version__ = _version()
 
 _API_VERBS = ("load_spec", "validate", "plan", "synth", "run_local", "preflight", "deploy", "start",
-              "start_until_decided", "wait", "status", "retry", "report", "stop", "instances", "images", "schema")
+              "start_until_decided", "wait", "status", "retry", "report", "project", "stop", "instances", "images",
+              "schema")
 _API_TYPES = ("Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Deployment", "Execution",
               "ExecutionStatus", "StepStatus", "Report", "Instances", "Images", "Preflight", "ProgressEvent",
-              "Decision", "Round")
+              "Decision", "Round", "Projection")
 _ERRORS = ("BakeoffError", "SpecError", "AwsError", "RunError", "TimedOut", "Cancelled", "ParityError",
            "ParityFailed", "ParityInconclusive")
 

@@ -11,6 +11,7 @@
 
 Offline: `load_spec`, `validate`, `plan`, `synth`, `run_local`, `preflight`, `schema`, `instances`, `images`.
 On SageMaker: `account_checks`, `deploy`, `start`, `start_until_decided`, `wait`, `status`, `report`, `stop`,
+`project` (a finished run, local or SageMaker, read against a production decision),
 `prices(refresh=True)`.
 
 Each returns a frozen pydantic model (`pipelines.api.results`) whose `model_dump(mode="json")` is
@@ -28,6 +29,7 @@ from __future__ import annotations
 from .aws import account_checks, deploy, render_report, report, retry, start, start_until_decided, status, stop, wait
 from .catalog import images, instances, prices
 from .local import load_spec, plan, preflight, run_local, schema, synth, validate
+from .projection import project
 from .results import (
     AccountChecks,
     AssetInfo,
@@ -39,12 +41,16 @@ from .results import (
     Images,
     InstanceInfo,
     Instances,
+    Interval,
+    LegComparison,
     LegKind,
     LegPlan,
+    LegProjection,
     Preflight,
     PriceRow,
     Prices,
     ProgressEvent,
+    Projection,
     QuotaCheck,
     Report,
     Result,
@@ -58,15 +64,17 @@ from .results import (
 __all__ = [
     # the verbs, in the order a bake-off uses them
     "load_spec", "validate", "plan", "synth", "run_local", "preflight", "account_checks", "deploy", "start",
-    "start_until_decided", "wait", "status", "retry", "report", "stop", "instances", "images", "prices", "schema",
+    "start_until_decided", "wait", "status", "retry", "report", "project", "stop", "instances", "images", "prices",
+    "schema",
     # what they return
     "Result", "ProgressEvent", "Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Deployment",
     "Execution", "ExecutionStatus", "StepStatus", "Report", "Instances", "LegKind", "InstanceInfo", "Prices",
-    "PriceRow", "Images", "ImageRow", "Preflight", "Decision", "Round", "AccountChecks", "QuotaCheck",
+    "PriceRow", "Images", "ImageRow", "Preflight", "Decision", "Round", "AccountChecks", "QuotaCheck", "Projection",
+    "LegProjection", "LegComparison", "Interval",
     # the report writer `report` runs
     "render_report",
 ]
 #: The verbs: one per CLI command.
-VERBS = tuple(__all__[:19])
+VERBS = tuple(__all__[:20])
 #: The result types the verbs return.
-RESULTS = tuple(__all__[19:-1])
+RESULTS = tuple(__all__[20:-1])

@@ -7,6 +7,7 @@ a model read back with `Model.model_validate(json.loads(text))` compares equal t
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -382,3 +383,80 @@ def exit_code_of(verdict: str) -> int:
 
 def path_or_none(path: Path | None) -> str | None:
     return str(path) if path is not None and path.exists() else None
+
+
+class Interval(Result):
+    """A figure and its interval at the projection's confidence (None where it cannot be given)."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+
+
+class LegProjection(Result):
+    """One leg's production run (bakeoff_runtime.verdict.projection.project_leg)."""
+
+    instance_type: str | None
+    instances: int = Field(description="instances of a production run")
+    instances_measured: int = Field(description="instances the bake-off's jobs ran on")
+    unit: str | None = Field(description="what the throughput counts (tokens, samples)")
+    seeds: int = Field(description="seeds whose steady-state throughput the projection rests on")
+    scaling: dict[str, Any] = Field(description="basis (as measured | interpolated | extrapolated | assumed linear), "
+                                    "factor and its bounds, note")
+    throughput: Interval = Field(description="units/s of a production run")
+    hours_per_run: Interval = Field(description="a warm run (the compile cache kept)")
+    first_run_extra_hours: float = Field(description="the first run's cold compile beyond a warm start")
+    usd_per_instance_hour: float | None = Field(description="after the purchase option")
+    price: dict[str, Any] = Field(description="on-demand price, its source and date, and the purchase option")
+    cost_per_run_usd: Interval
+    first_run_cost_usd: float | None
+    amortised_cost_per_run_usd: float | None = Field(description="the cold compile shared by one period's runs")
+    cost_per_period_usd: Interval
+    rests_on: list[str] = Field(description="the measured quantities the figures come from")
+    reason: str | None = Field(description="why it could not be projected")
+
+
+class LegComparison(Result):
+    """A leg against the baseline: the saving, and when the porting pays back."""
+
+    leg: str
+    baseline: str
+    parity: str = Field(description="the parity check's status: only `passed` gets a saving")
+    pairing: str | None
+    saving_per_run_usd: Interval | None
+    saving_pct: Interval | None = Field(description="of the baseline's cost per run")
+    saving_per_period_usd: Interval | None
+    porting_usd: float
+    break_even_runs: Interval | None = Field(description="production runs until the saving covers the porting; "
+                                             "None where it never does")
+    break_even_weeks: Interval | None
+    never_pays_back: bool
+    reason: str | None = Field(description="why there is no saving")
+
+
+class Projection(Result):
+    """`project`: what a production run costs on each leg, the saving and its interval, and the break-even;
+    `.sentence` says it in one line. Labelled, never a winner, when the speeds were emulated."""
+
+    sentence: str
+    emulated: bool
+    label: str = Field(description="where the speeds come from")
+    confidence: float
+    period: str
+    runs_per_period: float
+    porting_usd: float
+    legs: dict[str, LegProjection]
+    comparisons: tuple[LegComparison, ...]
+    assumptions: tuple[str, ...]
+    production: dict[str, Any] = Field(description="the production size, and how each leg read it")
+    decision: dict[str, Any] = Field(description="the inputs, defaults filled in")
+    source: str = Field(description="the run directory or execution ARN it was projected from")
+    evaluation_path: str = Field(description="evaluation.json with this projection")
+    report_path: str | None
+
+    @classmethod
+    def of(cls, projection: Mapping[str, Any], *, source: str, evaluation_path: str,
+           report_path: str | None) -> Projection:
+        body = {k: v for k, v in projection.items() if k != "schema"}
+        return cls.model_validate({**body, "source": source, "evaluation_path": evaluation_path,
+                                   "report_path": report_path})

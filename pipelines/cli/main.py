@@ -291,6 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pipelines.cli.plan import register as register_plan
 
     register_plan(sub)
+    from pipelines.cli.project import register as register_project
+
+    register_project(sub)
     from pipelines.cli.completion import register as register_completion
     from pipelines.cli.init import register as register_init
 

@@ -116,3 +116,42 @@ def render_summary(evaluation: Evaluation, console) -> None:
     rec = evaluation.get("recommendation")
     if rec:
         console.print(f"to decide it: {data(rec['why'])}", highlight=False)
+    projection = evaluation.get("projection")
+    if projection:
+        console.print(f"decision: {data(projection['sentence'])}", highlight=False)
+
+
+def render_projection(result) -> None:
+    """`bakeoff project`'s terminal output: one row per leg, then the sentence."""
+    from rich.table import Table
+
+    from pipelines.cli.output import console as make_console
+
+    console = make_console()
+    level = f"{result.confidence:.0%}"
+    table = Table(title=data(f"one production run, {level} intervals ({result.label})"), title_justify="left")
+    for column in ("leg", "instances", "throughput", "hours per run", "cost per run", "first run", "per "
+                   + result.period):
+        table.add_column(column, justify="left" if column == "leg" else "right")
+
+    def span(i, fmt) -> str:
+        if i is None or i.mean is None:
+            return "-"
+        return fmt(i.mean) + (f" ({fmt(i.low)}-{fmt(i.high)})" if i.low is not None else "")
+
+    for name, leg in result.legs.items():
+        if leg.reason and leg.throughput.mean is None:
+            table.add_row(data(name), str(leg.instances), data(leg.reason), "", "", "", "")
+            continue
+        table.add_row(data(name), f"{leg.instances} x {data(leg.instance_type or '?')}",
+                      span(leg.throughput, lambda v: f"{v:,.0f}") + f" {data(leg.unit or '')}/s",
+                      span(leg.hours_per_run, lambda v: f"{v:,.0f}" if v >= 100 else f"{v:.3g}"),
+                      span(leg.cost_per_run_usd, _usd),
+                      _usd(leg.first_run_cost_usd), span(leg.cost_per_period_usd, _usd))
+    console.print(table)
+    for leg in result.legs.values():
+        if leg.scaling.get("basis") not in ("as measured", None):
+            console.print(f"  scaling: {data(leg.scaling.get('note') or '')}", highlight=False)
+    if result.emulated:
+        console.print(f"  [yellow]note[/yellow] {data(result.label)}", highlight=False)
+    console.print(f"decision: {data(result.sentence)}", highlight=False)

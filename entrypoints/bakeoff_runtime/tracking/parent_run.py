@@ -255,6 +255,30 @@ def compare_path(experiment_id: str, run_ids: list[str]) -> str:
     return f"#/compare-runs?runs={enc(run_ids)}&experiments={enc([str(experiment_id)])}"
 
 
+def decision_metrics(evaluation: Evaluation) -> dict[str, float]:
+    """The projection's figures as the parent run's metrics (verdict/projection.py): each leg's cost of a
+    production run, and each compared leg's saving per run with its interval and its break-even."""
+    projection = evaluation.get("projection")
+    if not projection:
+        return {}
+    out: dict[str, float] = {}
+    for leg, p in projection["legs"].items():
+        if p["cost_per_run_usd"]["mean"] is not None:
+            out[f"decision.{leg}.cost_per_run_usd"] = float(p["cost_per_run_usd"]["mean"])
+    for c in projection["comparisons"]:
+        saving = c["saving_per_run_usd"]
+        ends = ((saving["mean"], ""), (saving["low"], "_low"), (saving["high"], "_high")) if saving else ()
+        for value, suffix in ends:
+            if value is not None:
+                out[f"decision.{c['leg']}.saving_per_run_usd{suffix}"] = float(value)
+        if c["saving_pct"] and c["saving_pct"]["mean"] is not None:
+            out[f"decision.{c['leg']}.saving_pct"] = float(c["saving_pct"]["mean"])
+        runs = c["break_even_runs"]["mean"] if c["break_even_runs"] else None
+        if runs is not None:
+            out[f"decision.{c['leg']}.break_even_runs"] = float(runs)
+    return out
+
+
 def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
                extra_artifacts: tuple[Path, ...] | list[Path] = (), jobs_dir: Path | None = None) -> dict[str, Any]:
     tracking_uri, experiment = cfg.get("tracking_uri"), cfg.get("experiment")
@@ -374,7 +398,10 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
         now = int(time.time() * 1000)
         # One metric: each of the parent's metrics is a chart of one bar. The legs' figures are on
         # their summary runs, the checks in tags, the bake-off's duration is the run's own.
-        metrics = {"verdict_pass": 1.0 if verdict == "pass" else 0.0}
+        metrics = {"verdict_pass": 1.0 if verdict == "pass" else 0.0, **decision_metrics(evaluation)}
+        projection = evaluation.get("projection")
+        if projection:
+            tags["bakeoff.decision"] = str(projection["sentence"])[:MAX_TAG_CHARS]
         data = client.get_run(run_id).data
         # Written once: a re-evaluation logs only the figures that changed.
         metrics = {k: v for k, v in metrics.items() if data.metrics.get(k) != v}
