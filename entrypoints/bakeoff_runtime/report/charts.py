@@ -12,10 +12,10 @@ import math
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from bakeoff_runtime.contract.documents import Evaluation
-from bakeoff_runtime.report.formatting import log_label, log_ticks, nice_ticks, tick_label
+from bakeoff_runtime.report.formatting import log_label, log_ticks, money_tick, nice_ticks, tick_label
 from bakeoff_runtime.verdict.parity_tests import EQUIVALENCE, test_of
 
 # Colour-blind-safe (Okabe-Ito based) and kept clear of the pass green and fail red, so a leg's
@@ -437,3 +437,101 @@ def decision_chart(ev: Evaluation, colours: dict[str, str], w: int = 520) -> str
             f"green: pass region ({test.pass_region(checks[0]['margin'], worse_right)})")
     return figure(f"The decision: each leg's difference from {p['baseline']} against the margin", w, h, body,
                   note=note)
+
+
+
+# --- the payback --------------------------------------------------------------------------------
+PAYBACK_RUNS_CAP = 200  # beyond this many production runs a payback is no longer a plan to draw
+
+
+class Payback(TypedDict):
+    """One comparison's cumulative net saving: after run n it is first + (n - 1) x each, for the mean
+    and each end of the interval (None where there is no interval), the porting cost already taken
+    off `first`; `runs`: the break-even, None where it never comes."""
+    label: str
+    leg: str
+    colour: str
+    first: tuple[float, float | None, float | None]
+    each: tuple[float, float | None, float | None]
+    runs: float | None
+
+
+def payback_horizon(break_evens: Sequence[float | None], runs_per_period: float) -> int:
+    """How many production runs the payback figure spans: twice the furthest break-even and twice a
+    period's runs, at least 8, at most PAYBACK_RUNS_CAP, ended on a round tick."""
+    furthest = max([float(b) for b in break_evens if b is not None and _finite(b)] or [0.0])
+    period = 2 * runs_per_period if _finite(runs_per_period) else 0.0
+    return int(nice_ticks(0, min(PAYBACK_RUNS_CAP, max(2 * furthest, period, 8.0)), 6, integer=True)[-1])
+
+
+def money_tick_whole(v: float, step: float) -> str:
+    """A money tick without cents once the step is whole dollars: "$5,000" reads faster than "$5,000.00"."""
+    if step < 1:
+        return money_tick(v, step)
+    return ("-" if v < 0 and abs(v) >= step * 1e-6 else "") + "$" + tick_label(abs(v), step)
+
+
+def _payback_ends(p: Payback, horizon: int) -> list[tuple[float, float] | None]:
+    """The mean's, the low end's and the high end's net saving after run 1 and after `horizon` runs."""
+    out: list[tuple[float, float] | None] = []
+    for first, each in zip(p["first"], p["each"], strict=True):
+        if first is not None and each is not None and _finite(first) and _finite(each):
+            out.append((first, first + (horizon - 1) * each))
+        else:
+            out.append(None)
+    return out
+
+
+def payback_chart(title: str, lines: Sequence[Payback], horizon: int, note: str = "", *, w: int = 560,
+                  h: int = 320, emulated: str = "") -> str:
+    """Cumulative net saving against production runs: per comparison its mean as a line and its
+    interval as a shaded band (every band drawn before any line), the zero line, and each break-even
+    that falls on the chart marked and labelled."""
+    drawn = [(p, ends) for p in lines if (ends := _payback_ends(p, horizon))[0] is not None]
+    if not drawn:
+        return no_data(title, "no comparison has a saving to draw")
+    values = [v for _, ends in drawn for pair in ends if pair for v in pair]
+    yt = nice_ticks(min(values + [0.0]), max(values + [0.0]), 5, multiples=(1, 2, 5, 10))
+    ystep = yt[1] - yt[0] if len(yt) > 1 else 1.0
+    left = _left_for([money_tick_whole(v, ystep) for v in yt])
+    items = [(p["label"], _swatch_band(p["colour"], DASHES[i % len(DASHES)]), p["leg"])
+             for i, (p, _) in enumerate(drawn)]
+    leg_svg, top = legend(items, left, FONT + 4, w - 10)
+    box = (left, top + 6, w - 16, h - 2 * FONT - 20)
+    ptop, right, bottom = box[1:]
+    # Run 1 is the first tick: there is no run 0 to save on.
+    xt = [1.0] + [t for t in nice_ticks(0, horizon, 6, integer=True) if 1 < t <= horizon]
+    body = _axes(box, xt, yt, float, "production runs", "cumulative net saving", tick_label, money_tick_whole)
+    sx, sy = _scale(1, horizon, left, right), _scale(yt[0], yt[-1], bottom, ptop)
+    x1, xh = sx(1), sx(horizon)
+    clip = f"clip-{_slug(title)}"
+    defs = (f'<clipPath id="{clip}"><rect x="{left}" y="{ptop}" width="{right - left}" '
+            f'height="{bottom - ptop}"/></clipPath>')
+    bands, means, marks = [], [], []
+    for i, (p, (mean, low, high)) in enumerate(drawn):
+        tag, colour = f'data-leg="{_e(p["leg"])}"', p["colour"]
+        if low and high:
+            bands.append(f'<polygon {tag} data-band="interval" points="{x1:.1f},{sy(low[0]):.1f} '
+                         f'{xh:.1f},{sy(low[1]):.1f} {xh:.1f},{sy(high[1]):.1f} {x1:.1f},{sy(high[0]):.1f}" '
+                         f'fill="{colour}" fill-opacity="0.16" stroke="{colour}" stroke-width="1" '
+                         f'stroke-dasharray="{DASHES[i % len(DASHES)]}"/>')
+        assert mean is not None  # drawn keeps only the lines with a mean
+        means.append(f'<polyline {tag} points="{x1:.1f},{sy(mean[0]):.1f} {xh:.1f},{sy(mean[1]):.1f}" '
+                     f'fill="none" stroke="{colour}" stroke-width="2.4"/>')
+        n = p["runs"]
+        if n is None or not _finite(n) or not 1 <= n <= horizon:
+            continue
+        x, text = sx(n), f"pays back after {n:.0f} run{'' if n == 1 else 's'}"
+        y_at = mean[0] + (n - 1) * (mean[1] - mean[0]) / max(1, horizon - 1)
+        ty = ptop + FONT + 2 + i * (FONT + 6)
+        anchor, dx = ("start", 7) if x < (left + right) / 2 else ("end", -7)
+        marks.append(f'<g data-break-even="{n:.0f}" {tag}><line x1="{x:.1f}" y1="{ptop}" x2="{x:.1f}" '
+                     f'y2="{bottom}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="5,3"/>'
+                     f'<circle cx="{x:.1f}" cy="{sy(y_at):.1f}" r="4.5" fill="#fff" stroke="{colour}" '
+                     f'stroke-width="2"/><text x="{x + dx:.1f}" y="{ty:.1f}" text-anchor="{anchor}" '
+                     f'font-weight="600" paint-order="stroke" stroke="#fff" stroke-width="4">{_e(text)}</text></g>')
+    zero = (f'<line data-zero="1" x1="{left}" y1="{sy(0):.1f}" x2="{right}" y2="{sy(0):.1f}" stroke="{INK}" '
+            'stroke-width="1.3"/>')
+    body.append(f'<g clip-path="url(#{clip})">' + "".join(bands) + zero + "".join(means) + "</g>")
+    body += marks + leg_svg
+    return figure(title, w, h, body, note=note, defs=defs, emulated=emulated)

@@ -1,7 +1,8 @@
 """The report a decision is made on: report.html (one self-contained file, opens
 offline, plots as inline SVG) and report.md, both from evaluation.json alone.
 
-The page is a fixed head (verdict, decision figure, emulation banner) followed by SECTIONS,
+The page is a fixed head (verdict, the production decision where the evaluation has a projection,
+parity figure, emulation banner) followed by SECTIONS,
 an ordered list of (markdown, html) renderers; a new section is one more entry there.
 Numbers and money are written by report.formatting, figures drawn by report.charts.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime.contract.documents import Evaluation
-from bakeoff_runtime.report import porting_section
+from bakeoff_runtime.report import decision_section, porting_section
 from bakeoff_runtime.report import scaling as report_scaling
 from bakeoff_runtime.report import spend as report_spend
 from bakeoff_runtime.report.charts import PALETTE, bar_chart, decision_chart, leg_colours, line_chart, stacked_bar_chart
@@ -493,7 +494,7 @@ def render_markdown(ev: Evaluation) -> str:
     # after inert_strings() has taken out the escapes and control characters a job could have put in it.
     ev = inert_strings(ev)
     out = [f"# Bake-off {md(ev.get('bakeoff'))}: {md(str(ev['verdict']).upper())}", "", md(verdict_sentence(ev)),
-           *_measured_md(ev)]
+           *decision_section.section_markdown(ev), *_measured_md(ev)]
     if _emulated(ev):
         out += ["", f"> Speed and cost: {EMULATED}."]
     for markdown, _ in SECTIONS:
@@ -534,12 +535,16 @@ def render_html(ev: Evaluation) -> str:
     decision = decision_chart(ev, leg_colours(ev))
     banner = f'<p class="banner">Speed and cost: {e(EMULATED)}.</p>' if _emulated(ev) else ""
     sections = "\n".join(filter(None, (render(ev) for _, render in SECTIONS)))
+    # The production decision is what the bake-off was run to answer: the first screen, under the verdict.
+    production = decision_section.section_html(ev)
+    css = CSS + ("\n" + decision_section.CSS if production else "")
+    production_block = "\n" + production if production else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>bake-off {name}: {verdict}</title>
-<style>{CSS}</style></head><body><main class="page">
+<style>{css}</style></head><body><main class="page">
 <h1>Bake-off {name}: <span class="{verdict}">{verdict.upper()}</span></h1>
-<p class="verdict">{e(verdict_sentence(ev))}</p>
+<p class="verdict">{e(verdict_sentence(ev))}</p>{production_block}
 {_measured_html(ev)}
 {f'<div class="decision">{decision}</div>' if decision else ''}
 {banner}

@@ -442,8 +442,10 @@ def sentence(p: Projection) -> str:
         text = (f"on {where}, one production run would cost {_money(mc['mean'])}"
                 + (f" ({level} interval {_money(mc['low'])}-{_money(mc['high'])})" if mc["low"] is not None else "")
                 + f" against {_money(theirs['cost_per_run_usd']['mean'])} on {there}")
-        if c["reason"]:
-            parts.append(f"{text}; {c['reason']}")
+        if c["reason"]:  # the whole reason is beside the figure: the sentence stays one line
+            short = (f"no saving: parity with {c['baseline']} is {c['parity']}" if c["parity"] != "passed"
+                     else c["reason"])
+            parts.append(f"{text}; {short}")
             continue
         empty: Interval = {"mean": None, "low": None, "high": None}
         s, pct, n = c["saving_per_run_usd"] or empty, c["saving_pct"] or empty, c["break_even_runs"] or empty
