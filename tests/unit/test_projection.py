@@ -154,3 +154,14 @@ def test_a_production_size_in_another_unit_is_refused_with_what_to_state():
     assert "measured in tokens/s: state it in tokens" in p["legs"]["trn1"]["reason"]
     steps = project(ev, _decision(production={"units": None, "unit": None, "steps": 1000, "batch": None}))
     assert steps["legs"]["trn1"]["hours_per_run"]["mean"] == pytest.approx(1000 * 100 / 400 / 3600)
+
+
+def test_a_saving_is_never_more_than_the_whole_of_the_baselines_cost():
+    # 16 instances from 1, no sweep: both legs' costs widen a lot; the percent stays below 100.
+    ev = _ev({"trn1": _leg([200.0, 190.0, 210.0]), "p4d": _leg([60.0, 70.0, 50.0])})
+    c = project(ev, _decision(instances={"trn1": 16, "p4d": 16}))["comparisons"][0]
+    legs = project(ev, _decision(instances={"trn1": 16, "p4d": 16}))["legs"]
+    assert c["saving_pct"]["high"] < 100
+    assert c["saving_pct"]["high"] == pytest.approx(
+        min(100 * c["saving_per_run_usd"]["high"] / legs["p4d"]["cost_per_run_usd"]["mean"],
+            100 * (1 - legs["trn1"]["cost_per_run_usd"]["low"] / legs["p4d"]["cost_per_run_usd"]["high"])))

@@ -555,10 +555,33 @@ evaluation.json</footer>
 """
 
 
+def render_decision_html(ev: Evaluation) -> str | None:
+    """The decision section alone, as a page (decision.html: the MLflow parent run's plot artifact, which
+    MLflow's artifact view shows as it is); None without a projection."""
+    production = decision_section.section_html(ev)
+    if not production:
+        return None
+    name = e(str(ev.get("bakeoff") or "bake-off"))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>bake-off {name}: the decision</title>
+<style>{CSS}
+{decision_section.CSS}</style></head><body><main class="page">
+{production}
+</main></body></html>
+"""
+
+
 def write_reports(ev: Evaluation, out_dir: Path) -> list[Path]:
+    """report.html and report.md, and decision.html where the evaluation projects a production run."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "report.html", out_dir / "report.md"]
-    for path, text in zip(paths, (render_html(ev), render_markdown(ev)), strict=True):
+    texts = [render_html(ev), render_markdown(ev)]
+    decision = render_decision_html(ev)
+    if decision is not None:
+        paths.append(out_dir / "decision.html")
+        texts.append(decision)
+    for path, text in zip(paths, texts, strict=True):
         # Whole or not at all: a reader never sees half a report.
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.unlink(missing_ok=True)  # a link planted there is removed, never written through

@@ -335,7 +335,7 @@ def compare(name: str, base: str, legs: Mapping[str, LegProjection], seeds: Mapp
             max(0.0, (b_high - b_mean) - _seed_half(a, confidence))
         s = {"mean": s["mean"], "low": s["low"] - extra_low, "high": s["high"] + extra_high}
     out["saving_per_run_usd"] = s
-    out["saving_pct"] = _times(s, 100 / b_mean) if b_mean else None
+    out["saving_pct"] = _percent(s, b_mean, (m_low, m_high), (b_low, b_high))
     runs = decision["runs_per_period"]
     out["saving_per_period_usd"] = _times(s, runs)
     first_extra = (theirs["first_run_cost_usd"] or 0.0) - (b_mean or 0.0) - \
@@ -350,6 +350,21 @@ def compare(name: str, base: str, legs: Mapping[str, LegProjection], seeds: Mapp
     out["break_even_weeks"] = _times(runs_at, PERIOD_WEEKS[decision["period"]] / runs)
     out["never_pays_back"] = runs_at["mean"] is None
     return out
+
+
+def _percent(saving: Interval, base: float | None, mine: tuple[float | None, float | None],
+             theirs: tuple[float | None, float | None]) -> Interval | None:
+    """The saving as a percent of the baseline's cost per run. Its ends stay inside what the two legs' cost
+    intervals allow (1 - target/baseline): a saving never exceeds the baseline's whole cost."""
+    if not base:
+        return None
+    pct = _times(saving, 100 / base)
+    (m_low, m_high), (b_low, b_high) = mine, theirs
+    if pct["high"] is not None and m_low is not None and b_high:
+        pct["high"] = min(pct["high"], 100 * (1 - m_low / b_high))
+    if pct["low"] is not None and m_high is not None and b_low:
+        pct["low"] = max(pct["low"], 100 * (1 - m_high / b_low))
+    return pct
 
 
 def _times(i: Interval, k: float) -> Interval:
