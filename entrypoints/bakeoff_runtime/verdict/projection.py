@@ -464,9 +464,13 @@ def sentence(p: Projection) -> str:
             continue
         empty: Interval = {"mean": None, "low": None, "high": None}
         s, pct, n = c["saving_per_run_usd"] or empty, c["saving_pct"] or empty, c["break_even_runs"] or empty
-        word = "a saving" if (s.get("mean") or 0) >= 0 else "a loss"
-        text += (f": {word} of {abs(pct.get('mean') or 0):.0f}% per run"
-                 + (f" ({level} interval {pct['low']:.0f}% to {pct['high']:.0f}%)" if pct.get("low") is not None
+        saves = (s.get("mean") or 0) >= 0
+        # A loss is said as a loss, its interval too (a 120% to 380% loss, not -380% to -120%).
+        low, high = pct["low"], pct["high"]
+        if not saves:
+            low, high = (None if high is None else -high), (None if low is None else -low)
+        text += (f": {'a saving' if saves else 'a loss'} of {abs(pct.get('mean') or 0):.0f}% per run"
+                 + (f" ({level} interval {low:.0f}% to {high:.0f}%)" if low is not None and high is not None
                     else ""))
         if c["porting_usd"]:
             if c["never_pays_back"]:
