@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -29,6 +30,9 @@ from bakeoff_runtime.report.document import write_reports  # noqa: E402
 from bakeoff_runtime.tracking.parent_run import log_parent  # noqa: E402
 from bakeoff_runtime.verdict.evaluation import evaluate, write_evaluation  # noqa: E402
 from bakeoff_runtime.verdict.job_outputs import load_jobs  # noqa: E402
+
+if TYPE_CHECKING:
+    from bakeoff_runtime.contract.documents import EvaluationConfig, MlflowConfig
 
 
 def _s3_reader():
@@ -144,12 +148,12 @@ def main(argv=None) -> int:
 
         if args.record:
             fetch_records(args.record, args.records)
-        cfg.update(read_records(args.records))  # what porting cost: the preflight's findings, the collective checks
+        cfg.update(cast("EvaluationConfig", read_records(args.records)))  # what porting cost: the preflight's findings, the collective checks
     jobs = load_jobs(args.jobs) if args.jobs.exists() else []
     result = evaluate(cfg, jobs)
     path = write_evaluation(result, args.out)
     reports = write_reports(result, args.out)
-    mlflow_cfg = dict(cfg.get("mlflow") or {})
+    mlflow_cfg = cast("MlflowConfig", dict(cfg.get("mlflow") or {}))
     if mlflow_cfg and os.environ.get("MLFLOW_TRACKING_URI"):
         # The job's environment wins over the config asset (a CDK stack substitutes the
         # tracking server's ARN there), as MLflow's own clients do.

@@ -62,7 +62,7 @@ def build_config(hp, sequence_length: int):
     model_type = str(hp("model_type", "llama"))
     d_model, n_heads = int(hp("d_model", 128)), int(hp("n_heads", 4))
     defaults = AutoConfig.for_model(model_type).to_dict()
-    sizes = {"vocab_size": VOCAB, "hidden_size": d_model, "num_hidden_layers": int(hp("n_layers", 2)),
+    sizes: dict[str, int | float] = {"vocab_size": VOCAB, "hidden_size": d_model, "num_hidden_layers": int(hp("n_layers", 2)),
              "num_attention_heads": n_heads, "max_position_embeddings": sequence_length}
     width = int(hp("mlp_ratio", 4)) * d_model
     for name in ("intermediate_size", "n_inner", "ffn_dim"):
@@ -128,12 +128,14 @@ def training_arguments(hp, rt: Runtime, per_device: int, accumulation: int) -> d
 @torch.no_grad()
 def evaluate(rt: Runtime, model, batches) -> float:
     model.eval()
-    total = None
+    total: torch.Tensor | None = None
     for x, y in batches:
         with rt.autocast():
             loss = causal_lm_loss(model, x.to(rt.device), y.to(rt.device))
         total = loss if total is None else total + loss
     model.train()
+    if total is None:
+        raise ValueError("no validation batches")
     return float((total / len(batches)).item())
 
 
@@ -195,7 +197,7 @@ def main() -> None:
                        min_ratio)
             for group in opt.param_groups:
                 group["lr"] = lr
-            loss_sum = None
+            loss_sum: torch.Tensor | None = None
             for x, y in train.micro_batches(step, rt.rank, rt.world_size, accumulation):
                 with rt.autocast():
                     loss = causal_lm_loss(model, x.to(rt.device), y.to(rt.device))
@@ -203,6 +205,7 @@ def main() -> None:
                 loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
             rt.optimizer_step(opt, clip_grad_norm=args["max_grad_norm"])
             opt.zero_grad(set_to_none=True)
+            assert loss_sum is not None  # accumulation >= 1: at least one micro-batch ran
             rt.track_step(step, loss_sum / accumulation, tokens=tokens_per_step, lr=lr)
             if eval_interval and (step + 1) % eval_interval == 0 and step + 1 < max_steps:
                 with rt.validating():

@@ -618,9 +618,11 @@ def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bo
             body.update(failure_kind=kind, reason=f"{reason} (the script said: {body.get('reason')})"[:500])
             summary.write_text(json.dumps(body, indent=2))
     if not summary.exists():
+        from bakeoff_runtime.contract.documents import SUMMARY_SCHEMA
+
         env.model_dir.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({
-            "schema": "bakeoff.summary/1", "status": "failed", "reason": reason[:800], "failure_kind": kind,
+            "schema": SUMMARY_SCHEMA, "status": "failed", "reason": reason[:800], "failure_kind": kind,
             # bakeoff_leg/bakeoff_seed: a script-mode job's (its `seed` may be the script's own argument)
             "leg": env.hyperparameters.get("bakeoff_leg", env.hyperparameters.get("leg")),
             "seed": env.hyperparameters.get("bakeoff_seed", env.hyperparameters.get("seed")),

@@ -35,7 +35,8 @@ def lr_at(step: int, base: float, warmup: int, total: int, schedule: str, min_ra
 
 def build_optimizer(model: torch.nn.Module, hp) -> torch.optim.Optimizer:
     name = hp("optimizer", "adamw")
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for _n, p in model.named_parameters():
         (decay if p.dim() >= 2 else no_decay).append(p)
     groups = [{"params": decay, "weight_decay": float(hp("weight_decay", 0.1))},
@@ -52,12 +53,14 @@ def build_optimizer(model: torch.nn.Module, hp) -> torch.optim.Optimizer:
 @torch.no_grad()
 def evaluate(rt: Runtime, model, batches) -> float:
     model.eval()
-    total = None
+    total: torch.Tensor | None = None
     for x, y in batches:
         with rt.autocast():
             _, loss = model(x.to(rt.device), y.to(rt.device))
         total = loss if total is None else total + loss
     model.train()
+    if total is None:
+        raise ValueError("no validation batches")
     return float((total / len(batches)).item())
 
 
@@ -107,7 +110,7 @@ def main() -> None:
             for group in opt.param_groups:
                 group["lr"] = lr
             micro = train.micro_batches(step, rt.rank, rt.world_size, accumulation)
-            loss_sum = None
+            loss_sum: torch.Tensor | None = None
             for x, y in micro:
                 with rt.autocast():
                     _, loss = model(x.to(rt.device), y.to(rt.device))
@@ -115,6 +118,7 @@ def main() -> None:
                 loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
             rt.optimizer_step(opt, clip_grad_norm=clip)  # average across ranks, clip, step
             opt.zero_grad(set_to_none=True)
+            assert loss_sum is not None  # accumulation >= 1: at least one micro-batch ran
             rt.track_step(step, loss_sum / accumulation, tokens=tokens_per_step, lr=lr)
             if eval_interval and (step + 1) % eval_interval == 0 and step + 1 < max_steps:
                 with rt.validating():

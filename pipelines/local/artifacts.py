@@ -9,6 +9,7 @@ from typing import Any
 
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract import output_digest
+from bakeoff_runtime.contract.documents import SUMMARY_SCHEMA
 from pipelines.names import COLLECTIVE_STEP_PREFIX, PREFLIGHT_STEP
 
 
@@ -42,7 +43,7 @@ def record_stopped(executor, job, key: str, reason: str, store, kind: str = "col
     model = job_dir / "opt" / "ml" / "model"
     model.mkdir(parents=True, exist_ok=True)
     (job_dir / "job.json").unlink(missing_ok=True)
-    summary = {"schema": "bakeoff.summary/1", "status": "failed", "reason": reason[:500],
+    summary = {"schema": SUMMARY_SCHEMA, "status": "failed", "reason": reason[:500],
                "failure_kind": kind, "leg": job.leg, "seed": job.seed,
                "backend": job.environment.get(contract.ENV["backend"]), "job_key": key}
     (model / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

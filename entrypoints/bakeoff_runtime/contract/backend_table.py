@@ -1,9 +1,9 @@
 """The backends, one row each: what the spec, the estimators, the compiler, the local engine and
 the container ask of a backend, read here instead of tested by name.
 
-A new backend is a row here, an adapter module in bakeoff_runtime/training/backends/, the `Backend`
-literal in pipelines/spec/fields.py (kept literal for the JSON schema; tests/unit/test_backend_table.py
-holds it equal to BACKENDS) and the leg kinds that run it (`backends` in estimators/).
+A new backend is a row here, an adapter module in bakeoff_runtime/training/backends/ and the leg kinds
+that run it (`backends` in estimators/); the spec's `Backend` literal (pipelines/spec/fields.py) and the
+JSON Schema's enum are derived from these rows.
 
 Standard library only: the orchestration side imports it (tests/unit/test_boundaries.py, TORCH_FREE)
 and the container reads it before torch is imported.
