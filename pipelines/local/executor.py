@@ -210,6 +210,15 @@ class LocalExecutor:
         missing = missing_requirement(self.spec)  # the jobs run in this Python: say so before any starts
         if missing:
             raise SpecError(missing, field="entrypoint.builtin")
+        # `validate` asked with the spec's MLflow; --no-mlflow can take away the one source of the parity
+        # metric, which would otherwise show only once the first seed's jobs reported none.
+        unreachable = self.spec.parity_metric_problem(mlflow=bool(self.mlflow), mlflow_off="--no-mlflow",
+                                                      mlflow_on="run without --no-mlflow")
+        if unreachable:
+            from pipelines.spec.loader import locate
+
+            file, line = locate(self.spec, ("parity", "metric"))
+            raise SpecError(f"{unreachable}; no job was started", file=file, line=line, field="parity.metric")
         self.out.mkdir(parents=True, exist_ok=True)
         with RunLock(self.out), _forward_signals(self):
             result = self._run()

@@ -558,13 +558,9 @@ class BakeoffSpec(_Model):
                                          "script reads `hyperparameters` instead")
             return
         sm = ep.script_mode
-        names = [m.name for m in sm.metrics]
-        if not (sm.hf_trainer_state or sm.metrics_from_mlflow) and self.parity.metric not in names:
-            hint = f" (declared: {', '.join(names)})" if names else ""
-            raise SpecFieldError(("parity", "metric"), f"script mode reads metrics from the script's output: "
-                                 f"declare {self.parity.metric!r} in entrypoint.script_mode.metrics with a regex"
-                                 f"{hint}, set script_mode.hf_trainer_state: true for a Hugging Face Trainer, or "
-                                 "script_mode.metrics_from_mlflow: true for a script that logs it to MLflow")
+        unreachable = self.parity_metric_problem()
+        if unreachable:
+            raise SpecFieldError(("parity", "metric"), unreachable)
         if sm.seed.argument and sm.seed.argument in self.hyperparameters:
             raise SpecFieldError(("hyperparameters", sm.seed.argument), f"{sm.seed.argument!r} carries the seed "
                                  "(entrypoint.script_mode.seed.argument): bakeoff sets it per job; remove it here")
@@ -590,6 +586,36 @@ class BakeoffSpec(_Model):
                 raise SpecFieldError(("legs", i, "arguments"), f"the script, `arguments` and leg {leg.name}'s own "
                                      f"make {1 + len(self.arguments) + len(leg.arguments)} container arguments; "
                                      "SageMaker takes at most 100")
+
+    def parity_metric_problem(self, *, mlflow: bool | None = None, mlflow_off: str = "mlflow.enabled: false",
+                              mlflow_on: str = "set mlflow.enabled: true") -> str | None:
+        """In script mode, why no metric source its jobs read can give the parity metric, in one line that says
+        what to declare; None when one can (or in Runtime mode, where bakeoff's Runtime reports it).
+
+        `mlflow`: whether the jobs will have MLflow, None for what the spec says. A spec cannot know that a
+        run turns it off (`bakeoff run --no-mlflow`), so such a run asks again, naming how it turned it off
+        (`mlflow_off`) and how to keep it on (`mlflow_on`); the sources are the contract's
+        (bakeoff_runtime.contract.script_mode.METRIC_SOURCE_RULES), the same the launcher reads."""
+        if self.entrypoint.mode != "script":
+            return None
+        from bakeoff_runtime.contract.script_mode import METRIC_SOURCE_RULES, sources_giving
+
+        sm, metric = self.entrypoint.script_mode, self.parity.metric
+        settings = sm.settings(metric)
+        if sources_giving(settings, metric, mlflow_enabled=self.mlflow.enabled if mlflow is None else mlflow):
+            return None
+        # Declared, and able to give it, were MLflow on: then turning MLflow on is the first fix.
+        blocked = sources_giving(settings, metric, mlflow_enabled=True)
+        names = [m.name for m in sm.metrics]
+        declared = f" (declared: {', '.join(names)})" if names else ""
+        fixes = [mlflow_on] if blocked else []
+        fixes += [rule.hint.format(metric=metric, declared=declared) for rule in METRIC_SOURCE_RULES
+                  if rule not in blocked]
+        said = f"{', '.join(fixes[:-1])}, or {fixes[-1]}" if len(fixes) > 1 else fixes[0]
+        if blocked:
+            return (f"{blocked[0].switch} takes {metric!r} from {blocked[0].what}, but {mlflow_off} turns MLflow "
+                    f"off and no other source gives it: {said}")
+        return f"script mode reads metrics from the script's output: {said}"
 
     # --- derived ----------------------------------------------------------------------
     @property

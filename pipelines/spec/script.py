@@ -156,4 +156,5 @@ class ScriptMode(_Model):
             loss_metric=self.loss_metric, parity_metric=parity_metric,
             seed_argument=self.seed.argument, seed_environment=self.seed.environment, unit=self.unit,
             units_per_step=self.units_per_step, hf_trainer_state=self.hf_trainer_state,
-            warmup_steps=self.warmup_steps, sync_interval=self.sync_interval)
+            metrics_from_mlflow=self.metrics_from_mlflow, warmup_steps=self.warmup_steps,
+            sync_interval=self.sync_interval)

@@ -26,7 +26,7 @@ import json
 import multiprocessing
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,8 @@ class ScriptSettings:
     unit: str = "samples"
     units_per_step: float | None = None
     hf_trainer_state: bool = False
+    # The verdict may take its metric from what the script logs to MLflow itself (METRIC_SOURCE_RULES).
+    metrics_from_mlflow: bool = False
     warmup_steps: int = 5
     sync_interval: int = 10
     # One process per device under torchrun (SageMaker's torch_distributed), or one process per
@@ -82,6 +84,49 @@ class ScriptSettings:
         """The settings shipped in the bundle next to `script`, or None (a Runtime-mode script)."""
         path = Path(script).parent / SETTINGS_FILE
         return cls.from_json(path.read_text()) if path.exists() else None
+
+
+@dataclass(frozen=True)
+class MetricSourceRule:
+    """One metric source of script mode as both sides see it before any job runs: whether the settings turn
+    it on and whether it can then give a metric by that name. The launcher's reader of the same `name`
+    (bakeoff_runtime.training.metric_sources) reads the job; this half lives in the contract because the
+    orchestration side, which asks it in `validate` and `bakeoff run`, never imports the training group."""
+
+    name: str  # its reader's name in bakeoff_runtime.training.metric_sources.SOURCES
+    what: str  # what it reads, in the words of a message
+    switch: str  # the spec field that turns it on
+    hint: str  # how a spec makes it give {metric} ({declared}: the regexes' names), for the refusal
+    enabled: Callable[[ScriptSettings], bool]
+    gives: Callable[[ScriptSettings, str], bool]  # when enabled: whether `metric` can come from it
+    needs_mlflow: bool = False  # it reads the job's MLflow run, which a spec or a run can turn off
+
+    def can_give(self, settings: ScriptSettings, metric: str, *, mlflow_enabled: bool) -> bool:
+        return (self.enabled(settings) and (mlflow_enabled or not self.needs_mlflow)
+                and self.gives(settings, metric))
+
+
+# In precedence order, the launcher's (tests/unit/test_metric_sources.py holds its SOURCES to these): the
+# regexes first, a trainer_state.json over them, the script's own MLflow logging only where neither gave
+# a metric. A Trainer's file and MLflow can give any name the script writes, which only the job knows.
+METRIC_SOURCE_RULES: tuple[MetricSourceRule, ...] = (
+    MetricSourceRule("log_regexes", "the script's output", "entrypoint.script_mode.metrics",
+                     "declare {metric!r} in entrypoint.script_mode.metrics with a regex{declared}",
+                     enabled=lambda s: bool(s.metrics),
+                     gives=lambda s, metric: any(m.name == metric for m in s.metrics)),
+    MetricSourceRule("trainer_state", "a Hugging Face Trainer's trainer_state.json", "script_mode.hf_trainer_state",
+                     "set script_mode.hf_trainer_state: true for a Hugging Face Trainer",
+                     enabled=lambda s: s.hf_trainer_state, gives=lambda s, metric: True),
+    MetricSourceRule("mlflow", "the script's own MLflow logging", "script_mode.metrics_from_mlflow",
+                     "set script_mode.metrics_from_mlflow: true for a script that logs it to MLflow",
+                     enabled=lambda s: s.metrics_from_mlflow, gives=lambda s, metric: True, needs_mlflow=True),
+)
+
+
+def sources_giving(settings: ScriptSettings, metric: str, *, mlflow_enabled: bool) -> tuple[MetricSourceRule, ...]:
+    """The enabled sources that can give `metric`; none means no job of these settings would report it."""
+    return tuple(rule for rule in METRIC_SOURCE_RULES
+                 if rule.can_give(settings, metric, mlflow_enabled=mlflow_enabled))
 
 
 def script_hyperparameters(hps: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,18 +3,20 @@
 Before it: its requirements.txt installed (as the training toolkit does), its hyperparameters
 turned into its command line, the SM_* variables the toolkit would have set, and its seed in
 the variable the spec names. While it runs: every line of its output through the metric
-regexes. After it: summary.json from the step hook's record, those metrics and how it ended.
+regexes. After it: summary.json from the step hook's record, the metrics its sources give
+(training/metric_sources: those regexes, a Trainer's trainer_state.json, its own MLflow logging) and how
+it ended.
 Torch-free; the worker process (script_probe) is the only part that imports torch.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import resource
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bakeoff_runtime.contract import ENV, TrainingEnv
 from bakeoff_runtime.contract.backend_table import BACKENDS
@@ -32,12 +34,8 @@ from bakeoff_runtime.contract.script_mode import (
     seed_environment,
 )
 from bakeoff_runtime.tracking.script_run import ScriptRun
-from bakeoff_runtime.training.script_metrics import (
-    LogMetrics,
-    find_trainer_state,
-    trainer_state,
-    trainer_state_snapshot,
-)
+from bakeoff_runtime.training import metric_sources
+from bakeoff_runtime.training.script_metrics import LogMetrics
 from bakeoff_runtime.training.script_summary import compose, read_probe, write
 
 
@@ -50,7 +48,8 @@ class PreparedScript:
     notes: list[str] = field(default_factory=list)
     mlflow: ScriptRun | None = None
     failure_kind: str = "script"  # who must act on `failure` (training/failure_cause.py)
-    trainer_states: dict = field(default_factory=dict)  # the trainer_state.json files there before the script
+    # What each metric source noted before the script started, by its name (metric_sources.before).
+    before: dict[str, Any] = field(default_factory=dict)
 
 
 def _requirements(code_dir: Path) -> tuple[str | None, list[str]]:
@@ -115,13 +114,8 @@ def prepare(env: TrainingEnv, script: Path, leg_args: list[str], settings: Scrip
     metrics = LogMetrics(settings.metrics, settings.loss_metric,
                          env.model_dir / "metrics.jsonl" if env.host_rank == 0 else None,
                          on_value=run.log if run is not None else None)
-    states = trainer_state_snapshot(_state_roots(env)) if settings.hf_trainer_state else {}
     return PreparedScript(arguments, environment, metrics, failure, notes, run, failure_kind=kind,
-                          trainer_states=states)
-
-
-def _state_roots(env: TrainingEnv) -> list[Path]:
-    return [env.model_dir, env.output_data_dir, env.checkpoint_dir, Path.cwd()]
+                          before=metric_sources.before(env, settings))
 
 
 def _ended(env: TrainingEnv) -> tuple[str, str | None, str | None]:
@@ -135,29 +129,11 @@ def _ended(env: TrainingEnv) -> tuple[str, str | None, str | None]:
 
 def finish(env: TrainingEnv, settings: ScriptSettings, job: PreparedScript, wall_time_s: float) -> dict:
     status, reason, kind = _ended(env)
-    series = dict(job.metrics.series)
-    sources = ["log regexes"] if settings.metrics else []
-    if settings.hf_trainer_state:
-        path = find_trainer_state(_state_roots(env), job.trainer_states)
-        if path is not None:
-            hf_series, records = trainer_state(path, settings.loss_metric)
-            series.update(hf_series)
-            with open(env.model_dir / "metrics.jsonl", "a") as fh:
-                for record in records:
-                    fh.write(json.dumps(record) + "\n")
-            sources.append(f"{path.name} ({path.parent.name}/)")
-        else:
-            job.notes.append("no trainer_state.json was written (call trainer.save_state() at the end)")
-    if job.mlflow is not None:
-        own = {k: v for k, v in job.mlflow.logged_by_script().items() if k not in series}
-        if own:
-            series.update(own)
-            sources.append("the script's own MLflow logging (" + ", ".join(sorted(own)) + ")")
-        if job.mlflow.foreign:
-            job.notes.append(job.mlflow.foreign_note())
-    summary = compose(env, settings, probe=read_probe(env.output_dir / PROBE_FILE), series=series, status=status,
-                      reason=reason, failure_kind=kind, arguments=job.arguments,
-                      metric_source=", ".join(sources) or "none declared", wall_time_s=wall_time_s)
+    found = metric_sources.collect(env, settings, job)
+    job.notes.extend(found.notes)
+    summary = compose(env, settings, probe=read_probe(env.output_dir / PROBE_FILE), series=found.series,
+                      status=status, reason=reason, failure_kind=kind, arguments=job.arguments,
+                      metric_source=", ".join(found.labels) or "none declared", wall_time_s=wall_time_s)
     # The workers' peak resident memory (the script's own process, not this launcher's).
     summary["peak_host_memory_bytes"] = int(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
     if job.notes:

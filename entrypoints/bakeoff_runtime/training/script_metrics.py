@@ -8,7 +8,8 @@ SageMaker reads it.
 * `trainer_state`: a Hugging Face Trainer's `trainer_state.json` (`log_history`, with real step
   numbers), the newest one the job left.
 
-Torch-free: the launcher runs this in the supervising process, around the script.
+The launcher reads them through its metric sources (training/metric_sources), in the supervising
+process, around the script. Torch-free.
 """
 from __future__ import annotations
 
