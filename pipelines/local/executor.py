@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import signal
 import sys
 import tarfile
@@ -32,6 +31,7 @@ from bakeoff_runtime.tracking import net as mlflow_net
 from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from pipelines.hashing import digest, file_sha256
 from pipelines.names import GATE_STEP, PREFLIGHT_STEP
+from pipelines.plan.emulation import gpu_available
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.model import BakeoffSpec
 
@@ -69,11 +69,6 @@ class RunResult:
     @property
     def exit_code(self) -> int:
         return VERDICT_EXIT[self.verdict]
-
-
-def gpu_available() -> bool:
-    # Decided without importing torch: the orchestrator stays light.
-    return bool(shutil.which("nvidia-smi")) and Path("/dev/nvidia0").exists()
 
 
 class LocalExecutor:
