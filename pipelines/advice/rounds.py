@@ -23,9 +23,7 @@ def with_seeds(spec: BakeoffSpec, seeds: list[int]) -> BakeoffSpec:
     data = spec.model_dump(mode="json")
     data["seeds"] = len(seeds) if seeds == list(range(len(seeds))) else list(seeds)
     grown = BakeoffSpec.model_validate(data)
-    grown._source_path = spec._source_path
-    grown._source_lines = dict(spec._source_lines)
-    return grown
+    return grown.sourced(spec.provenance)
 
 
 def grow(seeds: list[int], n: int) -> list[int]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from pipelines.errors import AwsError, BakeoffError, RunError, SpecError
-from pipelines.spec.model import BakeoffSpec
+from pipelines.spec.model import BakeoffSpec, Provenance
 
 from .results import ProgressEvent
 
@@ -56,8 +56,7 @@ def as_spec(spec: SpecLike, overrides: Sequence[str] | None = ()) -> BakeoffSpec
 
             data, _ = apply_overrides(spec.model_dump(mode="json", exclude_unset=True), list(overrides))
             moved = spec_from_dict(data, "--set")
-            moved._source_path = spec._source_path
-            return moved
+            return moved.sourced(Provenance(spec.provenance.path))
         return spec
     if isinstance(spec, Mapping):
         data = dict(spec)

@@ -52,7 +52,7 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
                          global_batch_size=leg.batching.global_batch_size,
                          arguments=(*loaded.arguments, *loaded.leg(leg.name).arguments),
                          processes_per_host=leg.processes_per_host) for leg in plan.legs)
-    source = loaded._source_path
+    source = loaded.provenance.path
     return Validation(spec_file=str(source) if source else None, name=loaded.name, spec_hash=plan.spec_hash,
                       seeds=tuple(loaded.seed_list), jobs=len(plan.jobs), mode=loaded.entrypoint.mode,
                       process_model=plan.script.why if plan.script else None, legs=legs, warnings=tuple(warnings))

@@ -22,7 +22,7 @@ from pipelines.names import pipeline_name as _pipeline_name
 from pipelines.plan.corpus import prepare_corpus
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.loader import spec_base_dir
-from pipelines.spec.model import ROLE_ARN_RE, BakeoffSpec
+from pipelines.spec.model import ROLE_ARN_RE, BakeoffSpec, Provenance
 from pipelines.steps import collective, evaluate, gate, precompile, training
 from pipelines.steps import preflight as preflight_kind
 from pipelines.steps.request import CODE_ARCHIVE, StepInputs, data_parameter_name, s3
@@ -141,8 +141,7 @@ def _with_region(spec: BakeoffSpec, region: str) -> BakeoffSpec:
         moved = BakeoffSpec.model_validate(data)
     except ValidationError as exc:
         raise format_validation_error(exc, "--region", {}) from None
-    moved._source_path = spec._source_path
-    return moved
+    return moved.sourced(Provenance(spec.provenance.path))  # the lines are the file's, not the moved spec's
 
 
 def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket: str | None = None,

@@ -157,9 +157,7 @@ def expand(spec: BakeoffSpec) -> BakeoffSpec:
     # Each part was validated (the declared spec checked its derived legs); a weak sweep's
     # legs carry their own global batch, which the spec-wide divisibility check cannot know.
     expanded = spec.model_copy(update={"legs": legs})
-    expanded._source_path = spec._source_path
-    expanded._source_lines = spec._source_lines
-    expanded._declared = spec
+    expanded.sourced(spec.provenance)._declared = spec
     return expanded
 
 

@@ -283,21 +283,20 @@ def load_spec(path: str | Path, overrides: list[str] | None = None) -> BakeoffSp
             raise error from None
     else:
         spec = spec_from_dict(data, shown, lines)
-    spec._source_path = path.resolve()
-    spec._source_lines = lines
-    return spec
+    from pipelines.spec.model import Provenance
+
+    return spec.sourced(Provenance(path.resolve(), lines))
 
 
 def spec_base_dir(spec: BakeoffSpec) -> Path:
     """Directory relative paths in the spec are resolved against (the spec file's)."""
-    src = spec._source_path
+    src = spec.provenance.path
     return src.parent if src else Path.cwd()
 
 
 def locate(spec: BakeoffSpec, field: tuple) -> tuple[str | None, int | None]:
     """(file, line) of a field of a loaded spec, for errors found after validation."""
-    src = spec._source_path
-    lines = getattr(spec, "_source_lines", None) or {}
+    src, lines = spec.provenance.path, spec.provenance.lines
     for n in range(len(field), -1, -1):
         if field[:n] in lines:
             return (str(src) if src else None), lines[field[:n]]

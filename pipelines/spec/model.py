@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -413,6 +415,15 @@ def _standard_bounds(node: Any) -> Any:
     return node
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """Where a spec came from: its file and the line of each field (for errors found after validation).
+    A spec made from another (overrides, more seeds, another region, derived legs) keeps its source's."""
+
+    path: Path | None = None
+    lines: Mapping[tuple, int] = field(default_factory=dict)
+
+
 class BakeoffSpec(_Model):
     """A bake-off: the same training code on two or more legs, several seeds each."""
 
@@ -451,8 +462,7 @@ class BakeoffSpec(_Model):
         "(ParallelismConfiguration.MaxParallelExecutionSteps); the others queue. A new account's training quotas "
         "are small, and a job over one is retried (SageMaker.RESOURCE_LIMIT) rather than failing the execution. "
         "Local runs are not affected.")
-    _source_path: Path | None = PrivateAttr(None)
-    _source_lines: dict[tuple, int] = PrivateAttr(default_factory=dict)
+    _provenance: Provenance = PrivateAttr(default_factory=lambda: Provenance())
     # Set on the spec pipelines.spec.derived.expand() returns: the spec as declared (what is hashed).
     _declared: BakeoffSpec | None = PrivateAttr(None)
 
@@ -644,6 +654,15 @@ class BakeoffSpec(_Model):
             if leg.name == name:
                 return leg
         raise KeyError(name)
+
+    @property
+    def provenance(self) -> Provenance:
+        return self._provenance
+
+    def sourced(self, provenance: Provenance) -> BakeoffSpec:
+        """This spec, carrying `provenance` (a loader's, or the spec it was made from); returns itself."""
+        self._provenance = provenance
+        return self
 
     def canonical(self) -> dict[str, Any]:
         """The spec as plain data with defaults filled in (what hashes are computed over). Where
