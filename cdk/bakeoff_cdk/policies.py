@@ -226,14 +226,14 @@ def execution_grants(stack: Stack, bucket: s3.IBucket, prefix: str, definition: 
     """Least privilege for the pipeline and its jobs: their own jobs, this bucket, pulls of
     exactly the images the definition names, their logs and metrics, and (only when the
     definition uses them) VPC network interfaces, KMS keys, other data prefixes, MLflow."""
+    from pipelines.steps import iam_actions, job_resources
+
+    # What the step kinds declare they start (pipelines/steps), and tags on what they start.
+    jobs = [job_arn(stack, resource) for resource in job_resources()]
     grants = [
         Grant("PipelineJobs", [iam.PolicyStatement(
-            sid="PipelineJobs",
-            actions=["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
-                     "sagemaker:CreateProcessingJob", "sagemaker:DescribeProcessingJob",
-                     "sagemaker:StopProcessingJob", "sagemaker:AddTags"],
-            resources=[job_arn(stack, "training-job"), job_arn(stack, "processing-job")])], "job-names",
-            [job_arn(stack, "training-job"), job_arn(stack, "processing-job")]),
+            sid="PipelineJobs", actions=[*iam_actions(), "sagemaker:AddTags"], resources=jobs)], "job-names",
+            list(jobs)),
         Grant("PassItselfToJobs", [iam.PolicyStatement(
             sid="PassItselfToJobs", actions=["iam:PassRole"], resources=[role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})]),

@@ -17,15 +17,12 @@ from typing import Any
 
 from bakeoff_runtime import contract
 from pipelines.errors import SpecError
-from pipelines.names import PREFLIGHT_STEP
 from pipelines.names import pipeline_name as _pipeline_name
 from pipelines.plan.corpus import prepare_corpus
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.loader import spec_base_dir
 from pipelines.spec.model import ROLE_ARN_RE, BakeoffSpec, Provenance
-from pipelines.steps import collective, evaluate, gate, precompile, training
-from pipelines.steps import preflight as preflight_kind
-from pipelines.steps.request import CODE_ARCHIVE, StepInputs, data_parameter_name, s3
+from pipelines.steps.request import CODE_ARCHIVE, Compilation, StepInputs, data_parameter_name, s3
 
 DEFINITION_VERSION = "2020-12-01"
 DEFAULT_BUCKET = "bakeoff-artifacts"
@@ -181,30 +178,13 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
     inputs = StepInputs(bucket=bucket, prefix=prefix, role=role, code_uri=code_uri, data=data,
                         defs=metric_definitions(spec), shash=shash)
 
-    # Each kind of step from its module (pipelines/steps/), in the order the definition lists them.
-    train_steps: list[dict[str, Any]] = []
-    outputs: dict[str, str] = {}
-    for job in plan.jobs:
-        step, outputs[job.step_name] = training.compile_step(plan, job, inputs)
-        train_steps.append(step)
-    for leg in spec.legs:
-        if leg.precompile:
-            pre = precompile.compile_step(plan, plan.jobs_of(leg.name)[0], inputs)
-            for step in train_steps:
-                if step["Name"] in {j.step_name for j in plan.jobs_of(leg.name)}:
-                    step.setdefault("DependsOn", []).append(pre["Name"])
-            train_steps.insert(0, pre)
-        elif leg.managed_spot == "after_first_seed":
-            training.spot_seeds_after_the_first(plan, leg.name, train_steps)
-    collective.add_steps(plan, train_steps, inputs)
-    if spec.preflight.enabled or preflight:
-        first = preflight_kind.compile_step(plan, inputs, *(preflight or ()))
-        for step in train_steps:
-            step["DependsOn"] = sorted({*step.get("DependsOn", []), PREFLIGHT_STEP})
-        train_steps.insert(0, first)
-    evaluate_step, config_key, config_body = evaluate.compile_step(plan, inputs, train_steps, outputs)
-    config_asset = Asset(config_key, config_body)
-    gate_step = gate.compile_step(spec)
+    # Each kind of step from its module (pipelines/steps/), in COMPILED's order: each appends its steps
+    # and wires its own dependencies.
+    from pipelines import steps  # here: pipelines.steps' kinds import this package's expressions
+
+    built = Compilation(plan, inputs, preflight)
+    for kind in steps.COMPILED:
+        kind.compile(built)
     parameters: list[dict[str, Any]] = [{"Name": data_parameter_name(name), "Type": "String", "DefaultValue": uri}
                                         for name, uri in data.items()]
     parameters += [
@@ -215,9 +195,9 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
         "Version": DEFINITION_VERSION,
         "Metadata": {},
         "Parameters": parameters,
-        "Steps": [*train_steps, evaluate_step, gate_step],
+        "Steps": built.steps,
     }
-    assets = tuple(sorted([code_asset, config_asset, *data_assets], key=lambda a: a.key))
+    assets = tuple(sorted([code_asset, *(Asset(k, b) for k, b in built.assets), *data_assets], key=lambda a: a.key))
     return CompiledPipeline(pipeline_name(spec), definition, assets, bucket, role, spec.max_parallel_steps)
 
 

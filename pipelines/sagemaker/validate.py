@@ -21,8 +21,16 @@ from pipelines.names import STEP_NAME_RE
 MAX_DEFINITION_CHARS = 1_048_576
 EXECUTION_VARIABLES = {"PipelineExecutionId", "PipelineExecutionArn", "PipelineName", "PipelineArn",
                        "StartDateTime", "CurrentDateTime", "PipelineExecutionDisplayName"}
-OPERATIONS = {"Training": ("CreateTrainingJob", "TrainingJobName"),
-              "Processing": ("CreateProcessingJob", "ProcessingJobName")}
+
+
+@lru_cache(maxsize=1)
+def operations() -> dict[str, tuple[str, str]]:
+    """Step type -> (API operation, name field), as the step kinds declare them (pipelines/steps)."""
+    from pipelines.steps import operations as declared
+
+    return declared()
+
+
 CONDITION_TYPES = {"Equals", "GreaterThan", "GreaterThanOrEqualTo", "LessThan", "LessThanOrEqualTo", "In", "Not", "Or"}
 # Java regex classes AWS patterns use that Python's re lacks.
 # Written for use inside [...] classes, which is where AWS's patterns put them.
@@ -119,7 +127,7 @@ def validate_arguments(step_type: str, arguments: dict[str, Any], where: str) ->
     """Problems SageMaker would report for this step's API request (empty when valid)."""
     from botocore.validate import ParamValidator
 
-    op, name_field = OPERATIONS[step_type]
+    op, name_field = operations()[step_type]
     shape = _service_model().operation_model(op).input_shape
     request = {name_field: "pipelines-placeholder-job", **arguments}
     report = ParamValidator().validate(request, shape)
@@ -202,7 +210,7 @@ def definition_problems(definition: dict[str, Any]) -> list[str]:
             if dep not in names:
                 problems.append(f"{where}: DependsOn {dep!r} names no step")
         kind = step.get("Type")
-        if kind in OPERATIONS:
+        if kind in operations():
             problems += validate_arguments(kind, resolve(step["Arguments"], params), where)
         elif kind == "Condition":
             for cond in step["Arguments"].get("Conditions", []):

@@ -11,8 +11,12 @@ halves cannot drift apart.
 | evaluate | evaluate.py | `Evaluate` (decides parity, writes evaluation.json) |
 | gate | gate.py | `ParityGate` (and the Condition and Fail steps inside it) |
 
-A new kind is one module with `KIND`, `is_step(step)`, a compile function the compiler calls and
-`run_local(run, node)`, added to KINDS. `request.py` holds what every kind's request is built from.
+A new kind is one module with `KIND`, `is_step(step)`, `compile(c)` (appends its steps to the definition
+being built and wires its own dependencies: request.Compilation), what it is in a definition (`STEP_TYPES`:
+SageMaker step type -> the API operation the validator checks its arguments against, and the request's
+name field), what it needs of the pipeline's role (`IAM_ACTIONS`, on `JOB_RESOURCES`), and
+`run_local(run, node)`, added to KINDS and, in definition order, to COMPILED. `request.py` holds what
+every kind's request is built from.
 The compile halves import the plan and the spec; the local halves import the local engine only
 inside `run_local`, so the compiler never loads it.
 """
@@ -25,20 +29,45 @@ from . import collective, evaluate, gate, precompile, preflight, training
 if TYPE_CHECKING:
     from pipelines.local.run_state import LocalRun
 
+    from .request import Compilation
+
 
 class StepKind(Protocol):
-    """What the local engine and the registry need of a kind's module (its compile function's
-    arguments differ by kind: the compiler calls each by name)."""
+    """What the compiler, the validator, the CDK policies and the local engine need of a kind's module."""
 
     KIND: str
+    STEP_TYPES: dict[str, tuple[str, str]]
+    IAM_ACTIONS: tuple[str, ...]
+    JOB_RESOURCES: tuple[str, ...]
 
     def is_step(self, step: dict[str, Any]) -> bool: ...
+
+    def compile(self, c: Compilation) -> None: ...
 
     def run_local(self, run: LocalRun, node: str) -> None: ...
 
 
 # Asked in this order: the Preflight and Collective steps are Training steps too.
 KINDS: dict[str, StepKind] = {m.KIND: m for m in (preflight, collective, precompile, training, evaluate, gate)}
+# The compiler's order: each kind sees the steps the kinds before it made (Precompile, Collective and
+# Preflight put theirs first and make the training steps wait; Evaluate reads them all; the gate is last).
+COMPILED: tuple[StepKind, ...] = tuple(KINDS[k] for k in (training.KIND, precompile.KIND, collective.KIND,
+                                                          preflight.KIND, evaluate.KIND, gate.KIND))
+
+
+def operations() -> dict[str, tuple[str, str]]:
+    """SageMaker step type -> (the API operation its Arguments are a request of, the request's name field)."""
+    return {t: op for kind in KINDS.values() for t, op in kind.STEP_TYPES.items()}
+
+
+def iam_actions() -> list[str]:
+    """What the pipeline's role does with the kinds' jobs, in the kinds' order, each once."""
+    return list(dict.fromkeys(a for kind in KINDS.values() for a in kind.IAM_ACTIONS))
+
+
+def job_resources() -> list[str]:
+    """The SageMaker resource types of the kinds' jobs (`training-job`, `processing-job`)."""
+    return list(dict.fromkeys(r for kind in KINDS.values() for r in kind.JOB_RESOURCES))
 
 
 def kind_of(step: dict[str, Any]) -> str | None:

@@ -16,12 +16,13 @@ from pipelines.names import COLLECTIVE_STEP_PREFIX, collective_step, precompile_
 from pipelines.plan.model import Plan, PlannedJob
 
 from . import training
-from .request import TRAIN_COMMAND, StepInputs, s3
+from .request import TRAIN_COMMAND, Compilation, StepInputs, s3
 
 if TYPE_CHECKING:
     from pipelines.local.run_state import LocalRun
 
 KIND = "collective"
+STEP_TYPES, IAM_ACTIONS, JOB_RESOURCES = training.STEP_TYPES, training.IAM_ACTIONS, training.JOB_RESOURCES
 COLLECTIVE_MAX_RUNTIME_S = 1800
 MAX_LOCAL_PROCESSES = 8
 
@@ -92,6 +93,10 @@ def add_steps(plan: Plan, train_steps: list[dict[str, Any]], inputs: StepInputs)
             if step["Name"] in seeds:  # the result travels as a channel: see compile_step
                 step["Arguments"]["InputDataConfig"].append(channel(check["Name"]))
         train_steps.insert(0, check)
+
+
+def compile(c: Compilation) -> None:
+    add_steps(c.plan, c.steps, c.inputs)
 
 
 # --- run locally ------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from .request import (
     EVAL_RECORDS,
     MAX_EVAL_JOB_ARGUMENTS,
     MAX_PROCESSING_INPUTS,
+    Compilation,
     StepInputs,
     apply_processing_security,
     s3,
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
     from pipelines.local.substitutions import Substitutions
 
 KIND = "evaluate"
+STEP_TYPES = {"Processing": ("CreateProcessingJob", "ProcessingJobName")}
+IAM_ACTIONS = ("sagemaker:CreateProcessingJob", "sagemaker:DescribeProcessingJob", "sagemaker:StopProcessingJob")
+JOB_RESOURCES = ("processing-job",)
 
 
 def is_step(step: dict[str, Any]) -> bool:
@@ -120,6 +124,13 @@ def compile_step(plan: Plan, inputs: StepInputs, steps: list[dict[str, Any]],
     step["Arguments"]["AppSpecification"]["ContainerArguments"] += record_args
     apply_processing_security(step["Arguments"], spec)
     return step, config_key, config_body
+
+
+def compile(c: Compilation) -> None:
+    """The Evaluate step after every step so far, and its config asset."""
+    step, key, body = compile_step(c.plan, c.inputs, c.steps, c.outputs)
+    c.steps.append(step)
+    c.assets.append((key, body))
 
 
 def records(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:

@@ -10,12 +10,18 @@ from pipelines.names import EVALUATE_STEP, FAIL_STEP, GATE_STEP, INCONCLUSIVE_ST
 from pipelines.sagemaker.expressions import join, json_get
 from pipelines.spec.model import BakeoffSpec
 
+from .request import Compilation
+
 if TYPE_CHECKING:
     from pipelines.local.definition import Context
     from pipelines.local.executor import LocalExecutor
     from pipelines.local.run_state import LocalRun
 
 KIND = "gate"
+# Condition and Fail steps start no job: the validator checks them by their structure, no IAM action.
+STEP_TYPES: dict[str, tuple[str, str]] = {}
+IAM_ACTIONS: tuple[str, ...] = ()
+JOB_RESOURCES: tuple[str, ...] = ()
 
 
 def is_step(step: dict[str, Any]) -> bool:
@@ -60,6 +66,11 @@ def compile_step(spec: BakeoffSpec) -> dict[str, Any]:
 
 
 # --- run locally ------------------------------------------------------------------------------
+def compile(c: Compilation) -> None:
+    """The parity gate, last."""
+    c.steps.append(compile_step(c.plan.spec))
+
+
 def run_local(run: LocalRun, node: str) -> None:
     run.gate = take(run.executor, run.steps, node, run.ctx)
 

@@ -15,12 +15,13 @@ from pipelines.names import precompile_step
 from pipelines.plan.model import Plan, PlannedJob
 
 from . import training
-from .request import TRAIN_COMMAND, StepInputs, s3
+from .request import TRAIN_COMMAND, Compilation, StepInputs, s3
 
 if TYPE_CHECKING:
     from pipelines.local.run_state import LocalRun
 
 KIND = "precompile"
+STEP_TYPES, IAM_ACTIONS, JOB_RESOURCES = training.STEP_TYPES, training.IAM_ACTIONS, training.JOB_RESOURCES
 PRECOMPILE_STEPS = 10
 
 
@@ -51,6 +52,19 @@ def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> dict[str, A
     args.pop("CheckpointConfig", None)
     step["Name"] = precompile_step(job.leg)
     return step
+
+
+def compile(c: Compilation) -> None:
+    """A leg's Precompile step first in the definition; its training steps after it."""
+    for leg in c.plan.spec.legs:
+        if not leg.precompile:
+            continue
+        pre = compile_step(c.plan, c.plan.jobs_of(leg.name)[0], c.inputs)
+        seeds = {j.step_name for j in c.plan.jobs_of(leg.name)}
+        for step in c.steps:
+            if step["Name"] in seeds:
+                step.setdefault("DependsOn", []).append(pre["Name"])
+        c.steps.insert(0, pre)
 
 
 def run_local(run: LocalRun, node: str) -> None:

@@ -13,12 +13,13 @@ from pipelines.names import PREFLIGHT_STEP
 from pipelines.plan.model import Plan, derive_batching
 
 from . import training
-from .request import StepInputs, apply_security, s3
+from .request import Compilation, StepInputs, apply_security, s3
 
 if TYPE_CHECKING:
     from pipelines.local.run_state import LocalRun
 
 KIND = "preflight"
+STEP_TYPES, IAM_ACTIONS, JOB_RESOURCES = training.STEP_TYPES, training.IAM_ACTIONS, training.JOB_RESOURCES
 
 
 def is_step(step: dict[str, Any]) -> bool:
@@ -63,6 +64,17 @@ def compile_step(plan: Plan, inputs: StepInputs, leg: str | None = None, steps: 
     step["Name"] = PREFLIGHT_STEP
     step.pop("RetryPolicies", None)
     return step
+
+
+def compile(c: Compilation) -> None:
+    """The Preflight step first, every other step so far after it: where the spec enables it, or
+    `bakeoff preflight` asks for it (`c.preflight`: its leg and steps)."""
+    if not (c.plan.spec.preflight.enabled or c.preflight):
+        return
+    first = compile_step(c.plan, c.inputs, *(c.preflight or ()))
+    for step in c.steps:
+        step["DependsOn"] = sorted({*step.get("DependsOn", []), PREFLIGHT_STEP})
+    c.steps.insert(0, first)
 
 
 def run_local(run: LocalRun, node: str) -> None:

@@ -4,11 +4,14 @@ on a request. Below the step kinds (pipelines/steps/*) and the compiler that ass
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from estimators.registry import instance_of
 from pipelines.spec.model import BakeoffSpec
+
+if TYPE_CHECKING:
+    from pipelines.plan.model import Plan
 
 CODE_ARCHIVE = "sourcedir.tar.gz"
 EVAL_INSTANCE = "ml.m5.xlarge"
@@ -57,6 +60,26 @@ class StepInputs:
     data: dict[str, str]     # data channel -> its pipeline parameter's default URI
     defs: list[dict]         # the metric definitions SageMaker scrapes from the job's log
     shash: str               # the spec hash (a tag, never a cache key)
+
+
+@dataclass
+class Compilation:
+    """A definition being built: each kind's `compile` appends its steps to `steps` (or puts them
+    first), wires its own `DependsOn`, and adds the assets it reads; the compiler calls the kinds in
+    `pipelines.steps.COMPILED` order and adds nothing of its own."""
+
+    plan: Plan
+    inputs: StepInputs
+    preflight: tuple[str, int] | None = None  # `bakeoff preflight`'s (leg, steps), whatever the spec says
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)  # training step -> its S3 output prefix
+    assets: list[tuple[str, bytes]] = field(default_factory=list)  # (key, body) beside the code bundle
+
+    def depend(self, names: set[str], on: str) -> None:
+        """The steps named in `names` run after `on`."""
+        for step in self.steps:
+            if step["Name"] in names:
+                step["DependsOn"] = sorted({*step.get("DependsOn", []), on})
 
 
 def s3(bucket: str, *parts: str) -> str:

@@ -22,6 +22,7 @@ from .request import (
     RESOURCE_LIMIT_RETRY,
     SCRIPT_TRAIN_COMMAND,
     TRAIN_COMMAND,
+    Compilation,
     StepInputs,
     apply_security,
     data_parameter_name,
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
     from pipelines.local.run_state import LocalRun
 
 KIND = "training"
+# What the kind is in a definition, for the validator (botocore's operation and the request's name
+# field, pipelines/sagemaker/validate.py) and the CDK role (cdk/bakeoff_cdk/policies.py).
+STEP_TYPES = {"Training": ("CreateTrainingJob", "TrainingJobName")}
+IAM_ACTIONS = ("sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob")
+JOB_RESOURCES = ("training-job",)
 
 
 def is_step(step: dict[str, Any]) -> bool:
@@ -147,6 +153,17 @@ def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> tuple[dict[
         "RetryPolicies": [CAPACITY_RETRY, RESOURCE_LIMIT_RETRY],
     }
     return step, output
+
+
+def compile(c: Compilation) -> None:
+    """One step per planned job; a leg's `after_first_seed` spot seeds wait for its on-demand first seed
+    (a leg with a Precompile step waits for that instead: precompile.compile)."""
+    for job in c.plan.jobs:
+        step, c.outputs[job.step_name] = compile_step(c.plan, job, c.inputs)
+        c.steps.append(step)
+    for leg in c.plan.spec.legs:
+        if not leg.precompile and leg.managed_spot == "after_first_seed":
+            spot_seeds_after_the_first(c.plan, leg.name, c.steps)
 
 
 def spot_seeds_after_the_first(plan: Plan, leg: str, steps: list[dict[str, Any]]) -> None:
