@@ -31,7 +31,7 @@ from bakeoff_runtime.contract import (
     COLLECTIVE_BACKEND_ENV,
     COLLECTIVE_BYTES_ENV,
     COLLECTIVE_FAULT_RANK_ENV,
-    ENV,
+    JobEnvironment,
 )
 from bakeoff_runtime.contract.backend_table import BACKENDS
 
@@ -41,7 +41,7 @@ SCHEMA = "bakeoff.collective/1"
 
 def backend_and_device(torch, local_rank: int) -> tuple[str, object, object]:
     """(process-group backend, device, sync function) for this leg's backend."""
-    row = BACKENDS.get(os.environ.get(ENV["backend"], ""))
+    row = BACKENDS.get(JobEnvironment.from_environ().backend)
     wanted = os.environ.get(COLLECTIVE_BACKEND_ENV) or (row.collective_group if row else "gloo")
     if wanted == "xla":
         import torch_xla
@@ -207,10 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         bandwidth = {op: timed(torch, dist, op, world, numel if op == "all_reduce" else max(1, numel // world),
                                device, args.iters, sync)
                      for op in ("all_reduce", "all_gather")}
-        network = os.environ.get(ENV["network_gbps"])
+        job = JobEnvironment.from_environ()
         result.update(ok=True, bandwidth=bandwidth,
-                      comparison=compare(bandwidth, hosts, float(network) if network else None,
-                                         os.environ.get(ENV["emulated_on"])))
+                      comparison=compare(bandwidth, hosts, float(job.network_gbps) if job.network_gbps else None,
+                                         job.emulated_on or None))
         _write(args, rank, result)
         if rank == 0:
             print(f"[bakeoff] collective check passed at world size {world} ({backend}): all-reduce bus "

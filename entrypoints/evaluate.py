@@ -148,7 +148,8 @@ def main(argv=None) -> int:
 
         if args.record:
             fetch_records(args.record, args.records)
-        cfg.update(cast("EvaluationConfig", read_records(args.records)))  # what porting cost: the preflight's findings, the collective checks
+        # What porting cost: the preflight's findings, the collective checks.
+        cfg.update(cast("EvaluationConfig", read_records(args.records)))
     jobs = load_jobs(args.jobs) if args.jobs.exists() else []
     result = evaluate(cfg, jobs)
     path = write_evaluation(result, args.out)

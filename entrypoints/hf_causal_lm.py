@@ -62,8 +62,9 @@ def build_config(hp, sequence_length: int):
     model_type = str(hp("model_type", "llama"))
     d_model, n_heads = int(hp("d_model", 128)), int(hp("n_heads", 4))
     defaults = AutoConfig.for_model(model_type).to_dict()
-    sizes: dict[str, int | float] = {"vocab_size": VOCAB, "hidden_size": d_model, "num_hidden_layers": int(hp("n_layers", 2)),
-             "num_attention_heads": n_heads, "max_position_embeddings": sequence_length}
+    sizes: dict[str, int | float] = {
+        "vocab_size": VOCAB, "hidden_size": d_model, "num_hidden_layers": int(hp("n_layers", 2)),
+        "num_attention_heads": n_heads, "max_position_embeddings": sequence_length}
     width = int(hp("mlp_ratio", 4)) * d_model
     for name in ("intermediate_size", "n_inner", "ffn_dim"):
         if name in defaults:

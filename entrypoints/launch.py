@@ -35,18 +35,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bakeoff_runtime.contract import ENV, PROCESS_START_ENV, WORKER_ENV, TrainingEnv  # noqa: E402
+from bakeoff_runtime.contract import ENV, PROCESS_START_ENV, WORKER_ENV, JobEnvironment, TrainingEnv  # noqa: E402
 from bakeoff_runtime.contract.backend_table import BACKENDS  # noqa: E402
 
 WORKER = WORKER_ENV
 
 
 def devices_per_host(env: TrainingEnv) -> int:
-    explicit = os.environ.get(ENV["nproc_per_node"])
-    if explicit:
-        return int(explicit)
+    job = JobEnvironment.from_environ()
+    if job.nproc_per_node is not None:
+        return job.nproc_per_node
     # One process per device SageMaker counts for the backend's accelerator.
-    row = BACKENDS.get(os.environ.get(ENV["backend"], ""))
+    row = BACKENDS.get(job.backend)
     accelerator = row.accelerator if row else None
     if accelerator == "neuron" and env.num_neurons:
         return env.num_neurons
@@ -64,7 +64,7 @@ def distributed_environment(env: TrainingEnv) -> dict[str, str]:
             # torchrun_driver.py of the SageMaker SDK sets NCCL's interface from resourceconfig too.
             out.setdefault("NCCL_SOCKET_IFNAME", env.network_interface)
             out.setdefault("GLOO_SOCKET_IFNAME", env.network_interface)
-        row = BACKENDS.get(os.environ.get(ENV["backend"], ""))
+        row = BACKENDS.get(JobEnvironment.from_environ().backend)
         if row is not None and row.torch_neuronx:
             # The Neuron runtime's root communicator (rank 0's address). torch-xla would
             # default it to MASTER_ADDR:62182 (torch_xla/_internal/neuron.py); set it
@@ -275,7 +275,7 @@ def supervise(env: TrainingEnv, cmd: list[str], script: Path | None = None, *,
 
 def _continue_on_failure() -> bool:
     """The compiled pipeline's setting: a script failure exits 0 (recorded) so Evaluate runs."""
-    return os.environ.get(ENV["continue_on_failure"]) == "1"
+    return JobEnvironment.from_environ().continue_on_failure
 
 
 def _warm_worker(cmd: list[str], worker_env: dict[str, str], merged: bool, fds, script_mode: bool):
@@ -601,7 +601,7 @@ def record_crash(env: TrainingEnv, exc: BaseException) -> None:
 
 
 def _emulated_on() -> str | None:
-    return os.environ.get(ENV["emulated_on"]) or None
+    return JobEnvironment.from_environ().emulated_on or None
 
 
 def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bool = False) -> None:
@@ -620,13 +620,14 @@ def record_failure(env: TrainingEnv, reason: str, kind: str, overrule_script: bo
     if not summary.exists():
         from bakeoff_runtime.contract.documents import SUMMARY_SCHEMA
 
+        job = JobEnvironment.from_environ()
         env.model_dir.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({
             "schema": SUMMARY_SCHEMA, "status": "failed", "reason": reason[:800], "failure_kind": kind,
             # bakeoff_leg/bakeoff_seed: a script-mode job's (its `seed` may be the script's own argument)
             "leg": env.hyperparameters.get("bakeoff_leg", env.hyperparameters.get("leg")),
             "seed": env.hyperparameters.get("bakeoff_seed", env.hyperparameters.get("seed")),
-            "backend": os.environ.get(ENV["backend"]), "job_key": os.environ.get(ENV["job_key"]),
+            "backend": job.backend or None, "job_key": job.job_key or None,
         }, indent=2))
     if not env.failure_file.exists():
         env.write_failure(reason)

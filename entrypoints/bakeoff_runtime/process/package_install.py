@@ -20,7 +20,6 @@ from pathlib import Path
 from bakeoff_runtime import contract
 
 HERE = Path(__file__).resolve().parent
-ENV = contract.ENV["install_packages"]
 INSTALL_TIMEOUT_S = 600
 
 
@@ -31,7 +30,7 @@ def requirements_file(package: str) -> Path:
 def ensure_packages(code_dir: Path, environ) -> str | None:
     """Install what the job needs and lacks; the reason it could not (the job must not train
     without it), or None."""
-    for package in [p for p in (environ.get(ENV) or "").split(",") if p]:
+    for package in [p for p in contract.JobEnvironment.from_environ(environ).install_packages.split(",") if p]:
         if importlib.util.find_spec(package) is not None:
             continue
         wheels = Path(code_dir) / "wheels"

@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 
 from bakeoff_runtime.contract import (
-    ENV,
     MLFLOW_INSTALL_MARKER_ENV,
     MLFLOW_INSTALL_RESULT_ENV,
     MLFLOW_PATH_ENV,
     MLFLOW_TARGET_ENV,
+    JobEnvironment,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +61,7 @@ def _say(message: str) -> None:
 def _wanted(environ) -> bool:
     """Whether this job logs to MLflow through a client it installs (the compiled pipeline asks for the install;
     without a tracking URI there is nothing to log to)."""
-    return environ.get(ENV["mlflow_install"]) == "1" and bool(environ.get("MLFLOW_TRACKING_URI"))
+    return JobEnvironment.from_environ(environ).mlflow_install and bool(environ.get("MLFLOW_TRACKING_URI"))
 
 
 def ensure_mlflow(code_dir: Path, target: Path | None = None, environ=None) -> dict:

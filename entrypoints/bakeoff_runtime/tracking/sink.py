@@ -36,7 +36,7 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-from bakeoff_runtime.contract import ENV, MLFLOW_CLIENT_ENV, MLFLOW_FLUSH_TIMEOUT_ENV
+from bakeoff_runtime.contract import MLFLOW_CLIENT_ENV, MLFLOW_FLUSH_TIMEOUT_ENV, JobEnvironment
 
 _STOP = object()
 BATCH = 500  # metric values per log_batch at most: one round trip per burst, not per value
@@ -66,7 +66,7 @@ def split_params(params: dict[str, Any], tags: dict[str, str]) -> tuple[dict[str
 def logs_to_mlflow(environ) -> bool:
     """Whether a job with this environment logs to MLflow (the Runtime's settings)."""
     return bool(environ.get("MLFLOW_TRACKING_URI")) and bool(
-        environ.get(ENV["mlflow_experiment"]) or environ.get("MLFLOW_EXPERIMENT_NAME"))
+        JobEnvironment.from_environ(environ).mlflow_experiment or environ.get("MLFLOW_EXPERIMENT_NAME"))
 
 
 class Client:
@@ -455,7 +455,7 @@ def serve() -> None:
     # The job's own settings first, before the training process sends its run's: started by
     # launch.py, this process imports mlflow and opens the store while that one imports torch.
     early_uri = os.environ.get("MLFLOW_TRACKING_URI")
-    early: Any = _open(early_uri, os.environ.get(ENV["mlflow_experiment"]) or
+    early: Any = _open(early_uri, JobEnvironment.from_environ().mlflow_experiment or
                        os.environ.get("MLFLOW_EXPERIMENT_NAME")) if early_uri else None
     pipe = _Pipe(sys.stdin.fileno())
     first = pipe.next()

@@ -13,7 +13,6 @@ Then a verdict (ready / will recompile / will fall back) with concrete fixes.
 from __future__ import annotations
 
 import json
-import os
 import traceback
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from bakeoff_runtime.contract import ENV
+from bakeoff_runtime.contract import JobEnvironment
 
 _HERE = Path(__file__).resolve().parent
 _INTERNAL = [str(_HERE / n) for n in ("runtime.py", "telemetry.py", "probes.py", "graph_cache.py", "backends")] + [
@@ -187,4 +186,4 @@ class Preflight:
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV["preflight"]) == "1"
+    return JobEnvironment.from_environ().preflight

@@ -37,7 +37,7 @@ from typing import Any, cast
 
 import torch
 
-from bakeoff_runtime.contract import ENV, WARM_FORKED_ENV, JobEnvironment, TrainingEnv
+from bakeoff_runtime.contract import WARM_FORKED_ENV, JobEnvironment, TrainingEnv
 from bakeoff_runtime.contract.backend_table import BACKENDS
 from bakeoff_runtime.tracking.sink import MlflowSink
 from bakeoff_runtime.training.backends import get_backend
@@ -74,7 +74,7 @@ class Runtime:
         self.backend_name = job.backend or hps.get("backend") or "cpu"
         self.precision = job.precision or hps.get("precision") or "fp32"
         self.seed = int(hps.get("seed", 0))
-        self.leg = str(hps.get("leg", environ.get(ENV["leg"], "leg")))
+        self.leg = str(hps.get("leg", job.leg or "leg"))
         self.log_interval = max(1, int(hps.get("log_interval", 10)))
         self.max_steps = int(hps["max_steps"]) if "max_steps" in hps else None
         self.divergence_factor = float(hps.get("divergence_factor", 4.0))
@@ -190,7 +190,7 @@ class Runtime:
         self.backend = get_backend(self.backend_name, self.precision, self.local_rank)
         self.preflight = None
         # The probes read PyTorch/XLA's metrics (bakeoff_runtime/training/probes.py).
-        if environ.get(ENV["preflight"]) == "1" and self._torch_device == "xla" and self.rank == 0:
+        if JobEnvironment.from_environ(environ).preflight and self._torch_device == "xla" and self.rank == 0:
             from bakeoff_runtime.training.probes import Preflight
 
             self.preflight = Preflight(self.backend, env.model_dir)
@@ -677,7 +677,7 @@ class Runtime:
 
 def _fail_on_blocker() -> bool:
     """As the pipeline's Preflight step: a blocker (or a diverged run) fails the job."""
-    return os.environ.get(ENV["preflight_fail_on_blocker"]) == "1"
+    return JobEnvironment.from_environ().preflight_fail_on_blocker
 
 
 def _worker_start() -> dict[str, str]:

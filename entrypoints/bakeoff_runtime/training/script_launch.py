@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime.contract import ENV, TrainingEnv
+from bakeoff_runtime.contract import JobEnvironment, TrainingEnv
 from bakeoff_runtime.contract.backend_table import BACKENDS
 from bakeoff_runtime.contract.documents import summary_or_none
 from bakeoff_runtime.contract.script_mode import (
@@ -58,7 +58,7 @@ def _requirements(code_dir: Path) -> tuple[str | None, list[str]]:
     cmd = requirements_command(code_dir)
     if cmd is None:
         return None, []
-    if os.environ.get(ENV["install_requirements"]) == "1":
+    if JobEnvironment.from_environ().install_requirements:
         print(f"[bakeoff] installing requirements.txt: {' '.join(cmd[1:])}", flush=True)
         done = subprocess.run(cmd, cwd=code_dir, capture_output=True, text=True)
         if done.returncode:
@@ -98,11 +98,11 @@ def prepare(env: TrainingEnv, script: Path, leg_args: list[str], settings: Scrip
     # Locally the neuron leg is emulated and the GPU leg may run on the CPU: the counts are of
     # what this job really has, as the toolkit would count them, except that an emulated
     # Neuron leg has as many "NeuronCores" as it runs processes.
-    emulated = os.environ.get(ENV["emulated_on"])
+    job = JobEnvironment.from_environ()
     neurons = count_neuron_cores()
-    backend = BACKENDS.get(os.environ.get(ENV["backend"], ""))
-    if not neurons and emulated and backend is not None and backend.accelerator == "neuron":
-        neurons = int(os.environ.get(ENV["nproc_per_node"]) or 1)
+    backend = BACKENDS.get(job.backend)
+    if not neurons and job.emulated_on and backend is not None and backend.accelerator == "neuron":
+        neurons = job.nproc_per_node if job.nproc_per_node is not None else 1
     environment = sagemaker_environment(env, hps, entry_point=script.name, code_dir=script.parent,
                                         num_gpus=count_gpus(), num_neurons=neurons, user_args=arguments)
     environment.update(seed_environment(settings, int(seed) if seed is not None else None))

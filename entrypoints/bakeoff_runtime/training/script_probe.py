@@ -29,7 +29,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.hooks import RemovableHandle
 
-from bakeoff_runtime.contract import ENV, PROCESS_START_ENV, step_line
+from bakeoff_runtime.contract import PROCESS_START_ENV, JobEnvironment, step_line
 from bakeoff_runtime.contract.script_mode import ScriptSettings
 from bakeoff_runtime.training.backends import Backend, BackendUnavailable, get_backend
 from bakeoff_runtime.training.evidence import DeviceWatch
@@ -178,7 +178,8 @@ def prepare(settings: ScriptSettings, seed: int | None, environ=None) -> StepPro
     if seed is not None:
         seed_everything(seed)
     started = float(environ.get(PROCESS_START_ENV) or time.time())
-    probe = StepProbe(settings, environ.get(ENV["backend"]) or "cpu", environ.get(ENV["precision"]) or "fp32",
+    job = JobEnvironment.from_environ(environ)
+    probe = StepProbe(settings, job.backend or "cpu", job.precision or "fp32",
                       int(environ.get("LOCAL_RANK", 0)), int(environ.get("RANK", 0)), started)
     probe.install()
     return probe

@@ -55,13 +55,14 @@ def preload_modules(environ) -> list[str]:
     """What this leg's workers import anyway before their first step. A torch.compile leg gets
     torch alone: torch._dynamo reads inductor's settings from the environment at import, which the
     Runtime sets just before compiling."""
-    from bakeoff_runtime.contract import ENV
+    from bakeoff_runtime.contract import JobEnvironment
     from bakeoff_runtime.contract.backend_table import BACKENDS  # torch-free; dropped with the rest before a job runs
 
+    job = JobEnvironment.from_environ(environ)
     modules = ["torch"]
-    if environ.get(ENV["torch_compile"]) != "1":
+    if not job.torch_compile:
         modules.append("torch._dynamo")  # torch.optim imports it on a first param group (~0.5 s)
-    row = BACKENDS.get(environ.get(ENV["backend"], ""))
+    row = BACKENDS.get(job.backend)
     if row is not None and row.torch_device == "xla" and environ.get("PJRT_DEVICE", "").upper() == "CPU":
         modules += ["torch_xla", "torch_xla.core.xla_model", "torch_xla.debug.metrics"]
     return modules
