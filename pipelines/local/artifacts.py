@@ -52,5 +52,5 @@ def record_stopped(executor, job, key: str, reason: str, store, kind: str = "col
     (data / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     for directory in (model, data):  # as a job does: the Evaluate step checks it
         output_digest.record(directory)
-    executor._record(job, job_dir, key, 0.0, Outcome(1, 0.0), store)
+    executor.record_job(job, job_dir, key, 0.0, Outcome(1, 0.0), store)
     return str(json.loads((job_dir / "job.json").read_text())["training_job_name"])

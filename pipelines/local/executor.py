@@ -99,12 +99,12 @@ class LocalExecutor:
         self.sequential = sequential  # a round of `--until-decided`: its looks, for the Evaluate step
         self.container: JobContainer = container if container is not None else run_training
         self.processor: ProcessingRunner = processor if processor is not None else run_processing
-        self._process = JobProcess()  # the one-at-a-time steps' (Preflight, collective checks, Evaluate)
+        self.process = JobProcess()  # the one-at-a-time steps' (Preflight, collective checks, Evaluate)
         # Training jobs at once (slots.py); 1 is one after another, as before `--jobs`.
         self.jobs = max(1, int(jobs)) if jobs else default_jobs(warm_interpreters=_warm_legs(spec))
-        self._parallel: ParallelJobs | None = None  # the training jobs' runner while they run
-        self._plan: Plan | None = None
-        self._look = 1  # which look at this directory's data the decision is (looks.py)
+        self.parallel: ParallelJobs | None = None  # the training jobs' runner while they run
+        self.plan: Plan | None = None
+        self.look = 1  # which look at this directory's data the decision is (looks.py)
         # Each job's output.tar.gz as it was when the job ended (path, sha256): what the Evaluate step reads,
         # checked again before it runs (verify_outputs), since every job runs as this same user.
         self._outputs: dict[str, tuple[Path, str]] = {}
@@ -162,7 +162,7 @@ class LocalExecutor:
                                 "download it first or run on SageMaker (`bakeoff deploy`)",
                                 field=f"data.channels.{name}")
         plan = build_plan(self.spec, local_gpu=self.use_gpu)
-        self._plan = plan
+        self.plan = plan
         if plan.script is not None and plan.script.missing_here:
             # The jobs run in this Python: a module it lacks would stop every job at its first line.
             from pipelines.spec.loader import locate
@@ -282,7 +282,7 @@ class LocalExecutor:
             stored = self._stored_definition()
             store = LocalS3(self.out / "s3")
             plan = build_plan(self.spec, bundle=self._uploaded_bundle(stored, store), local_gpu=self.use_gpu)
-            self._plan = plan
+            self.plan = plan
             compiled = compile_plan(plan, bucket=self.spec.storage.bucket or LOCAL_BUCKET,
                                     data_channels=_stored_channels(stored))
             definition = compiled.definition
@@ -320,7 +320,7 @@ class LocalExecutor:
             self.rule_change = rule.get("reason")
             self._look_jobs = ran
             self.sequential = self.sequential or looks.sequential_of(self.out, ran)
-            self._look = looks.check(self.out, ran, self.spec.seed_list, self.sequential)
+            self.look = looks.check(self.out, ran, self.spec.seed_list, self.sequential)
             self._begin_attempt(plan, ran)
             from pipelines.steps import evaluate
             from pipelines.steps import gate as gate_kind
@@ -375,7 +375,7 @@ class LocalExecutor:
         rule_original = self._check_rule(reuse)
         looks.require(self.out, finished=bool(reuse))
         self._look_jobs = dict(keys)
-        self._look = looks.check(self.out, keys, self.spec.seed_list, self.sequential)  # before any seed is spent
+        self.look = looks.check(self.out, keys, self.spec.seed_list, self.sequential)  # before any seed is spent
         self._begin_attempt(plan, keys)  # which attempt at this question, before any seed is spent
         self._warn_if_mlflow_is_down(subs)
         self._write_records(plan, compiled, subs, params)
@@ -444,12 +444,12 @@ class LocalExecutor:
             raise RunError(f"job {job.name}: {exc}") from None
         if interrupted():
             outcome = Outcome(outcome.exit_code, outcome.wall_s, interrupted=True)
-        summary = self._record(job, job_dir, key, started, outcome, store)
+        summary = self.record_job(job, job_dir, key, started, outcome, store)
         meta = json.loads((job_dir / "job.json").read_text())
         return {"training_job_name": str(meta["training_job_name"]), "status": meta["status"],
                 "wall_s": outcome.wall_s, "summary": summary, "reason": meta["reason"]}
 
-    def _record(self, job, job_dir: Path, key: str, started: float, outcome: Outcome, store: LocalS3) -> dict:
+    def record_job(self, job, job_dir: Path, key: str, started: float, outcome: Outcome, store: LocalS3) -> dict:
         """job.json: what the platform knows of the job (DescribeTrainingJob on SageMaker)."""
         model = job_dir / "opt" / "ml" / "model"
         summary: dict = dict(summary_or_none(model / "summary.json") or {})
@@ -582,7 +582,7 @@ class LocalExecutor:
         (self.out / "pipeline.json").write_text(compiled.to_json(indent=2))
 
     def _record_look(self, evaluation: Evaluation) -> None:
-        looks.record(self.out, self._look, self._look_jobs, self.spec.seed_list, self.sequential, evaluation)
+        looks.record(self.out, self.look, self._look_jobs, self.spec.seed_list, self.sequential, evaluation)
         if self._question is not None and self._attempt is not None:
             questions.record(self._question, self._attempt, evaluation)
 
@@ -611,7 +611,7 @@ class LocalExecutor:
         self.progress.start(1)
         self.progress.begin(1, f"preflight {leg}", steps)
         try:
-            outcome = self.container(job, job_dir, store, self._process, lambda line: None)
+            outcome = self.container(job, job_dir, store, self.process, lambda line: None)
         finally:
             self.progress.stop()
         report = job_dir / "opt" / "ml" / "model" / "preflight.json"
@@ -661,10 +661,10 @@ class _forward_signals:
         self.previous: dict[int, Any] = {}
 
     def _handler(self, signum, frame):
-        runner = self.executor._parallel
+        runner = self.executor.parallel
         if runner is not None:
             runner.interrupt()
-        self.executor._process.stop()
+        self.executor.process.stop()
         raise Interrupted(signum)
 
     def __enter__(self):

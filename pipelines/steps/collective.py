@@ -126,7 +126,7 @@ def run_local(run: LocalRun, node: str) -> None:
                                     contract.COLLECTIVE_BACKEND_ENV: "gloo"})
     x.progress.note(f"leg {leg}: collective check (all-reduce, all-gather) with {n} gloo processes "
                     f"standing for its {world} devices")
-    outcome = x.container(job, job_dir, run.store, x._process, lambda line: None)
+    outcome = x.container(job, job_dir, run.store, x.process, lambda line: None)
     publish(job_dir, artifact_uris({node: step})[node], run.store)
     result = _result(job_dir)
     (job_dir / "collective.json").write_text(json.dumps({**result, "processes": n, "leg_world_size": world,

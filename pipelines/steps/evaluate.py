@@ -211,7 +211,7 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
     if installed_code:
         job = subs.installed_evaluation(job)
     refreshed = cached(x.spec.storage.region)
-    legs = x._plan.spec.legs if x._plan else x.spec.legs  # with a sweep's derived legs
+    legs = x.plan.spec.legs if x.plan else x.spec.legs  # with a sweep's derived legs
     prices = {leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in legs}
     config_uri = next(uri for name, (uri, _) in job.inputs.items() if name == "config")
     config_path = store.path(config_uri)
@@ -237,7 +237,7 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
     at_once = _jobs_at_once(x, installed_code)
     if at_once > 1:  # the speed figures shared this machine's cores: the report says so
         config["jobs_at_once"] = at_once
-    config["looks"] = looks.for_evaluation(x.out, x._look)
+    config["looks"] = looks.for_evaluation(x.out, x.look)
     if rule_original and "unrecorded" in rule_original:
         config["rule_unrecorded"] = rule_original["unrecorded"]
         config["rule_change_reason"] = x.rule_change
@@ -246,7 +246,7 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
         config["rule_change_reason"] = x.rule_change
     x.verify_outputs()  # what the jobs left is what they left, not what one of them rewrote later
     x.progress.note("evaluation: deciding parity (the Evaluate step)")
-    outcome = x.processor(job, eval_dir, store, x._process,
+    outcome = x.processor(job, eval_dir, store, x.process,
                              config_override=cast("dict[str, Any]", config))  # written as JSON
     out_dir = job.outputs["evaluation"][0]
     produced = out_dir / step["PropertyFiles"][0]["FilePath"]

@@ -89,7 +89,7 @@ def run_local(run: LocalRun, node: str) -> None:
     job = run.subs.training(PREFLIGHT_STEP, request, job_dir)
     x.progress.note("running the Preflight step first (the pipeline's first step)")
     job_dir.mkdir(parents=True, exist_ok=True)
-    outcome = x.container(job, job_dir, run.store, x._process, lambda line: None)
+    outcome = x.container(job, job_dir, run.store, x.process, lambda line: None)
     publish(job_dir, artifact_uris({PREFLIGHT_STEP: step})[PREFLIGHT_STEP], run.store)  # the Evaluate step reads it
     if outcome.exit_code != 0:
         failure = job_dir / "opt" / "ml" / "output" / "failure"

@@ -189,10 +189,10 @@ def run_local(run: LocalRun, node: str) -> None:
     watch = DoomWatch(x.spec, int(x.sequential["max_seeds"]) if x.sequential else None)
     runner = ParallelJobs(x, run.order, run.jobs, run.keys, run.reuse, run.stopped, watch, run.ctx, run.store, x.jobs,
                           x.use_gpu, after=batch_constraints(run.definition, is_step))
-    x._parallel = runner
+    x.parallel = runner
     x.progress.start(len(run.order), x.jobs)
     try:
         run.executed, run.skipped = runner.run()
     finally:
-        x._parallel = None
+        x.parallel = None
         x.progress.stop()

@@ -99,11 +99,11 @@ class FakeExecutor:
         if interrupted():
             outcome = Outcome(outcome.exit_code, outcome.wall_s, interrupted=True)
         status = "completed" if outcome.exit_code == 0 else "failed"
-        self._record(job, job_dir, key, 0.0, outcome, store, status=status)
+        self.record_job(job, job_dir, key, 0.0, outcome, store, status=status)
         return {"training_job_name": f"{job.step_name}-{key}", "status": status, "wall_s": outcome.wall_s,
                 "summary": {}, "reason": None if status == "completed" else f"exit {outcome.exit_code}"}
 
-    def _record(self, job, job_dir, key, started, outcome, store, status=None) -> dict:
+    def record_job(self, job, job_dir, key, started, outcome, store, status=None) -> dict:
         try:
             summary = json.loads((job_dir / "opt" / "ml" / "model" / "summary.json").read_text())
         except FileNotFoundError:  # stopped before it wrote one

@@ -44,3 +44,24 @@ def test_a_new_kind_is_compiled_by_the_loop_without_the_compiler_knowing_it(monk
     monkeypatch.setattr(steps, "COMPILED", (*steps.COMPILED, Register))
     after = [s["Name"] for s in compiler.compile_pipeline(spec, bucket="b").definition["Steps"]]
     assert after == [*before, "RegisterWinner"]
+
+
+def test_the_kinds_use_the_local_engine_through_its_public_attributes_only():
+    """A kind's local half reads and sets the engine's state by name: a private one (`x._plan`) would tie it
+    to the engine's insides, as `local/artifacts.py`'s `executor._record` once did."""
+    import ast
+    from pathlib import Path
+
+    import pipelines.steps as steps
+
+    roots = [Path(steps.__file__).parent, Path(steps.__file__).parent.parent / "local"]
+    private = []
+    for root in roots:
+        for path in root.glob("*.py"):
+            if path.name == "executor.py":  # the engine itself
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                        and isinstance(node.value, ast.Name) and node.value.id in ("x", "executor", "run")):
+                    private.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
+    assert private == []
