@@ -406,6 +406,14 @@ class LocalExecutor:
                 raise RunError(f"step {node} ({steps[node].get('Type')}): the local engine has no way to run a step "
                                "of this kind; deploy the definition to SageMaker to run it")
             KINDS[kind].run_local(run, node)
+            while run.branch:  # what a condition's chosen branch holds (steps/gate.py): never skipped unseen
+                name, nested = run.branch.pop(0)
+                kind = kind_of(nested)
+                if kind is None:
+                    raise RunError(f"the parity gate's branch holds step {name} ({nested.get('Type')}), which no "
+                                   "step kind of bakeoff runs on this machine: it runs on SageMaker only")
+                steps[name] = nested
+                KINDS[kind].run_local(run, name)
         if run.evaluation is None or run.evaluation_path is None:
             raise RunError("the definition has no Evaluate step: nothing decided the bake-off")
         self._record_look(run.evaluation)

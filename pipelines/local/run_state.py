@@ -40,3 +40,4 @@ class LocalRun:
     evaluation: Evaluation | None = None
     evaluation_path: Path | None = None
     gate: list[dict[str, str]] = field(default_factory=list)
+    branch: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # a condition's taken steps, to run

@@ -72,27 +72,13 @@ def compile(c: Compilation) -> None:
 
 
 def run_local(run: LocalRun, node: str) -> None:
-    run.gate = take(run.executor, run.steps, node, run.ctx)
-    run_taken(run, node)
-
-
-def run_taken(run: LocalRun, node: str) -> None:
-    """The steps the gate's chosen branches hold (a team's own step after a pass, say), each run here by
-    the kind that claims it, as SageMaker would run it; one no kind runs here stops the run, saying so,
-    rather than being skipped unseen."""
-    from pipelines.errors import RunError
     from pipelines.local.definition import walk_condition
-    from pipelines.steps import KINDS, kind_of
 
-    for taken, step in walk_condition(run.steps[node], run.ctx):
-        if step["Type"] in ("Fail", "Condition"):
-            continue  # the gate's own outcome (gate.json), or a branch walk_condition already followed
-        kind = kind_of(step)
-        if kind is None:
-            raise RunError(f"the parity gate's branch holds step {taken} ({step['Type']}), which no step kind of "
-                           "bakeoff runs on this machine: it runs on SageMaker only")
-        run.steps[taken] = step
-        KINDS[kind].run_local(run, taken)
+    run.gate = take(run.executor, run.steps, node, run.ctx)
+    # What the chosen branches hold besides the gate's own outcome (a team's step after a pass, say): the
+    # engine runs each by the kind that claims it, as SageMaker would.
+    run.branch = [(taken, step) for taken, step in walk_condition(run.steps[node], run.ctx)
+                  if step["Type"] not in ("Fail", "Condition")]
 
 
 def take(x: LocalExecutor, steps: dict[str, Any], name: str, ctx: Context) -> list[dict[str, str]]:
