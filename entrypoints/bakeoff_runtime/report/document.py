@@ -31,7 +31,7 @@ from bakeoff_runtime.report.formatting import (
     size,
     usd,
 )
-from bakeoff_runtime.verdict import validity
+from bakeoff_runtime.verdict import checks as check_registry
 from bakeoff_runtime.verdict.parity_tests import test_of
 
 # PALETTE is read by tracking.parent_run, so a leg has the same colour in MLflow as here.
@@ -116,9 +116,10 @@ MEASURED_MARK = {"passed": "ok", "failed": "FAIL", "warning": "note", "unchecked
 
 
 def measured_rows(ev: Evaluation) -> list[tuple[str, str, str]]:
-    """(status, check, why) of the checks that say whether the target was measured at all:
-    each leg on its backend, the same model on every leg, blockers. Older evaluations have none."""
-    return [(c["status"], c["name"], c["why"]) for c in ev.get("checks", []) if validity.is_validity_check(c)]
+    """(status, check, why) of the checks that say whether the target was measured at all: those whose kind
+    has a `measured` section in the check registry (verdict/checks/): each leg on its backend, the same model
+    on every leg, blockers... Older evaluations have none."""
+    return [(c["status"], c["name"], c["why"]) for c in ev.get("checks", []) if check_registry.is_measured(c)]
 
 
 def _measured_md(ev: Evaluation) -> list[str]:
