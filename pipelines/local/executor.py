@@ -184,6 +184,11 @@ class LocalExecutor:
 
     # --- the run's rule -------------------------------------------------------------------
     @property
+    def attempt(self) -> Attempt | None:
+        """This decision's attempt at its question (questions.py), once the run has begun it."""
+        return self._attempt
+
+    @property
     def rule(self) -> Rule:
         """The run's parity rule: the spec's with the parameters the run was started with (`--param
         ParityMargin=...`), resolved once; every reader of the run takes it from here."""
@@ -419,7 +424,7 @@ class LocalExecutor:
         self._record_look(run.evaluation)
         return RunResult(self.out, run.evaluation, run.evaluation_path, run.executed, run.skipped, run.gate)
 
-    def _stop_if_nobody_reports_the_metric(self, job_dirs: list[Path]) -> None:
+    def stop_if_nobody_reports_the_metric(self, job_dirs: list[Path]) -> None:
         from .metric_watch import unreported
 
         metric = self.rule.metric
@@ -434,7 +439,7 @@ class LocalExecutor:
                         file=file, line=line, field="parity.metric")
 
     # --- training jobs --------------------------------------------------------------------
-    def _train(self, job, key: str, store: LocalS3, process: JobProcess, on_line,
+    def train(self, job, key: str, store: LocalS3, process: JobProcess, on_line,
                interrupted=lambda: False) -> dict[str, Any]:
         """Run one training job to its end and record it (job.json, output.tar.gz); on a worker
         thread of parallel.py. `interrupted()`: whether `bakeoff run` was stopped meanwhile."""

@@ -22,7 +22,7 @@ import queue
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.backend_table import BACKENDS
@@ -31,6 +31,9 @@ from pipelines.errors import RunError
 from .jobs import JobProcess
 from .slots import rendezvous_environment, thread_environment, threads_per_process, warms_locally
 from .warm import WarmPool, starts_warm_interpreters
+
+if TYPE_CHECKING:
+    from .run_state import Engine
 
 
 @dataclass
@@ -56,7 +59,7 @@ class _Slot:
 class ParallelJobs:
     """Runs the training jobs of `executor`'s run; `run()` returns (executed, skipped) job names."""
 
-    def __init__(self, executor, order: list[str], jobs: dict[str, Any], keys: dict[str, str], reuse: set[str],
+    def __init__(self, executor: Engine, order: list[str], jobs: dict[str, Any], keys: dict[str, str], reuse: set[str],
                  stopped: dict[str, str], watch, ctx, store, at_once: int, gpu: bool,
                  after: dict[str, set[str]] | None = None):
         self.x = executor
@@ -66,8 +69,8 @@ class ParallelJobs:
         if rule is not None:
             watch.judge_by(rule)  # a leg is stopped beyond the margin the verdict decides with
         self.at_once = max(1, at_once)
-        first = executor.spec.seed_list[0]
-        self.first_seed = [n for n in order if jobs[n].seed == first]
+        seed = executor.spec.seed_list[0]
+        self.first_seed = [n for n in order if jobs[n].seed == seed]
         self.events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self.interrupting = threading.Event()
         ENV = contract.ENV
@@ -204,7 +207,7 @@ class ParallelJobs:
                 self.events.put(("advance", slot.name, parsed[0] + 1))
 
         try:
-            slot.result = self.x._train(slot.job, slot.key, self.store, slot.process, on_line,
+            slot.result = self.x.train(slot.job, slot.key, self.store, slot.process, on_line,
                                         interrupted=self.interrupting.is_set)
         except BaseException as exc:  # handed to the loop, which stops the others and raises it
             slot.error = exc
@@ -239,7 +242,7 @@ class ParallelJobs:
             job = slot.job
             job_dir = self.x.out / "jobs" / job.name
             if slot.name == self.first_seed[-1]:
-                self.x._stop_if_nobody_reports_the_metric([self.x.out / "jobs" / self.jobs[n].name
+                self.x.stop_if_nobody_reports_the_metric([self.x.out / "jobs" / self.jobs[n].name
                                                            for n in self.first_seed])
             why = self.watch.finished(job.leg, job.seed, job_dir)
             if why:

@@ -46,8 +46,7 @@ from .request import (
 
 if TYPE_CHECKING:
     from pipelines.local.definition import Context
-    from pipelines.local.executor import LocalExecutor
-    from pipelines.local.run_state import LocalRun
+    from pipelines.local.run_state import Engine, LocalRun
     from pipelines.local.store import LocalS3
     from pipelines.local.substitutions import Substitutions
 
@@ -182,7 +181,7 @@ def run_local(run: LocalRun, node: str) -> None:
                                                          run.rule_original)
 
 
-def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: Substitutions, store: LocalS3,
+def decide_locally(x: Engine, steps: dict[str, Any], ctx: Context, subs: Substitutions, store: LocalS3,
                    rule_original: dict | None, *, installed_code: bool = False) -> tuple[Evaluation, Path]:
     """`installed_code`: run this bakeoff's evaluate.py, not the one in the run's code bundle
     (deciding a run directory again: its bundle is data, never run)."""
@@ -231,7 +230,7 @@ def decide_locally(x: LocalExecutor, steps: dict[str, Any], ctx: Context, subs: 
     config["parity"] = cast("ParityRule", {**config["parity"], **x.rule.as_dict()})
     if x.sequential:
         config["sequential"] = x.sequential
-    attempt = getattr(x, "_attempt", None)
+    attempt = x.attempt
     if attempt is not None:  # which attempt at the question, and stage 1's figures at stage 2
         config["attempt"] = attempt
     at_once = _jobs_at_once(x, installed_code)
@@ -280,7 +279,7 @@ def _check_address(uri: str, body: bytes, path: Path) -> None:
                        "was written")
 
 
-def _jobs_at_once(x: LocalExecutor, deciding_again: bool) -> int:
+def _jobs_at_once(x: Engine, deciding_again: bool) -> int:
     """Training jobs at once when the jobs ran: this run's `--jobs`, or, deciding a run
     directory again, what its plan.json recorded (1 where it recorded none)."""
     from pipelines.local.files import recorded_local

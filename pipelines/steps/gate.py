@@ -14,8 +14,7 @@ from .request import Compilation
 
 if TYPE_CHECKING:
     from pipelines.local.definition import Context
-    from pipelines.local.executor import LocalExecutor
-    from pipelines.local.run_state import LocalRun
+    from pipelines.local.run_state import Engine, LocalRun
 
 KIND = "gate"
 # Condition and Fail steps start no job: the validator checks them by their structure, no IAM action.
@@ -81,7 +80,7 @@ def run_local(run: LocalRun, node: str) -> None:
                   if step["Type"] not in ("Fail", "Condition")]
 
 
-def take(x: LocalExecutor, steps: dict[str, Any], name: str, ctx: Context) -> list[dict[str, str]]:
+def take(x: Engine, steps: dict[str, Any], name: str, ctx: Context) -> list[dict[str, str]]:
     """The Condition step: the path it takes through its If/Else steps (gate.json)."""
     from pipelines.local.definition import resolve, walk_condition
     from pipelines.local.files import write_json_atomically

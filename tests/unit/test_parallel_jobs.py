@@ -85,7 +85,7 @@ class FakeExecutor:
         self.started: list[str] = []
         self.metric_checked: list[list[str]] = []
 
-    def _train(self, job, key, store, process, on_line, interrupted=lambda: False) -> dict[str, Any]:
+    def train(self, job, key, store, process, on_line, interrupted=lambda: False) -> dict[str, Any]:
         self.started.append(job.name)
         job_dir = self.out / "jobs" / job.name
         model = job_dir / "opt" / "ml" / "model"
@@ -114,7 +114,7 @@ class FakeExecutor:
             "interrupted": outcome.interrupted}))
         return summary
 
-    def _stop_if_nobody_reports_the_metric(self, job_dirs) -> None:
+    def stop_if_nobody_reports_the_metric(self, job_dirs) -> None:
         self.metric_checked.append([d.name for d in job_dirs])
 
 
@@ -278,14 +278,14 @@ def test_the_engine_budgets_one_warm_interpreter_a_leg_unless_none_starts(monkey
 def test_an_error_in_one_job_stops_the_others_and_is_raised(tmp_path):
     curves = {n: list(GOOD) for n in ORDER}
     x = FakeExecutor(tmp_path, [0, 1, 2], curves, {"g5-s0": tmp_path / "never"})
-    real_train = x._train
+    real_train = x.train
 
     def train(job, *args, **kwargs):
         if job.name == "trn1-s0":
             raise RuntimeError("planted")
         return real_train(job, *args, **kwargs)
 
-    x._train = train
+    x.train = train
     jobs = {n: FakeJob(n, n, n.split("-")[0], int(n.split("-s")[1]), {}) for n in ORDER}
     runner = ParallelJobs(x, ORDER, jobs, {n: n for n in ORDER}, set(), {}, DoomWatch(x.spec),
                           SimpleNamespace(training_job_names={}), None, 2, gpu=False)

@@ -46,22 +46,43 @@ def test_a_new_kind_is_compiled_by_the_loop_without_the_compiler_knowing_it(monk
     assert after == [*before, "RegisterWinner"]
 
 
-def test_the_kinds_use_the_local_engine_through_its_public_attributes_only():
-    """A kind's local half reads and sets the engine's state by name: a private one (`x._plan`) would tie it
-    to the engine's insides, as `local/artifacts.py`'s `executor._record` once did."""
+def _private_reads(source: str) -> list[tuple[int, str]]:
+    """`x._name` (read or set) and `getattr(x, "_name")`/`setattr(...)` on the engine or the run."""
     import ast
+
+    def engine(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id in ("x", "executor", "run")) or (
+            isinstance(node, ast.Attribute) and node.attr in ("x", "executor"))
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and engine(node.value)):
+            found.append((node.lineno, node.attr))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr")
+                and len(node.args) > 1 and engine(node.args[0]) and isinstance(node.args[1], ast.Constant)
+                and str(node.args[1].value).startswith("_") and not str(node.args[1].value).startswith("__")):
+            found.append((node.lineno, str(node.args[1].value)))
+    return found
+
+
+def test_the_private_read_check_sees_each_way_of_reading():
+    assert sorted(a for _, a in _private_reads("x._plan\nrun.executor._outputs = 1\nself.x._train()\n"
+                                         "getattr(x, '_attempt', None)\nx.plan\ngetattr(x, 'rule', None)")) == \
+        ["_attempt", "_outputs", "_plan", "_train"]
+
+
+def test_the_kinds_use_the_local_engine_through_its_public_attributes_only():
+    """A kind's local half reads and sets the engine's state by name (run_state.Engine): a private one
+    (`x._plan`) would tie it to the engine's insides, as `local/artifacts.py`'s `executor._record` once did."""
     from pathlib import Path
 
+    import pipelines.local as local
     import pipelines.steps as steps
 
-    roots = [Path(steps.__file__).parent, Path(steps.__file__).parent.parent / "local"]
     private = []
-    for root in roots:
-        for path in root.glob("*.py"):
-            if path.name == "executor.py":  # the engine itself
-                continue
-            for node in ast.walk(ast.parse(path.read_text())):
-                if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                        and isinstance(node.value, ast.Name) and node.value.id in ("x", "executor", "run")):
-                    private.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
+    for path in sorted([*Path(local.__file__).parent.rglob("*.py"), *Path(steps.__file__).parent.glob("*.py")]):
+        if path.name == "executor.py":  # the engine itself
+            continue
+        private += [f"{path.name}:{line} {attr}" for line, attr in _private_reads(path.read_text())]
     assert private == []
