@@ -327,8 +327,8 @@ class LocalExecutor:
             self.sequential = self.sequential or looks.sequential_of(self.out, ran)
             self.look = looks.check(self.out, ran, self.spec.seed_list, self.sequential)
             self._begin_attempt(plan, ran)
-            from pipelines.steps import evaluate
-            from pipelines.steps import gate as gate_kind
+            from .kinds import evaluate
+            from .kinds import gate as gate_kind
 
             evaluation, path = evaluate.decide_locally(self, steps, ctx, subs, store, rule.get("original"),
                                                        installed_code=True)
@@ -395,30 +395,28 @@ class LocalExecutor:
                                "shared the machine (--jobs 1 gives each job the whole machine)")
         for line in plan.notes:
             self.progress.note(line)
-        from pipelines.steps import KINDS, kind_of, training
+        from pipelines.steps import kind_of, training
 
+        from .kinds import run_step
         from .run_state import LocalRun
 
-        # The definition's own order (step_graph.py), each step run by its kind (pipelines/steps/); the
+        # The definition's own order (step_graph.py), each step run by its kind's local module (kinds/); the
         # training jobs as one batch, ordered among themselves by what the definition says of them.
         run = LocalRun(executor=self, plan=plan, definition=definition, steps=steps, subs=subs, store=store,
                        params=params, ctx=self._context(compiled.name, params, keys, steps), order=order, jobs=jobs,
                        keys=keys, reuse=reuse, pending={jobs[n].leg for n in order if n not in reuse},
                        rule_original=rule_original)
         for node in step_graph.run_order(definition, training.is_step):
-            kind = "training" if node == step_graph.BATCH else kind_of(steps[node])
-            if kind is None:
+            kind = training.KIND if node == step_graph.BATCH else kind_of(steps[node])
+            if not run_step(run, kind, node):
                 raise RunError(f"step {node} ({steps[node].get('Type')}): the local engine has no way to run a step "
                                "of this kind; deploy the definition to SageMaker to run it")
-            KINDS[kind].run_local(run, node)
-            while run.branch:  # what a condition's chosen branch holds (steps/gate.py): never skipped unseen
+            while run.branch:  # what a condition's chosen branch holds (kinds/gate.py): never skipped unseen
                 name, nested = run.branch.pop(0)
-                kind = kind_of(nested)
-                if kind is None:
+                steps[name] = nested
+                if not run_step(run, kind_of(nested), name):
                     raise RunError(f"the parity gate's branch holds step {name} ({nested.get('Type')}), which no "
                                    "step kind of bakeoff runs on this machine: it runs on SageMaker only")
-                steps[name] = nested
-                KINDS[kind].run_local(run, name)
         if run.evaluation is None or run.evaluation_path is None:
             raise RunError("the definition has no Evaluate step: nothing decided the bake-off")
         self._record_look(run.evaluation)

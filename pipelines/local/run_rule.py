@@ -3,7 +3,7 @@ was started with (`--param ParityMargin=...`) applied. The local engine resolves
 the run's parameters (`LocalExecutor._prepare`, or the recorded ones when `bakeoff report DIR`
 decides again) and every reader of the run takes it from there: the rule record
 (parity-rule.json, plan.json), the doomed-leg watch (doomed.py), the first seed's metric check
-and the Evaluate step's config (pipelines/steps/evaluate.py), so the report, the MLflow parent
+and the Evaluate step's config (kinds/evaluate.py), so the report, the MLflow parent
 run and the sequential design's records, which read the evaluation, see the same rule.
 
 On SageMaker the parameter reaches the Evaluate step as its `--margin` argument and evaluate.py

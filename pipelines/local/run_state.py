@@ -1,7 +1,7 @@
 """One local run of a definition, as its steps see it: what the engine prepared (the plan, the
 steps, the jobs and their keys, the local store) and what the steps leave for the ones after them
 (legs a collective check stopped, the jobs run and reused, the evaluation, the gate's path).
-Handed to each step kind's `run_local` (pipelines/steps/), with the engine as `Engine`: what a kind
+Handed to each step kind's `run_local` (pipelines/local/kinds/), with the engine as `Engine`: what a kind
 may read and set of it, by public name only, so that the executor's insides can change under the kinds."""
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The kinds of step a bakeoff pipeline has, one module each: how the compiler writes the step
-(`compile_step`) and how the local engine runs it (`run_local`), side by side, so a kind's two
-halves cannot drift apart.
+(`compile_step`) and how a definition's step is known to be of the kind (`is_step`). How this machine
+runs each kind is the local engine's (pipelines/local/kinds/, one module per kind beside these), so the
+compiler, the validator and the CDK role never load the engine.
 
 | kind | module | steps |
 |---|---|---|
@@ -14,11 +15,11 @@ halves cannot drift apart.
 A new kind is one module with `KIND`, `is_step(step)`, `compile(c)` (appends its steps to the definition
 being built and wires its own dependencies: request.Compilation), what it is in a definition (`STEP_TYPES`:
 SageMaker step type -> the API operation the validator checks its arguments against, and the request's
-name field), what it needs of the pipeline's role (`IAM_ACTIONS`, on `JOB_RESOURCES`), and
-`run_local(run, node)`, added to KINDS and, in definition order, to COMPILED. `request.py` holds what
-every kind's request is built from.
-The compile halves import the plan and the spec; the local halves import the local engine only
-inside `run_local`, so the compiler never loads it.
+name field) and what it needs of the pipeline's role (`IAM_ACTIONS`, on `JOB_RESOURCES`), added to KINDS
+and, in definition order, to COMPILED; and its local half in pipelines/local/kinds/ (or a reason there why
+it is not run locally). `request.py` holds what every kind's request is built from.
+The compile halves import the plan, the spec and the definition's expressions, never the local engine,
+which imports them.
 """
 from __future__ import annotations
 
@@ -27,13 +28,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from . import collective, evaluate, gate, precompile, preflight, training
 
 if TYPE_CHECKING:
-    from pipelines.local.run_state import LocalRun
-
     from .request import Compilation
 
 
 class StepKind(Protocol):
-    """What the compiler, the validator, the CDK policies and the local engine need of a kind's module."""
+    """What the compiler, the validator, the CDK policies and the local engine's dispatch need of a kind's module."""
 
     KIND: str
     STEP_TYPES: dict[str, tuple[str, str]]
@@ -43,8 +42,6 @@ class StepKind(Protocol):
     def is_step(self, step: dict[str, Any]) -> bool: ...
 
     def compile(self, c: Compilation) -> None: ...
-
-    def run_local(self, run: LocalRun, node: str) -> None: ...
 
 
 # Asked in this order: the Preflight and Collective steps are Training steps too.

@@ -1,14 +1,13 @@
 """The Precompile-<leg> step (`legs[].precompile`): neuron_parallel_compile over the leg's own
 launch, filling its compile cache before its training steps start.
 
-Not run locally: neuron_parallel_compile exists only in Neuron images, and PyTorch/XLA on CPU
-cannot load cached executables, so the local engine says so and goes on.
+Not run locally (pipelines/local/kinds: NOT_RUN_HERE says why); the local engine says so and goes on.
 """
 from __future__ import annotations
 
 import json
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bakeoff_runtime import contract
 from pipelines.names import precompile_step
@@ -16,9 +15,6 @@ from pipelines.plan.model import Plan, PlannedJob
 
 from . import training
 from .request import TRAIN_COMMAND, Compilation, StepInputs, s3
-
-if TYPE_CHECKING:
-    from pipelines.local.run_state import LocalRun
 
 KIND = "precompile"
 STEP_TYPES, IAM_ACTIONS, JOB_RESOURCES = training.STEP_TYPES, training.IAM_ACTIONS, training.JOB_RESOURCES
@@ -65,9 +61,3 @@ def compile(c: Compilation) -> None:
             if step["Name"] in seeds:
                 step.setdefault("DependsOn", []).append(pre["Name"])
         c.steps.insert(0, pre)
-
-
-def run_local(run: LocalRun, node: str) -> None:
-    run.executor.progress.note(f"leg {node[len(precompile_step('')):]}: the Precompile step is skipped locally "
-                               "(neuron_parallel_compile exists only in Neuron images, and PyTorch/XLA on CPU "
-                               "cannot load cached executables)")

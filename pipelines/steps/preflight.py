@@ -5,7 +5,7 @@ as one of its inputs.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.backend_table import PREFLIGHT_BACKEND
@@ -14,9 +14,6 @@ from pipelines.plan.model import Plan, derive_batching
 
 from . import training
 from .request import Compilation, StepInputs, apply_security, s3
-
-if TYPE_CHECKING:
-    from pipelines.local.run_state import LocalRun
 
 KIND = "preflight"
 STEP_TYPES, IAM_ACTIONS, JOB_RESOURCES = training.STEP_TYPES, training.IAM_ACTIONS, training.JOB_RESOURCES
@@ -75,24 +72,3 @@ def compile(c: Compilation) -> None:
     for step in c.steps:
         step["DependsOn"] = sorted({*step.get("DependsOn", []), PREFLIGHT_STEP})
     c.steps.insert(0, first)
-
-
-def run_local(run: LocalRun, node: str) -> None:
-    """The request as compiled; its model.tar.gz published where the Evaluate step's input reads it."""
-    from pipelines.errors import RunError
-    from pipelines.local.artifacts import artifact_uris, publish
-    from pipelines.local.definition import Context, resolve
-
-    x, step = run.executor, run.steps[node]
-    request = resolve(step["Arguments"], Context(run.params, "", ""))
-    job_dir = x.out / "preflight" / "step"
-    job = run.subs.training(PREFLIGHT_STEP, request, job_dir)
-    x.progress.note("running the Preflight step first (the pipeline's first step)")
-    job_dir.mkdir(parents=True, exist_ok=True)
-    outcome = x.container(job, job_dir, run.store, x.process, lambda line: None)
-    publish(job_dir, artifact_uris({PREFLIGHT_STEP: step})[PREFLIGHT_STEP], run.store)  # the Evaluate step reads it
-    if outcome.exit_code != 0:
-        failure = job_dir / "opt" / "ml" / "output" / "failure"
-        why = failure.read_text().strip().splitlines()[0] if failure.exists() else f"exit {outcome.exit_code}"
-        raise RunError(f"the Preflight step stopped the pipeline before any training job: {why} "
-                       f"(see {job_dir / 'stdout.log'}; `bakeoff preflight` explains each problem)")

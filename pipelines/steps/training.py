@@ -1,13 +1,11 @@
 """The Training steps, one per leg x seed: the bake-off's measurements.
 
-Compiled here from the plan's jobs; run locally as one batch (pipelines/local/parallel.py: up to
-`--jobs` at once, DependsOn among them honoured, results read in plan order so the doomed-leg rule
-decides as with `--jobs 1`).
+Compiled here from the plan's jobs; run locally as one batch (pipelines/local/kinds/training.py).
 """
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.backend_table import row
@@ -28,9 +26,6 @@ from .request import (
     data_parameter_name,
     s3,
 )
-
-if TYPE_CHECKING:
-    from pipelines.local.run_state import LocalRun
 
 KIND = "training"
 # What the kind is in a definition, for the validator (botocore's operation and the request's name
@@ -177,22 +172,3 @@ def spot_seeds_after_the_first(plan: Plan, leg: str, steps: list[dict[str, Any]]
     for step in steps:
         if step["Name"] in later:
             step["DependsOn"] = sorted({*step.get("DependsOn", []), first})
-
-
-def run_local(run: LocalRun, node: str) -> None:
-    """Every training job of the run, as one batch (the step graph's BATCH node)."""
-    from pipelines.local.doomed import DoomWatch  # a leg already shown broken does not pay for its other seeds
-    from pipelines.local.parallel import ParallelJobs
-    from pipelines.local.step_graph import batch_constraints
-
-    x = run.executor
-    watch = DoomWatch(x.spec, int(x.sequential["max_seeds"]) if x.sequential else None)
-    runner = ParallelJobs(x, run.order, run.jobs, run.keys, run.reuse, run.stopped, watch, run.ctx, run.store, x.jobs,
-                          x.use_gpu, after=batch_constraints(run.definition, is_step))
-    x.parallel = runner
-    x.progress.start(len(run.order), x.jobs)
-    try:
-        run.executed, run.skipped = runner.run()
-    finally:
-        x.parallel = None
-        x.progress.stop()

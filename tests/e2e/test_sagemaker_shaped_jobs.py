@@ -50,7 +50,7 @@ def _checked_and_trained(tmp):
     spec["parity"]["baseline"] = "g5"
     _, store, steps, params = _compiled(tmp, "collective", spec)
     # PyTorch/XLA's CPU device does not sum across processes: the check's processes use gloo here, as in
-    # the local engine (pipelines/steps/collective.py), at the leg's world size.
+    # the local engine (pipelines/local/kinds/collective.py), at the leg's world size.
     check, check_dir = run_training(_request(steps, "Collective-trn1", params), "collective-job", tmp / "collective",
                                     store, {**ON_XLA_CPU, "BAKEOFF_COLLECTIVE_BACKEND": "gloo"})
     artifacts = {"Collective-trn1": model_uri(steps["Collective-trn1"]["Arguments"], "collective-job")}

@@ -1,15 +1,41 @@
-"""The step kinds as plug-ins (pipelines/steps): the compiler is a loop over them, and what the validator
-checks and what the CDK role may do come from what each kind declares, not from lists kept elsewhere."""
+"""The step kinds as plug-ins (pipelines/steps, and their local halves in pipelines/local/kinds): the compiler
+is a loop over them, the local engine runs each by its local module, and what the validator checks and what
+the CDK role may do come from what each kind declares, not from lists kept elsewhere."""
 from pipelines.steps import COMPILED, KINDS, iam_actions, job_resources, operations
 
 
-def test_every_kind_is_compiled_and_run_here_and_declares_what_it_is():
-    assert {k.KIND for k in COMPILED} == set(KINDS)  # a kind the compiler writes, the local engine knows
+def test_every_kind_is_compiled_and_declares_what_it_is():
+    assert {k.KIND for k in COMPILED} == set(KINDS)
     for kind in KINDS.values():
-        assert callable(kind.compile) and callable(kind.run_local) and callable(kind.is_step)
+        assert callable(kind.compile) and callable(kind.is_step) and not hasattr(kind, "run_local")
         for step_type, (operation, name_field) in kind.STEP_TYPES.items():
             assert step_type[0].isupper() and operation.startswith("Create") and name_field.endswith("Name")
         assert all(a.startswith("sagemaker:") for a in kind.IAM_ACTIONS)
+
+
+def test_every_compiled_kind_is_run_here_or_says_why_not():
+    """A kind the compiler writes is run by the local engine, or declared not run here with the reason the run
+    prints; never both, and no local kind the compiler does not write."""
+    from pipelines.local.kinds import LOCAL_KINDS, NOT_RUN_HERE
+
+    assert set(LOCAL_KINDS) == set(KINDS) - set(NOT_RUN_HERE)
+    assert set(NOT_RUN_HERE) <= set(KINDS) and not set(NOT_RUN_HERE) & set(LOCAL_KINDS)
+    assert all(isinstance(why, str) and why.strip() for why in NOT_RUN_HERE.values())
+    for kind, module in LOCAL_KINDS.items():
+        assert kind == module.KIND and callable(module.run_local)
+
+
+def test_a_kind_not_run_here_is_said_and_passed_over_and_an_unknown_one_refused():
+    from types import SimpleNamespace
+
+    from pipelines.local.kinds import NOT_RUN_HERE, run_step
+
+    notes: list[str] = []
+    run = SimpleNamespace(executor=SimpleNamespace(progress=SimpleNamespace(note=notes.append)))
+    kind, why = next(iter(NOT_RUN_HERE.items()))
+    assert run_step(run, kind, "Step-a") and notes == [f"Step-a: not run on this machine ({why}); going on"]
+    assert not run_step(run, None, "Odd") and not run_step(run, "register", "RegisterWinner")
+    assert len(notes) == 1
 
 
 def test_the_validator_and_the_role_read_the_kinds():
@@ -78,10 +104,9 @@ def test_the_kinds_use_the_local_engine_through_its_public_attributes_only():
     from pathlib import Path
 
     import pipelines.local as local
-    import pipelines.steps as steps
 
     private = []
-    for path in sorted([*Path(local.__file__).parent.rglob("*.py"), *Path(steps.__file__).parent.glob("*.py")]):
+    for path in sorted(Path(local.__file__).parent.rglob("*.py")):
         if path.name == "executor.py":  # the engine itself
             continue
         private += [f"{path.name}:{line} {attr}" for line, attr in _private_reads(path.read_text())]
