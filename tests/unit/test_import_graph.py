@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Advice before spending: seeds, rounds, cost, prices, regions (reads the spec; the plan does not need it).
     ("advice", ("pipelines.advice",)),
     # The two engines (the compiler lives in pipelines.sagemaker; the local engine runs its definition), and
-    # the step kinds both use: each kind's module compiles its step and runs it locally (pipelines/steps/).
+    # the step kinds' compile side (pipelines/steps/: the compiler assembles them; the local engine's own
+    # kinds, pipelines/local/kinds/, run them and find a step's kind with them).
     ("engine", ("pipelines.local", "pipelines.sagemaker", "pipelines.steps")),
     # The Python API, and the views it shares with the CLI.
     ("api", ("pipelines.api",)),
@@ -48,7 +49,14 @@ ENGINE_CROSSING = {("pipelines.local", "pipelines.sagemaker"): {"pipelines.sagem
                    ("pipelines.sagemaker", "pipelines.local"): {"pipelines.local.looks"},
                    # A step kind writes its request with the definition's expressions, never through the compiler,
                    # which assembles the kinds (pipelines/steps/*: compile_step; the compiler imports them).
-                   ("pipelines.steps", "pipelines.sagemaker"): {"pipelines.sagemaker.expressions"}}
+                   ("pipelines.steps", "pipelines.sagemaker"): {"pipelines.sagemaker.expressions"},
+                   # How this machine runs a kind is the local engine's (pipelines/local/kinds/), which imports
+                   # the kinds' compile side: never the other way.
+                   ("pipelines.steps", "pipelines.local"): set()}
+# What the compile side may know of the local engine even where nothing runs (annotations under
+# TYPE_CHECKING): the engine imports the compile side, so naming the engine's types back is a circle in the
+# design if not in the code. Only the backend-neutral record of a look, as ENGINE_CROSSING says.
+COMPILE_SIDE_SEES_OF_THE_LOCAL_ENGINE = {"pipelines.steps": set(), "pipelines.sagemaker": {"pipelines.local.looks"}}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -91,13 +99,14 @@ def _imported(name: str, is_package: bool, node: ast.Import | ast.ImportFrom, mo
             yield target
 
 
-def import_graph() -> dict[str, dict[str, int]]:
-    """Module -> {imported module: line of the first import of it}."""
+def import_graph(type_checking: bool = False) -> dict[str, dict[str, int]]:
+    """Module -> {imported module: line of the first import of it}; with `type_checking`, the imports under
+    `if TYPE_CHECKING:` too."""
     modules = _modules()
     graph: dict[str, dict[str, int]] = {}
     for name, (path, is_package) in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
-        skip = _type_checking_only(tree)
+        skip = set() if type_checking else _type_checking_only(tree)
         edges = graph.setdefault(name, {})
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skip:
@@ -203,14 +212,46 @@ def test_imports_flow_down_the_layers(graph):
     assert upward == [], "\n".join(upward)
 
 
-def test_the_engines_cross_only_where_documented(graph):
+def engine_crossings(graph: dict[str, dict[str, int]]) -> list[str]:
     crossing = []
     for module, edges in graph.items():
         for (source, other), allowed in ENGINE_CROSSING.items():
             if module.startswith(source + "."):
                 crossing += [f"{module} imports {t}" for t in edges
                              if (t == other or t.startswith(other + ".")) and t not in allowed]
+    return crossing
+
+
+def test_the_engines_cross_only_where_documented(graph):
+    crossing = engine_crossings(graph)
     assert crossing == [], "\n".join(crossing)
+
+
+def compile_side_imports_of_the_local_engine(graph: dict[str, dict[str, int]]) -> list[str]:
+    found = []
+    for module, edges in graph.items():
+        for side, allowed in COMPILE_SIDE_SEES_OF_THE_LOCAL_ENGINE.items():
+            if module == side or module.startswith(side + "."):
+                found += [f"{module} imports {t} at line {line}" for t, line in sorted(edges.items())
+                          if (t == "pipelines.local" or t.startswith("pipelines.local.")) and t not in allowed]
+    return found
+
+
+def test_the_compile_side_never_imports_the_local_engine():
+    """Not at module level, not inside a function, not for annotations: pipelines/steps and the compiler
+    are what the local engine is built on (pipelines/local/kinds/ holds how this machine runs a kind)."""
+    assert compile_side_imports_of_the_local_engine(import_graph(type_checking=True)) == []
+
+
+def test_a_step_kind_or_the_compiler_importing_the_local_engine_is_caught(graph):
+    planted = {**graph, "pipelines.steps.gate": {**graph["pipelines.steps.gate"], "pipelines.local.definition": 7},
+               "pipelines.sagemaker.compiler": {**graph["pipelines.sagemaker.compiler"],
+                                                "pipelines.local.run_state": 9}}
+    assert sorted(compile_side_imports_of_the_local_engine(planted)) == [
+        "pipelines.sagemaker.compiler imports pipelines.local.run_state at line 9",
+        "pipelines.steps.gate imports pipelines.local.definition at line 7"]
+    assert sorted(engine_crossings(planted)) == ["pipelines.sagemaker.compiler imports pipelines.local.run_state",
+                                                 "pipelines.steps.gate imports pipelines.local.definition"]
 
 
 def test_estimators_import_nothing_of_pipelines(graph):
@@ -227,6 +268,7 @@ def test_the_process_that_forks_the_jobs_imports_no_numpy():
     import sys
 
     code = ("import sys, pipelines.local.executor, pipelines.local.questions, pipelines.local.until_decided, "
-            "pipelines.steps.evaluate; print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
+            "pipelines.local.kinds, pipelines.steps.evaluate; "
+            "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
