@@ -26,6 +26,7 @@ from bakeoff_runtime.contract import (  # noqa: E402
     parse_training_step_name,
 )
 from bakeoff_runtime.contract.documents import read_evaluation_config  # noqa: E402
+from bakeoff_runtime.contract.rule import with_margin_parameter  # noqa: E402
 from bakeoff_runtime.report.document import write_reports  # noqa: E402
 from bakeoff_runtime.tracking.parent_run import log_parent  # noqa: E402
 from bakeoff_runtime.verdict.evaluation import evaluate, write_evaluation  # noqa: E402
@@ -131,12 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--job-prefix", help="with --execution-arn: the S3 prefix the jobs write under")
     args = ap.parse_args(argv)
     cfg = read_evaluation_config(args.config)
-    if args.margin is not None and args.margin != cfg["parity"]["margin"]:
-        # The ParityMargin pipeline parameter, set when the execution started: the
-        # evaluation shows the spec's rule beside the one it decided with.
-        cfg.setdefault("rule_original", dict(cfg["parity"]))
-        cfg.setdefault("rule_change_reason", "ParityMargin pipeline parameter set at execution start")
-        cfg["parity"]["margin"] = args.margin
+    cfg = with_margin_parameter(cfg, args.margin)  # the ParityMargin pipeline parameter (contract/rule.py)
     if args.parent_key and cfg.get("mlflow"):
         cfg["mlflow"]["parent_key"] = args.parent_key
     if args.execution_arn:

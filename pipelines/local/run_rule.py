@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-MARGIN_PARAMETER = "ParityMargin"  # the pipeline parameter that sets the margin (sagemaker/compiler.py)
+from bakeoff_runtime.contract.rule import MARGIN_PARAMETER  # the pipeline parameter that sets the margin
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract import script_mode as script_contract
-from bakeoff_runtime.contract.documents import EvaluationConfig
+from bakeoff_runtime.contract.documents import MlflowConfig
 from pipelines.plan.model import Plan
 
 from .store import LocalS3
@@ -236,29 +236,16 @@ class Substitutions:
         inputs = {name: value for name, value in job.inputs.items() if name != "code"}
         return dataclasses.replace(job, command=command, inputs=inputs)
 
-    def evaluation_config(self, config: EvaluationConfig, prices: dict[str, Any]) -> EvaluationConfig:
-        """The compiled evaluation config as a local run needs it: emulated figures, local prices
-        and cost basis, the local MLflow store."""
-        out: EvaluationConfig = json.loads(json.dumps(config))
-        out["emulated"] = True
-        out["cost_basis"] = ("emulated: local wall time x on-demand price of the instance the leg stands for; "
-                             "not indicative of the target hardware")
-        for name, leg in out["legs"].items():
-            leg["emulated_on"] = self.emulation[name].device_label
-            planned = self.plan.leg(name)
-            leg["local_processes"] = planned.local_processes
-            leg["local_processes_why"] = planned.local_processes_why
-            price = prices.get(name)
-            if price is not None:
-                leg["price"] = {"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
-                                "note": price.note}
-        if self.mlflow:
-            out["mlflow"] = {"tracking_uri": self.mlflow["MLFLOW_TRACKING_URI"],
-                             "experiment": self.plan.spec.experiment,
-                             "artifact_location": self.mlflow.get(contract.ENV["mlflow_artifact_location"])}
-        else:
-            out["mlflow"] = {}
-        return out
+    def mlflow_config(self) -> MlflowConfig:
+        """The local MLflow store as the Evaluate step's config names it ({}: no MLflow)."""
+        if not self.mlflow:
+            return {}
+        return {"tracking_uri": self.mlflow["MLFLOW_TRACKING_URI"], "experiment": self.plan.spec.experiment,
+                "artifact_location": self.mlflow.get(contract.ENV["mlflow_artifact_location"])}
+
+    def emulated_on(self) -> dict[str, str]:
+        """Leg -> the device that stands in for its hardware here (the evaluation's "emulated on")."""
+        return {name: emulation.device_label for name, emulation in self.emulation.items()}
 
 
 def host_environment() -> dict[str, str]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract import script_mode as script_contract
@@ -24,15 +24,6 @@ from pipelines.plan.emulation import gpu_available
 from pipelines.spec.model import BakeoffSpec, Leg
 
 if TYPE_CHECKING:
-    from bakeoff_runtime.contract.documents import (
-        Ablation,
-        DecisionPart,
-        DerivedConfig,
-        EvaluationConfig,
-        LegConfig,
-        MlflowConfig,
-        ParityRule,
-    )
     from pipelines.plan.script_checks import ScriptFindings
 
 
@@ -321,62 +312,3 @@ def script_processes(leg: Leg, distributed: bool, emulation: str) -> tuple[int, 
     n = min(devices, machine_processes())
     return devices, n, f"{n} torchrun process{'es' if n > 1 else ''} stand for the {devices} devices" + (
         "" if n == devices else " (as many as this machine takes)")
-
-
-def evaluation_config(spec: BakeoffSpec, *, prices: dict[str, Any], images: dict[str, str | None],
-                      emulated_on: dict[str, str | None], cost_basis: str,
-                      mlflow: MlflowConfig) -> EvaluationConfig:
-    """What the evaluation step reads: per leg its hardware, seeds and price (with source), and the parity rule.
-    One builder for the local executor and the SageMaker compiler."""
-    from pipelines.spec.derived import derivations, expand
-
-    spec = expand(spec)
-    derived = derivations(spec)
-    legs: dict[str, LegConfig] = {}
-    for leg in spec.legs:
-        price = prices.get(leg.name)
-        d = derived.get(leg.name)
-        entry: LegConfig = {
-            "image": images.get(leg.name), "instance_type": leg.instance_type, "instance_count": leg.instance_count,
-            # A script-mode script sets its own precision (autocast or not): bakeoff cannot say which.
-            "backend": leg.backend, "precision": leg.precision if spec.entrypoint.mode != "script" else "script's own",
-            "devices": leg.devices, "seeds": spec.seed_list,
-            "emulated_on": emulated_on.get(leg.name),
-            "price": ({"usd_per_hour": price.usd_per_hour, "source": price.source, "as_of": price.as_of,
-                       "note": price.note} if price else None),
-            # What the spec gives this leg alone: in script mode, all that differs between legs.
-            "per_leg": {"arguments": list(leg.arguments), "hyperparameters": dict(leg.hyperparameters),
-                        "environment": dict(leg.environment)},
-        }
-        if d:  # (the config is written with sorted keys: the order keys are set in reaches no byte)
-            entry["derived_from"], entry["global_batch_size"] = d.to_json(), d.global_batch_size
-        legs[leg.name] = entry
-    return {"bakeoff": spec.name, "spec_hash": spec_hash(spec), "legs": legs, "entrypoint_mode": spec.entrypoint.mode,
-            "parity": cast("ParityRule", {**spec.parity.model_dump(), "baseline": spec.baseline}),
-            "cost_basis": cost_basis, "mlflow": mlflow, **_derived_config(spec), **_decision_config(spec)}
-
-
-def _decision_config(spec: BakeoffSpec) -> DecisionPart:
-    """The decision the projection reads (absent when the spec declares none)."""
-    if spec.decision is None:
-        return cast("DecisionPart", {})
-    batch = spec.training.global_batch_size if spec.entrypoint.mode != "script" else None
-    return {"decision": spec.decision.to_config(measured_batch=batch)}
-
-
-def _derived_config(spec: BakeoffSpec) -> DerivedConfig:
-    """The scaling sweeps and ablations, for the evaluation (absent when the spec declares none)."""
-    from pipelines.spec.derived import ABLATION, derivations, sweeps
-
-    out: DerivedConfig = {}
-    groups = sweeps(spec)
-    if groups:
-        out["scaling"] = {source: {"mode": spec.leg(source).scaling_mode, "legs": names,
-                                   "global_batch_size": spec.training.global_batch_size}
-                          for source, names in groups.items()}
-    ablations: list[Ablation] = [{"leg": d.source, "ablation_leg": d.name, "precision": spec.leg(d.source).precision,
-                  "ablation_precision": spec.leg(d.name).precision}
-                 for d in derivations(spec).values() if d.kind == ABLATION]
-    if ablations:
-        out["ablations"] = ablations
-    return out

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime import contract
+from bakeoff_runtime.contract.rule import MARGIN_PARAMETER
 from pipelines.errors import SpecError
 from pipelines.names import pipeline_name as _pipeline_name
 from pipelines.plan.corpus import prepare_corpus
@@ -142,17 +143,20 @@ def _with_region(spec: BakeoffSpec, region: str) -> BakeoffSpec:
 
 
 def compile_pipeline(spec: BakeoffSpec, *, base_dir: Path | None = None, bucket: str | None = None,
-                     role_arn: str | None = None, region: str | None = None) -> CompiledPipeline:
-    """The SageMaker pipeline definition of `spec` and the assets it reads from S3."""
+                     role_arn: str | None = None, region: str | None = None,
+                     design: dict[str, Any] | None = None) -> CompiledPipeline:
+    """The SageMaker pipeline definition of `spec` and the assets it reads from S3; `design`: a round's
+    sequential design, which the Evaluate step's config carries (more_seeds.round_pipeline)."""
     if region and region != spec.storage.region:
         spec = _with_region(spec, region)
     return compile_plan(build_plan(spec, base_dir or spec_base_dir(spec)), base_dir=base_dir, bucket=bucket,
-                        role_arn=role_arn)
+                        role_arn=role_arn, design=design)
 
 
 def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None = None,
                  role_arn: str | None = None, preflight: tuple[str, int] | None = None,
-                 data_channels: dict[str, str] | None = None) -> CompiledPipeline:
+                 data_channels: dict[str, str] | None = None,
+                 design: dict[str, Any] | None = None) -> CompiledPipeline:
     """`preflight=(leg, steps)` adds the Preflight step for that leg whatever the spec says
     (`bakeoff preflight` runs that request locally). `data_channels`: each channel's S3 URI as
     already uploaded, instead of reading (and uploading) the spec's local data again; deciding
@@ -182,14 +186,14 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
     # and wires its own dependencies.
     from pipelines import steps  # here: pipelines.steps' kinds import this package's expressions
 
-    built = Compilation(plan, inputs, preflight)
+    built = Compilation(plan, inputs, preflight, design)
     for kind in steps.COMPILED:
         kind.compile(built)
     parameters: list[dict[str, Any]] = [{"Name": data_parameter_name(name), "Type": "String", "DefaultValue": uri}
                                         for name, uri in data.items()]
     parameters += [
         {"Name": "MaxSteps", "Type": "Integer", "DefaultValue": spec.training.steps},
-        {"Name": "ParityMargin", "Type": "Float", "DefaultValue": spec.parity.margin},
+        {"Name": MARGIN_PARAMETER, "Type": "Float", "DefaultValue": spec.parity.margin},
     ]
     definition = {
         "Version": DEFINITION_VERSION,

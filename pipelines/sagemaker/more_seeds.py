@@ -12,19 +12,16 @@ asset only, never in a training step.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from bakeoff_runtime.contract.documents import Evaluation
 from pipelines.advice.rounds import check_design, default_cap, grow, next_size, with_seeds
 from pipelines.errors import RunError
-from pipelines.names import EVALUATE_STEP, definition_training_steps, parse_step_name
+from pipelines.names import definition_training_steps, parse_step_name
 from pipelines.spec.model import BakeoffSpec
 
-from .compiler import Asset, CompiledPipeline, compile_pipeline
+from .compiler import CompiledPipeline, compile_pipeline
 
 # The CreateTrainingJob attributes SageMaker's step cache keys a training step on (source above).
 TRAINING_CACHE_KEYS = ("AlgorithmSpecification", "CheckpointConfig", "DebugHookConfig", "DebugRuleConfigurations",
@@ -50,29 +47,11 @@ def reuse_problems(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return problems
 
 
-def with_design(compiled: CompiledPipeline, design: dict[str, Any]) -> CompiledPipeline:
-    """The pipeline with the round's sequential design in the Evaluate step's config (a new
-    content-addressed asset); the training steps are untouched."""
-    definition = json.loads(json.dumps(compiled.definition))
-    evaluate = next(s for s in definition["Steps"] if s["Name"] == EVALUATE_STEP)
-    config_input = next(i for i in evaluate["Arguments"]["ProcessingInputs"] if i["InputName"] == "config")
-    old_uri = config_input["S3Input"]["S3Uri"]
-    old = next(a for a in compiled.assets if old_uri.endswith(a.key))
-    body = json.loads(old.body)
-    body["sequential"] = design
-    raw = (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
-    prefix = old.key.rsplit("/", 2)[0]
-    asset = Asset(f"{prefix}/{hashlib.sha256(raw).hexdigest()}/config.json", raw)
-    config_input["S3Input"]["S3Uri"] = f"s3://{compiled.bucket}/{asset.key}"
-    assets = tuple(sorted([a for a in compiled.assets if a.key != old.key] + [asset], key=lambda a: a.key))
-    return replace(compiled, definition=definition, assets=assets)
-
-
 def round_pipeline(spec: BakeoffSpec, seeds: list[int], looks: list[int], max_seeds: int, spending: str,
                    **compile_kwargs: Any) -> CompiledPipeline:
     """The pipeline of one round: the spec with these seeds, and the design's looks so far."""
-    compiled = compile_pipeline(with_seeds(spec, seeds), **compile_kwargs)
-    return with_design(compiled, {"looks": list(looks), "max_seeds": max_seeds, "spending": spending})
+    return compile_pipeline(with_seeds(spec, seeds), design={"looks": list(looks), "max_seeds": max_seeds,
+                                                             "spending": spending}, **compile_kwargs)
 
 
 def run_until_decided(spec: BakeoffSpec, *, run_round: Callable[[CompiledPipeline], Evaluation],

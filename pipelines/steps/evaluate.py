@@ -9,12 +9,11 @@ import json
 from typing import Any
 
 from bakeoff_runtime import contract
-from bakeoff_runtime.contract.documents import EvaluationConfig, MlflowConfig
-from bakeoff_runtime.verdict import porting
-from estimators.prices import price_for
+from bakeoff_runtime.contract.rule import MARGIN_PARAMETER
 from estimators.registry import instance_of
 from pipelines.names import COLLECTIVE_STEP_PREFIX, EVALUATE_STEP, PREFLIGHT_STEP, PROPERTY_FILE
-from pipelines.plan.model import Plan, evaluation_config
+from pipelines.plan.evaluation_config import compiled_record, evaluation_config
+from pipelines.plan.model import Plan
 from pipelines.sagemaker.expressions import as_string, get, join, param
 
 from .request import (
@@ -43,9 +42,9 @@ def is_step(step: dict[str, Any]) -> bool:
 
 
 def compile_step(plan: Plan, inputs: StepInputs, steps: list[dict[str, Any]],
-                 outputs: dict[str, str]) -> tuple[dict[str, Any], str, bytes]:
+                 outputs: dict[str, str], design: dict[str, Any] | None = None) -> tuple[dict[str, Any], str, bytes]:
     """The step, after every one of `steps`, and its config asset (key, body). `outputs`: each
-    training step's S3 output prefix."""
+    training step's S3 output prefix; `design`: a round's sequential design (more_seeds.round_pipeline)."""
     spec = plan.spec
     job_args: list[Any] = [join(f"--job={job.name}={outputs[job.step_name]}/",
                                 get(f"Steps.{job.step_name}.TrainingJobName"), "/output/output.tar.gz")
@@ -56,7 +55,8 @@ def compile_step(plan: Plan, inputs: StepInputs, steps: list[dict[str, Any]],
         # training jobs (ListPipelineExecutionSteps; the role needs that permission).
         job_args = ["--execution-arn", get("Execution.PipelineExecutionArn"),
                     "--job-prefix", s3(inputs.bucket, inputs.prefix, spec.name, "jobs") + "/"]
-    config_body = (json.dumps(config(plan), indent=2, sort_keys=True) + "\n").encode()
+    config_body = (json.dumps(evaluation_config(plan, compiled_record(plan, design)), indent=2, sort_keys=True)
+                   + "\n").encode()
     config_key = f"{inputs.prefix}/{spec.name}/eval-config/{hashlib.sha256(config_body).hexdigest()}/config.json"
     eval_kind = instance_of(EVAL_INSTANCE)[0]
     ENV = contract.ENV
@@ -75,7 +75,7 @@ def compile_step(plan: Plan, inputs: StepInputs, steps: list[dict[str, Any]],
                 "ImageUri": eval_kind.default_image("cpu", spec.storage.region),
                 "ContainerEntrypoint": ["/bin/sh", "-c", EVAL_COMMAND, "evaluate"],
                 "ContainerArguments": ["--config", EVAL_CONFIG, "--out", EVAL_OUT, "--jobs", EVAL_JOBS_DIR,
-                                       "--margin", as_string(param("ParityMargin")),
+                                       "--margin", as_string(param(MARGIN_PARAMETER)),
                                        "--parent-key", get("Execution.PipelineExecutionId"), *job_args],
             },
             "RoleArn": inputs.role,
@@ -109,7 +109,7 @@ def compile_step(plan: Plan, inputs: StepInputs, steps: list[dict[str, Any]],
 
 def compile(c: Compilation) -> None:
     """The Evaluate step after every step so far, and its config asset."""
-    step, key, body = compile_step(c.plan, c.inputs, c.steps, c.outputs)
+    step, key, body = compile_step(c.plan, c.inputs, c.steps, c.outputs, c.design)
     c.steps.append(step)
     c.assets.append((key, body))
 
@@ -136,22 +136,3 @@ def records(steps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any
     fetched = [join(f"--record={where}=", get(f"Steps.{step}.ModelArtifacts.S3ModelArtifacts"))
                for step, _, where in found[room:]]
     return inputs, ["--records", EVAL_RECORDS, *fetched]
-
-
-def config(plan: Plan) -> EvaluationConfig:
-    spec = plan.spec
-    mlflow: MlflowConfig = {}
-    if spec.mlflow.enabled and spec.mlflow.tracking_uri:
-        mlflow = {"tracking_uri": spec.mlflow.tracking_uri, "experiment": spec.experiment}
-    config = evaluation_config(
-        spec, prices={leg.name: price_for(leg.instance_type, leg.price_per_hour) for leg in spec.legs},
-        images={leg.name: leg.image for leg in plan.legs}, emulated_on={},
-        cost_basis="estimate: job wall time x on-demand price (`bakeoff report` uses BillableTimeInSeconds)",
-        mlflow=mlflow)
-    # The numerics a leg's jobs run with (compiler flags, stochastic rounding), for "what porting cost".
-    numerics_env = porting.NUMERICS_ENV
-    for name, leg_cfg in config["legs"].items():
-        env = plan.jobs_of(name)[0].environment if plan.jobs_of(name) else {}
-        leg_cfg["numerics_environment"] = {k: env[k] for k in numerics_env if k in env}
-        leg_cfg["processes_per_host"] = plan.leg(name).processes_per_host  # "used 1 of 8 devices" beside the cost
-    return config

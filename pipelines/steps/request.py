@@ -71,6 +71,7 @@ class Compilation:
     plan: Plan
     inputs: StepInputs
     preflight: tuple[str, int] | None = None  # `bakeoff preflight`'s (leg, steps), whatever the spec says
+    design: dict[str, Any] | None = None  # a round of `--until-decided`: its sequential design (Evaluate's config)
     steps: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)  # training step -> its S3 output prefix
     assets: list[tuple[str, bytes]] = field(default_factory=list)  # (key, body) beside the code bundle

@@ -42,7 +42,7 @@ class DocumentError(ValueError):
     """A file that is not the document its reader expects (wrong schema, not a JSON object)."""
 
 
-# --- the evaluation config (plan/model.evaluation_config, steps/evaluate.config, the local engine) ---
+# --- the evaluation config (one builder: pipelines/plan/evaluation_config.py; evaluate.py's run-time parts) ---
 class Price(TypedDict):
     usd_per_hour: float | None
     source: str
@@ -118,12 +118,12 @@ class Looks(TypedDict):
 
 
 class DecisionPart(TypedDict, total=False):
-    """The spec's decision, where it declares one (plan/model._decision_config)."""
+    """The spec's decision, where it declares one (pipelines/plan/evaluation_config._decision)."""
     decision: DecisionConfig
 
 
 class DerivedConfig(TypedDict, total=False):
-    """What the spec derives legs for: only what it declares (plan/model._derived_config)."""
+    """What the spec derives legs for: only what it declares (pipelines/plan/evaluation_config._derived)."""
     scaling: dict[str, ScalingSweep]
     ablations: list[Ablation]
 
@@ -159,8 +159,8 @@ class EvaluationConfig(DerivedConfig):
     parity: ParityRule
     cost_basis: str
     mlflow: MlflowConfig
-    # Added by the local engine (Substitutions.evaluation_config and the executor), or on SageMaker by
-    # a round's asset and evaluate.py's --margin:
+    # From the engine's RunRecord (the local engine's; on SageMaker a round's design), or evaluate.py's
+    # --margin (contract/rule.with_margin_parameter):
     emulated: NotRequired[bool]
     sequential: NotRequired[JSON]
     jobs_at_once: NotRequired[int]

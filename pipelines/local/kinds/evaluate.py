@@ -9,11 +9,12 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from bakeoff_runtime.contract.documents import Evaluation, ParityRule, evaluation_config_from, read_evaluation
+from bakeoff_runtime.contract.documents import Evaluation, read_evaluation
 from estimators.prices import price_for
 from pipelines.advice.price_list import cached
 from pipelines.errors import RunError
 from pipelines.names import EVALUATE_STEP
+from pipelines.plan.evaluation_config import EMULATED_COST_BASIS, RunRecord, evaluation_config
 from pipelines.steps import evaluate as compiled
 
 from .. import looks
@@ -55,40 +56,21 @@ def decide_locally(x: Engine, steps: dict[str, Any], ctx: Context, subs: Substit
     job = subs.processing(request, eval_dir, steps_file)
     if installed_code:
         job = subs.installed_evaluation(job)
-    refreshed = cached(x.spec.storage.region)
-    legs = x.plan.spec.legs if x.plan else x.spec.legs  # with a sweep's derived legs
-    prices = {leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in legs}
+    if x.plan is None:
+        raise RuntimeError("the Evaluate step runs after the run's plan is built")
     config_uri = next(uri for name, (uri, _) in job.inputs.items() if name == "config")
     config_path = store.path(config_uri)
     config_file = config_path if config_path.is_file() else next(config_path.rglob("*.json"))
-    body = config_file.read_bytes()
-    _check_address(config_uri, body, config_file)
-    config = evaluation_config_from(json.loads(body), str(config_file))
-    config = subs.evaluation_config(config, prices)  # the printed substitution: emulated figures, prices
-    # The Preflight step's findings and the collective checks reach the step as its inputs, as
-    # on SageMaker (pipelines/steps/evaluate.records). What is added below is this run directory's
-    # own record, which reaches a SageMaker execution another way: a round's design (the round's
-    # config asset: sagemaker/more_seeds.with_design), the looks taken before (judged before the
-    # execution starts: api/aws._check_looks) and the rule fixed before the data (the ParityMargin
-    # parameter, in pipelines/steps/evaluate.py). Here that rule is the run's (x.rule: the spec's with
-    # the run's parameters, recorded in parity-rule.json before any job ran), the one the doomed-leg
-    # watch judged by: the step's `--margin` (the same parameter) then finds nothing to change.
-    config["parity"] = cast("ParityRule", {**config["parity"], **x.rule.as_dict()})
-    if x.sequential:
-        config["sequential"] = x.sequential
-    attempt = x.attempt
-    if attempt is not None:  # which attempt at the question, and stage 1's figures at stage 2
-        config["attempt"] = attempt
-    at_once = _jobs_at_once(x, installed_code)
-    if at_once > 1:  # the speed figures shared this machine's cores: the report says so
-        config["jobs_at_once"] = at_once
-    config["looks"] = looks.for_evaluation(x.out, x.look)
-    if rule_original and "unrecorded" in rule_original:
-        config["rule_unrecorded"] = rule_original["unrecorded"]
-        config["rule_change_reason"] = x.rule_change
-    elif rule_original is not None:
-        config["rule_original"] = rule_original
-        config["rule_change_reason"] = x.rule_change
+    _check_address(config_uri, body=config_file.read_bytes(), path=config_file)
+    # What decides is built from the plan and this run's record (pipelines/plan/evaluation_config.py), the
+    # builder the compiled asset came from: the asset in the store is checked above (a job that rewrote it is
+    # named) and replaced by this one, which adds what only this machine knows (emulation, local prices
+    # and MLflow store) and what this run directory records (a round's design, the looks taken before, the
+    # rule fixed before the data: on SageMaker the round's asset, `api/aws._check_looks` and the ParityMargin
+    # parameter carry these). The rule is the run's (x.rule: the spec's with the run's parameters, recorded in
+    # parity-rule.json before any job ran), the one the doomed-leg watch judged by: the step's `--margin` (the
+    # same parameter) then finds nothing to change.
+    config = evaluation_config(x.plan, _record(x, subs, rule_original, installed_code))
     x.verify_outputs()  # what the jobs left is what they left, not what one of them rewrote later
     x.progress.note("evaluation: deciding parity (the Evaluate step)")
     outcome = x.processor(job, eval_dir, store, x.process,
@@ -123,6 +105,21 @@ def _check_address(uri: str, body: bytes, path: Path) -> None:
         raise RunError(f"the Evaluate step's config in the run's store ({path}) does not match its address: it was "
                        "changed after it was compiled (a process wrote to the store during the run); no verdict "
                        "was written")
+
+
+def _record(x: Engine, subs: Substitutions, rule_original: dict | None, deciding_again: bool) -> RunRecord:
+    """What this machine and this run directory know of the run that its plan does not."""
+    refreshed = cached(x.spec.storage.region)
+    legs = x.plan.spec.legs if x.plan else x.spec.legs  # with a sweep's derived legs
+    change: dict[str, Any] | None = None
+    if rule_original and "unrecorded" in rule_original:
+        change = {"rule_unrecorded": rule_original["unrecorded"], "rule_change_reason": x.rule_change}
+    elif rule_original is not None:
+        change = {"rule_original": rule_original, "rule_change_reason": x.rule_change}
+    return RunRecord(cost_basis=EMULATED_COST_BASIS, mlflow=subs.mlflow_config(), emulated_on=subs.emulated_on(),
+                     prices={leg.name: price_for(leg.instance_type, leg.price_per_hour, refreshed) for leg in legs},
+                     rule=x.rule.as_dict(), rule_change=change, design=x.sequential or None, attempt=x.attempt,
+                     jobs_at_once=_jobs_at_once(x, deciding_again), looks=looks.for_evaluation(x.out, x.look))
 
 
 def _jobs_at_once(x: Engine, deciding_again: bool) -> int:
