@@ -198,8 +198,7 @@ def _read_json(path: Path) -> Any:
 
 def opt_ml_root(environ: Mapping[str, str] | None = None) -> Path:
     """/opt/ml, or the tree the local platform stands in for it."""
-    env = os.environ if environ is None else environ
-    return Path(env.get(ENV["opt_ml"]) or OPT_ML)
+    return Path(JobEnvironment.from_environ(environ).opt_ml or OPT_ML)
 
 
 @dataclass
@@ -238,7 +237,8 @@ class TrainingEnv:
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> TrainingEnv:
         env = os.environ if environ is None else environ
-        root = opt_ml_root(env)
+        ours = JobEnvironment.from_environ(env)  # bakeoff's own variables, typed; SM_* are SageMaker's
+        root = Path(ours.opt_ml or OPT_ML)
         input_dir = Path(env.get("SM_INPUT_DIR", root / "input"))
         config_dir = Path(env.get("SM_INPUT_CONFIG_DIR", input_dir / "config"))
         output_dir = Path(env.get("SM_OUTPUT_DIR", root / "output"))
@@ -258,7 +258,7 @@ class TrainingEnv:
         master = env.get("SM_MASTER_ADDR") or env.get("MASTER_ADDR") or (hosts[0] if len(hosts) > 1 else "127.0.0.1")
         # Locally the hosts algo-1..N are processes on this machine: BAKEOFF_HOST_MAP maps
         # their names to addresses (one of the local executor's printed substitutions).
-        host_map = json.loads(env.get(ENV["host_map"], "{}") or "{}")
+        host_map = json.loads(ours.host_map or "{}")
         master = host_map.get(master, master)
 
         channels: dict[str, Path] = {}
@@ -277,7 +277,7 @@ class TrainingEnv:
             output_data_dir=Path(env.get("SM_OUTPUT_DATA_DIR", output_dir / "data")),
             input_dir=input_dir,
             input_config_dir=config_dir,
-            checkpoint_dir=Path(env.get(ENV["checkpoint_dir"]) or root / "checkpoints"),
+            checkpoint_dir=Path(ours.checkpoint_dir or root / "checkpoints"),
             channels=channels,
             hyperparameters=hps,
             hosts=list(hosts),
@@ -287,8 +287,7 @@ class TrainingEnv:
             num_neurons=int(env.get("SM_NUM_NEURONS", 0) or 0),
             master_addr=master,
             # 7777: the port the SageMaker SDK's drivers and the training toolkit meet on.
-            master_port=int(env.get("SM_MASTER_PORT") or env.get(ENV["master_port"]) or env.get("MASTER_PORT")
-                            or 7777),
+            master_port=int(env.get("SM_MASTER_PORT") or ours.master_port or env.get("MASTER_PORT") or 7777),
             network_interface=resource.get("network_interface_name"),
         )
 
