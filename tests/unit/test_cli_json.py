@@ -135,3 +135,23 @@ def test_every_option_has_help_text():
             if not (action.help or "").strip() or action.help == argparse.SUPPRESS:
                 missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
     assert missing == []
+
+
+def test_bad_input_shows_every_error_with_its_place_and_json_says_so_on_stdout(cli, tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: x\nlegs: 3\nseeds: -1\n")
+    proc = cli("validate", spec)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [f"bakeoff: error: {spec}:2: legs: Input should be a valid list",
+                     f"bakeoff: error: {spec}:3: seeds: seeds must be between 1 and 100, got -1"], lines
+    body = _json(cli, "validate", spec, code=2)
+    assert body["error"] == "SpecError" and body["exit_code"] == 2
+    assert [(e["line"], e["field"]) for e in body["errors"]] == [(2, "legs"), (3, "seeds")]
+
+
+def test_an_unknown_region_is_bad_input(cli):
+    proc = cli("images", "--region", "xx-foo-1")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("bakeoff: error: region: no training images are known in 'xx-foo-1'")
+    assert _json(cli, "images", "--region", "xx-foo-1", code=2)["errors"][0]["field"] == "region"
