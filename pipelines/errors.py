@@ -32,12 +32,31 @@ class SpecError(BakeoffError):
 
     exit_code = EXIT_BAD_INPUT
 
-    def __init__(self, message: str, file: str | None = None, line: int | None = None, field: str | None = None):
+    def __init__(self, message: str, file: str | None = None, line: int | None = None, field: str | None = None,
+                 *, also: tuple[SpecError, ...] = ()):
         self.message, self.file, self.line, self.field = message, file, line, field
+        self.also = also  # the input's other errors, each with its own place: all are shown, one line each
         where = ""
         if file:
             where = f"{file}:{line}: " if line else f"{file}: "
         super().__init__(f"{where}{field + ': ' if field else ''}{message}")
+
+    @property
+    def errors(self) -> list[SpecError]:
+        """This error and the input's others, in the order they are shown."""
+        return [self, *self.also]
+
+
+def error_json(exc: BakeoffError) -> dict[str, Any]:
+    """An error as `--json` prints it on stdout: its class, exit code and line, and for bad input each
+    error's file, line and field."""
+    body: dict[str, Any] = {"error": type(exc).__name__, "exit_code": exc.exit_code, "message": str(exc)}
+    if isinstance(exc, SpecError):
+        body["errors"] = [{"message": e.message, "file": e.file, "line": e.line, "field": e.field,
+                           "line_text": str(e)} for e in exc.errors]
+    elif isinstance(exc, AwsError):
+        body.update(code=exc.code, operation=exc.operation)
+    return body
 
 
 class AwsError(BakeoffError):

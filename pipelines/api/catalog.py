@@ -32,13 +32,22 @@ def images(region: str = "us-east-1") -> Images:
     """The training image of each backend in `region`, with the source it was looked up in (`bakeoff images`)."""
     import datetime
 
-    from estimators.images import CATALOG, SOURCES
+    from estimators.images import CATALOG, SOURCES, NoDefaultImage
+    from pipelines.errors import SpecError
 
     today = datetime.date.today().isoformat()
+    try:
+        return _images(region, today, CATALOG, SOURCES)
+    except NoDefaultImage:  # an unknown region is the caller's input: SpecError, exit 2
+        raise SpecError(f"no training images are known in {region!r}: AWS publishes no Deep Learning Containers "
+                        "there, or it is no region's name (e.g. us-east-1)", field="region") from None
+
+
+def _images(region: str, today: str, catalog: Any, sources: Any) -> Images:
     return Images(tuple(ImageRow(backend=i.backend, default=i.default, uri=i.uri(region), framework=i.framework,
-                                 python=i.python, detail=i.detail, source=SOURCES[i.source], note=i.note,
+                                 python=i.python, detail=i.detail, source=sources[i.source], note=i.note,
                                  end_of_patch=i.end_of_patch, past_end_of_patch=i.unpatched_on(today))
-                        for i in CATALOG))
+                        for i in catalog))
 
 
 @public

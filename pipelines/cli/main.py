@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    from pipelines.errors import BakeoffError
+    from pipelines.errors import BakeoffError, SpecError
 
     try:
         return args.func(args)
@@ -322,7 +322,12 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" ({DEBUG_ENV}=1 shows the traceback)" if exc.__cause__ is not None else ""
         from pipelines.terminal_text import plain
 
-        print(f"bakeoff: error: {plain(exc)}{hint}", file=sys.stderr)  # may quote a job's output
+        for one in (exc.errors if isinstance(exc, SpecError) else [exc]):  # bad input: every error, a line each
+            print(f"bakeoff: error: {plain(one)}{hint}", file=sys.stderr)  # may quote a job's output
+        if getattr(args, "json", False):  # a program reading stdout learns why there is no result
+            from pipelines.errors import error_json
+
+            print(json.dumps(error_json(exc), indent=2))
         return exc.exit_code
     except KeyboardInterrupt as exc:
         import signal

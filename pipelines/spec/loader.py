@@ -229,17 +229,36 @@ def _rank(err: Any) -> int:
     return {"extra_forbidden": 0, "missing": 2}.get(err["type"], 1)
 
 
+# Past this many, the rest are counted, not listed: a wrong top-level type can fail every nested field.
+MOST_ERRORS_SHOWN = 10
+
+
 def format_validation_error(exc: ValidationError, file: str | None, lines: dict[tuple, int]) -> SpecError:
+    """Every error of the input (the most telling first), each with its own line and field."""
+    found: list[SpecError] = []
     errors = sorted(exc.errors(), key=_rank)
-    loc, msg = _message(errors[0])
-    loc = _strip_union_tags(loc)
-    line = None
-    for n in range(len(loc), -1, -1):
-        if loc[:n] in lines:
-            line = lines[loc[:n]]
-            break
-    more = f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    return SpecError(msg + more, file=file, line=line, field=_dotted(loc) or None)
+    explained = {_strip_union_tags(tuple(e["loc"]))[:-1] + (near,) for e in errors if e["type"] == "extra_forbidden"
+                 for near in difflib.get_close_matches(str(e["loc"][-1]), _known_keys(tuple(e["loc"])[:-1]), n=1,
+                                                       cutoff=0.6)}
+    places: set[tuple] = set()
+    for err in errors:
+        loc, msg = _message(err)
+        loc = _strip_union_tags(loc)
+        if loc in places or (err["type"] == "missing" and loc in explained):
+            continue  # one line per field (a union's members each complain), none for what a typo explains
+        places.add(loc)
+        line = None
+        for n in range(len(loc), -1, -1):
+            if loc[:n] in lines:
+                line = lines[loc[:n]]
+                break
+        found.append(SpecError(msg, file=file, line=line, field=_dotted(loc) or None))
+    shown = found[:MOST_ERRORS_SHOWN]
+    if len(found) > len(shown):
+        shown[-1] = SpecError(f"{shown[-1].message} (and {len(found) - len(shown)} more errors after this one)",
+                              file=shown[-1].file, line=shown[-1].line, field=shown[-1].field)
+    first = shown[0]
+    return SpecError(first.message, file=first.file, line=first.line, field=first.field, also=tuple(shown[1:]))
 
 
 def spec_from_dict(data: dict[str, Any], file: str | None = None,
