@@ -170,6 +170,8 @@ class LocalExecutor:
             file, line = locate(self.spec, ("entrypoint", "script"))
             raise SpecError(f"the script imports what this Python lacks: {'; '.join(plan.script.missing_here)}; "
                             "no job was started", file=file, line=line, field="entrypoint.script")
+        if plan.script is None:
+            _check_runtime_packages(plan, self.python, self.use_gpu)
         compiled = compile_plan(plan, bucket=self.spec.storage.bucket or LOCAL_BUCKET, preflight=preflight)
         store = LocalS3(self.out / "s3")
         for asset in compiled.assets:
@@ -631,6 +633,32 @@ class LocalExecutor:
             why = _first_line(failure) or f"exit code {outcome.exit_code}"
             raise RunError(f"preflight of leg {leg} did not finish: {why} (see {job_dir / 'stdout.log'})")
         return json.loads(report.read_text())
+
+
+def _check_runtime_packages(plan: Plan, python: str, gpu: bool) -> None:
+    """bakeoff's training runtime trains with torch, and a leg emulated on an XLA device with torch_xla: where
+    the jobs' Python lacks them (bakeoff installed without its `local` extra), say so before any job starts,
+    rather than let every job fail at its first import and the verdict blame the script."""
+    import subprocess
+
+    from bakeoff_runtime.contract.backend_table import row
+
+    wanted = {"torch": "every leg"}
+    xla = [leg.name for leg in plan.spec.legs
+           if row(leg.kind.local_emulation(leg.backend_name, gpu).backend).torch_device == "xla"]
+    if xla:
+        wanted["torch_xla"] = f"leg{'s' if len(xla) > 1 else ''} {', '.join(xla)} (PyTorch/XLA's CPU device)"
+    probe = ("import importlib.util, sys\n"
+             "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))")
+    try:
+        proc = subprocess.run([python, "-c", probe, *wanted], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RunError(f"the jobs' Python ({python}) cannot be started: {exc}") from None
+    missing = proc.stdout.split() if proc.returncode == 0 else list(wanted)
+    if missing:
+        raise RunError(f"the jobs' Python ({python}) lacks {' and '.join(missing)} (for "
+                       f"{'; '.join(wanted[m] for m in missing)}): install bakeoff's local extra "
+                       f"(`{python} -m pip install 'bakeoff[local]'`, or `make setup` in a clone); no job was started")
 
 
 def _warm_legs(spec: BakeoffSpec) -> int:
