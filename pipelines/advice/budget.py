@@ -36,6 +36,8 @@ class LegCost(_Frozen):
     price_source: str | None = Field(description="Where the price comes from.")
     hours_per_job: float = Field(description="Wall hours of one job.")
     hours_basis: str = Field(description="Where hours_per_job comes from.")
+    hours_upper_bound: bool = Field(False, description="True when hours_per_job is the job's runtime cap "
+                                                       "(max_runtime_s), not a measured time: its cost is a ceiling.")
 
 
 class Spend(_Frozen):
@@ -112,7 +114,8 @@ def _legs(spec: BakeoffSpec, ev: Evaluation | None) -> tuple[list[LegCost], list
             hours, basis = leg.max_runtime_s / 3600, "max_runtime_s (an upper bound: no run to measure)"
         out.append(LegCost(name=leg.name, instance_type=leg.instance_type, instance_count=leg.instance_count,
                            usd_per_hour=price.usd_per_hour if price else None,
-                           price_source=price.source if price else None, hours_per_job=hours, hours_basis=basis))
+                           price_source=price.source if price else None, hours_per_job=hours, hours_basis=basis,
+                           hours_upper_bound=not billed))
     if any(c.hours_basis.endswith("(emulated locally: not the target hardware's time)") for c in out):
         notes.append("job hours come from a local run (CPU emulation): the seeds and jobs hold, the hours and "
                      "cost do not describe the target hardware; plan from a SageMaker run for real figures")
@@ -191,12 +194,18 @@ def plan_budget(spec: BakeoffSpec, from_run: Path | None = None, *, max_seeds: i
 
 def render(plan: BudgetPlan) -> list[str]:
     """The plan as lines for a terminal."""
+    capped = any(leg.hours_upper_bound for leg in plan.legs)
+    ceiling = "at most " if capped else ""
+
+    def count(x: float) -> str:  # a whole count as one; an expected count (the sequential design's) to 0.1
+        return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
+
     def money(s: Spend | None) -> str:
         if s is None:
             return "not affordable (over 100 seeds per leg)"
-        cost = "cost unknown (no price)" if s.cost_usd is None else f"${s.cost_usd:,.2f}"
-        return (f"{s.seeds_per_leg:.1f} seeds/leg, {s.jobs:.1f} jobs, {s.instance_hours:,.2f} instance-hours, "
-                f"{cost}")
+        cost = "cost unknown (no price)" if s.cost_usd is None else f"{ceiling}${s.cost_usd:,.2f}"
+        return (f"{count(s.seeds_per_leg)} seeds/leg, {count(s.jobs)} jobs, {ceiling}{s.instance_hours:,.4g} "
+                f"instance-hours, {cost}")
 
     margin = "relative (unknown without a run)" if plan.margin is None else f"{plan.margin:.4g}"
     lines = [f"bake-off {plan.bakeoff}: margin {margin}, alpha {plan.alpha}",
@@ -213,4 +222,8 @@ def render(plan: BudgetPlan) -> list[str]:
         lines.append(f"{d.name}: {money(d.spend)}")
         lines.append(f"    {d.what}")
     lines += [f"note: {n}" for n in plan.notes]
+    if capped:
+        lines.append("note: hours and costs marked 'at most' take every job to its runtime cap (max_runtime_s): "
+                     "a ceiling, not an estimate; a pilot run (`bakeoff run`, then `bakeoff plan --from RUN_DIR`) "
+                     "measures the time")
     return lines

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from conftest import ROOT
-from pipelines.advice.budget import BudgetPlan, plan_budget
+from pipelines.advice.budget import BudgetPlan, plan_budget, render
 from pipelines.cli.plan import register
 from pipelines.spec.loader import load_spec
 
@@ -61,6 +61,11 @@ def test_without_data_it_says_what_pilot_it_would_run():
     assert plan.sigma is None and plan.designs == [] and plan.pilot is not None
     assert plan.pilot.spend.seeds_per_leg == max(3, len(spec.seed_list))
     assert "upper bound" in plan.legs[0].hours_basis
+    assert all(leg.hours_upper_bound for leg in plan.legs)
+    pilot = next(line for line in render(plan) if line.startswith("pilot:"))
+    n = plan.pilot.spend.seeds_per_leg
+    assert f": {n:.0f} seeds/leg, {2 * n:.0f} jobs, at most " in pilot and ", at most $" in pilot, pilot
+    assert render(plan)[-1].startswith("note: hours and costs marked 'at most' take every job to its runtime cap")
 
 
 def _cli(*argv):
@@ -75,7 +80,7 @@ def test_bakeoff_plan_from_a_run_prints_seeds_jobs_and_cost(tmp_path, capsys):
     assert _cli(QUICKSTART, "--from", run) == 0
     out = capsys.readouterr().out
     assert "fixed_80:" in out and "seeds/leg" in out and "jobs" in out and "$" in out
-    assert "the previous run's verdict cost" in out
+    assert "the previous run's verdict cost" in out and "at most" not in out  # measured hours: no ceiling
     assert _cli(QUICKSTART, "--from", run, "--json") == 0
     body = json.loads(capsys.readouterr().out)
     assert body["designs"][0]["spend"]["cost_usd"] > 0
