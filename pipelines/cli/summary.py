@@ -46,6 +46,31 @@ def _cold_warm(cache) -> str:
     return f"{_num(cold, '{:.1f}s')} ({cache['cold_runs']}) / {_num(warm, '{:.1f}s')} ({cache['warm_runs']})"
 
 
+# Below these a verdict still holds at its alpha, but says little a team should act on alone: the spread rests
+# on a handful of pairs, or the metric is an early loss, before the runs have trained.
+FEW_SEEDS = 3
+FEW_STEPS = 100
+
+
+def cautions(evaluation: Evaluation) -> list[str]:
+    """What to keep in mind beside the verdict, most important first (empty: nothing)."""
+    out = []
+    if (evaluation.get("speed") or {}).get("emulated"):
+        out.append("the legs ran emulated on this machine: the verdict compares the two backends' numerics here, not "
+                   "on the target hardware; run on SageMaker to decide")
+    legs = evaluation["legs"]
+    seeds = min((f["completed"] for f in legs.values()), default=0)
+    if 0 < seeds < FEW_SEEDS:
+        out.append(f"{seeds} completed seed{'s' if seeds != 1 else ''} on the fewest leg: the spread rests on too few "
+                   "pairs to plan from; `bakeoff plan --from RUN_DIR` sizes the seeds")
+    steps = [r.get("steps_completed") for f in legs.values() for r in f["runs"]]
+    done = [s for s in steps if isinstance(s, int) and s > 0]
+    if done and max(done) < FEW_STEPS:
+        out.append(f"each job trained at most {max(done)} steps: a smoke test's length; the parity of an early "
+                   "loss says little about the trained model")
+    return out
+
+
 def render_summary(evaluation: Evaluation, console) -> None:
     from rich.table import Table
 
@@ -113,6 +138,8 @@ def render_summary(evaluation: Evaluation, console) -> None:
         console.print("  [yellow]rule changed after the data[/yellow]: " + data(
             f"original {original}, now {rule['current']} ({rule.get('reason')})"), highlight=False)
     console.print(f"[bold {colour}]verdict: {verdict}[/bold {colour}]", highlight=False)
+    for line in cautions(evaluation):
+        console.print(f"  [yellow]caution[/yellow] {data(line)}", highlight=False)
     rec = evaluation.get("recommendation")
     if rec:
         console.print(f"to decide it: {data(rec['why'])}", highlight=False)
