@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
+from collections.abc import Mapping
 
+from bakeoff_runtime.contract.step_names import parse_job_name
 from pipelines.terminal_text import data
+
+# Until a job's first step: what it is doing (an XLA leg compiles its graphs before step 1, for a minute on
+# a CPU), so a bar at 0 steps does not read as stuck.
+STARTING = "starting: imports, graph compilation"
 
 
 def _fmt_s(seconds: float) -> str:
@@ -28,17 +35,25 @@ class Progress:
         self._started = time.time()
         self._run_walls: list[float] = []  # jobs that ran (not skipped): the basis of the bake-off's ETA
         self._ended = 0  # jobs ended or skipped
+        self._per_leg: dict[str, int] = {}  # leg -> its jobs in this run (each leg's ETA at its own pace)
+        self._leg_walls: dict[str, list[float]] = {}
+        self._leg_ended: Counter[str] = Counter()
+        self._labels: dict[int, str] = {}  # job index -> its bar's label, once its first step is in
 
     def note(self, message: str) -> None:
         # Notes carry job text (reasons, paths): shown as data, never read as markup.
         self.console.print(f"[bold]bakeoff[/bold] {data(message)}", highlight=False)
 
-    def start(self, total_jobs: int, at_once: int = 1) -> None:
+    def start(self, total_jobs: int, at_once: int = 1, per_leg: Mapping[str, int] | None = None) -> None:
+        """`per_leg`: each leg's jobs in this run, so that the time left is each leg's jobs at its own pace
+        (a trn leg emulated on XLA takes several times a CPU leg's time)."""
         self._total_jobs = total_jobs
         self._at_once = max(1, at_once)
         self._started = time.time()
         self._run_walls = []
         self._ended = 0
+        self._per_leg = dict(per_leg or {})
+        self._leg_walls, self._leg_ended = {}, Counter()
         if self.live:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
@@ -53,7 +68,8 @@ class Progress:
         self._totals[index] = total_steps
         self._last = index
         if self._bar is not None:
-            self._tasks[index] = self._bar.add_task(label, total=total_steps)
+            self._labels[index] = label
+            self._tasks[index] = self._bar.add_task(f"{label} [dim]{STARTING}[/dim]", total=total_steps)
         else:
             self.console.print(f"{label}: running", highlight=False)
 
@@ -65,7 +81,11 @@ class Progress:
             completed_steps = min(completed_steps, total)
         task = self._tasks.get(index) if index is not None else None
         if self._bar is not None and task is not None:
-            self._bar.update(task, completed=completed_steps)
+            label = self._labels.pop(index, None) if completed_steps > 0 and index is not None else None
+            if label is not None:  # its first step is in: no longer starting
+                self._bar.update(task, completed=completed_steps, description=label)
+            else:
+                self._bar.update(task, completed=completed_steps)
 
     def eta_s(self, done_index: int) -> float | None:
         """Seconds left for the jobs not ended yet, at the mean wall time of the jobs that ran so far
@@ -74,7 +94,16 @@ class Progress:
         left = self._total_jobs - done_index
         if left <= 0 or not self._run_walls:
             return None
-        return left * sum(self._run_walls) / len(self._run_walls) / min(self._at_once, left)
+        mean = sum(self._run_walls) / len(self._run_walls)
+        if not self._per_leg:
+            return left * mean / min(self._at_once, left)
+        # Each leg's jobs not ended at that leg's own mean (a leg with none run yet: the mean of all).
+        lefts = {leg: max(0, n - self._leg_ended[leg]) for leg, n in self._per_leg.items()}
+        remaining = sum(lefts.values())
+        if remaining <= 0:
+            return None
+        work = sum(n * (sum(w) / len(w) if (w := self._leg_walls.get(leg)) else mean) for leg, n in lefts.items())
+        return work / min(self._at_once, remaining)
 
     def finish(self, index: int, name: str, status: str, wall: float, summary: dict, reason: str | None) -> None:
         task = self._tasks.pop(index, None)
@@ -83,6 +112,10 @@ class Progress:
             self._bar.remove_task(task)
         self._run_walls.append(wall)
         self._ended += 1
+        leg = _leg(name)
+        self._leg_walls.setdefault(leg, []).append(wall)
+        self._leg_ended[leg] += 1
+        self._labels.pop(index, None)
         metric = _number((summary.get("metrics") or {}).get("val_loss"))
         tps = _number((summary.get("throughput") or {}).get("tokens_per_sec"))
         bits = [f"{status}", f"{_fmt_s(wall)}"]
@@ -101,6 +134,7 @@ class Progress:
 
     def skipped(self, index: int, name: str) -> None:
         self._ended += 1
+        self._leg_ended[_leg(name)] += 1
         self.console.print(data(f"[{index}/{self._total_jobs}] {name}: unchanged, not re-run (use --force to re-run)"),
                            highlight=False)
 
@@ -108,6 +142,11 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def _leg(job: str) -> str:
+    parsed = parse_job_name(job)
+    return parsed[0] if parsed else job
 
 
 def _number(value: object) -> float | None:

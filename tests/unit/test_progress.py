@@ -55,3 +55,34 @@ def test_step_counts_never_pass_the_total():
     assert "200/200" in cap.get() and "201" not in cap.get()
     assert "eta" in cap.get()
     progress.stop()
+
+
+def test_the_time_left_is_each_legs_jobs_at_that_legs_own_pace():
+    progress, _ = _plain()
+    progress.start(6, 1, {"trn1": 3, "p4d": 3})
+    progress.finish(1, "trn1-s0", "completed", 90.0, {}, None)  # an XLA leg: slow
+    progress.finish(2, "p4d-s0", "completed", 10.0, {}, None)
+    progress.finish(3, "trn1-s1", "completed", 90.0, {}, None)
+    # One trn1 job at 90 s and two p4d jobs at 10 s: 110 s (one mean over all, 3 x 63 s, would say 190 s).
+    assert progress.eta_s(3) == 90.0 + 2 * 10.0
+    progress.skipped(4, "p4d-s1")  # reused: nothing left to run for it
+    assert progress.eta_s(4) == 90.0 + 10.0
+    side_by_side, _ = _plain()
+    side_by_side.start(4, 2, {"trn1": 2, "p4d": 2})
+    side_by_side.finish(1, "trn1-s0", "completed", 90.0, {}, None)
+    assert side_by_side.eta_s(1) == (90.0 + 2 * 90.0) / 2  # p4d has no time yet: the mean of all; two at once
+
+
+def test_a_bar_says_it_is_starting_until_its_first_step():
+    from pipelines.local.progress import STARTING
+
+    progress = Progress(Console(file=io.StringIO(), force_terminal=True, width=160))
+    progress.start(1, 1, {"trn1": 1})
+    progress.begin(1, "trn1-s0", 20)
+    task = progress._bar.tasks[0]
+    assert STARTING in task.description
+    progress.advance(0)
+    assert STARTING in progress._bar.tasks[0].description  # still no step
+    progress.advance(1)
+    assert STARTING not in progress._bar.tasks[0].description and "trn1-s0" in progress._bar.tasks[0].description
+    progress.stop()

@@ -24,7 +24,10 @@ def run_local(run: LocalRun, node: str) -> None:
     runner = ParallelJobs(x, run.order, run.jobs, run.keys, run.reuse, run.stopped, watch, run.ctx, run.store, x.jobs,
                           x.use_gpu, after=batch_constraints(run.definition, compiled.is_step))
     x.parallel = runner
-    x.progress.start(len(run.order), x.jobs)
+    per_leg: dict[str, int] = {}
+    for name in run.order:
+        per_leg[run.jobs[name].leg] = per_leg.get(run.jobs[name].leg, 0) + 1
+    x.progress.start(len(run.order), x.jobs, per_leg)
     try:
         run.executed, run.skipped = runner.run()
     finally:
