@@ -54,7 +54,7 @@ def autocomplete(parser: argparse.ArgumentParser) -> None:
     for p in _subparsers(parser):
         for action in p._actions:
             if "--set" in action.option_strings:
-                action.completer = complete_set  # type: ignore[attr-defined]  # argcomplete reads this attribute
+                action.completer = complete_set  # argcomplete reads this attribute
     import argcomplete
 
     argcomplete.autocomplete(parser)

@@ -85,9 +85,9 @@ def leg_names(spec: str | None) -> tuple[str, ...]:
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         return DEFAULT_LEGS
     legs = data.get("legs") if isinstance(data, dict) else None
-    names = [leg.get("name") for leg in legs if isinstance(leg, dict)] if isinstance(legs, list) else []
-    names = [n for n in names if isinstance(n, str) and n and "." not in n and "=" not in n]
-    return tuple(names) or DEFAULT_LEGS
+    found = [leg.get("name") for leg in legs if isinstance(leg, dict)] if isinstance(legs, list) else []
+    names = tuple(n for n in found if isinstance(n, str) and n and "." not in n and "=" not in n)
+    return names or DEFAULT_LEGS
 
 
 def candidates(prefix: str, spec: str | None) -> dict[str, str]:
