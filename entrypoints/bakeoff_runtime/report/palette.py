@@ -1,5 +1,5 @@
 """Each leg's look: its colour, dash and marker, the same in every figure and table of the report, and in
-MLflow's charts (tracking reads `leg_colours`). No imports: anything may read it.
+MLflow's charts (bakeoff_runtime.tracking reads PALETTE). No imports: anything may read it.
 
 The colours are Okabe and Ito's Color Universal Design set (Okabe & Ito 2008, "Color Universal Design (CUD):
 how to make figures and presentations that are friendly to colorblind people", http://jfly.iam.u-tokyo.ac.jp/color/;
