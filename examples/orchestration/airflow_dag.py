@@ -2,36 +2,57 @@
 
     synth -> deploy -> start -> wait -> verdict -> adopt_trainium | keep_gpus | add_seeds
 
-Every task is one call into bakeoff's Python API and passes JSON on (XCom): a deployment, then an
-execution handle, then the verdict. The callables below are plain functions, importable and testable
-without Airflow; the DAG itself is only built where Airflow is installed.
+bakeoff does what only it can: `synth` compiles the spec offline, `deploy` uploads the code and creates or
+updates the SageMaker pipeline, `verdict` reads the execution's evaluation (the Python API, `pipelines`).
+Starting and watching the execution is the Amazon provider's (apache-airflow-providers-amazon; this file is
+checked against 9.39.0 with Airflow 3.3.2 by tests/e2e/test_airflow_dag.py):
 
-Configure with environment variables (or edit CONFIG): BAKEOFF_SPEC (the spec file), BAKEOFF_ROLE_ARN
-(the SageMaker execution role), BAKEOFF_BUCKET, BAKEOFF_REGION.
+- `start` is `SageMakerStartPipelineOperator` without waiting: it calls StartPipelineExecution and returns
+  the execution's ARN, which goes on by XCom.
+- `wait` is `SageMakerPipelineSensor` in `mode="reschedule"`: it takes a worker slot only while it asks
+  DescribePipelineExecution, every `poll_s`, and none in between (Airflow's sensors guide,
+  airflow.apache.org/docs/apache-airflow/stable/core-concepts/sensors.html: "reschedule: The Sensor takes
+  up a worker slot only when it is checking"). A bake-off of hours holds no worker.
 
-A long bake-off holds a worker slot while `wait_for_execution` polls; on a busy cluster, make that task
-a sensor in reschedule mode that calls `pipelines.status` instead.
+Why not `SageMakerStartPipelineOperator(deferrable=True, wait_for_completion=True)`, which waits in the
+triggerer: a fail or inconclusive verdict ends the execution Failed (the pipeline's gate is a Fail step),
+and the provider's trigger then fails the task (its PipelineExecutionComplete waiter counts Failed and
+Stopped as failure; `execute_complete` raises on any event but success: providers/amazon/aws/triggers/
+sagemaker.py, waiters/sagemaker.json, operators/sagemaker.py in 9.39.0) without the execution's ARN in
+XCom, so nothing downstream could read the verdict. Here the ARN is in XCom before the wait starts, and
+`verdict` runs when the wait ends either way (trigger rule all_done_min_one_success on start and wait:
+start succeeded, the wait finished), reading a verdict from a Failed execution too; an execution that
+failed without deciding has no evaluation, and `verdict` fails saying so.
+
+The callables below are plain functions, importable and testable without Airflow; the DAG itself is
+only built where Airflow is installed. Configure with environment variables (or edit CONFIG):
+BAKEOFF_SPEC (the spec file), BAKEOFF_ROLE_ARN (the SageMaker execution role), BAKEOFF_BUCKET,
+BAKEOFF_REGION; AWS credentials come from the Airflow connection `aws_default` (the provider's default).
 """
 from __future__ import annotations
 
 import os
+import re
 from datetime import datetime
 from typing import Any
 
-from pipelines import Deployment, Execution, deploy, report, start, synth, wait
+from pipelines import deploy, report, synth
 
 CONFIG: dict[str, Any] = {
     "spec": os.environ.get("BAKEOFF_SPEC", "bakeoff.yaml"),
     "role_arn": os.environ.get("BAKEOFF_ROLE_ARN", ""),
     "bucket": os.environ.get("BAKEOFF_BUCKET") or None,
     "region": os.environ.get("BAKEOFF_REGION") or None,
-    "parameters": {},
-    "poll_s": 60.0,
-    "timeout_s": 2 * 86400.0,
+    "parameters": {},  # pipeline parameters, e.g. {"MaxSteps": "200"}
+    "poll_s": 300,
+    "timeout_s": 2 * 86400,
 }
 
 # The task each verdict leads to.
 BRANCHES = {"pass": "adopt_trainium", "fail": "keep_gpus", "inconclusive": "add_seeds"}
+# What the templated fields pull from `deploy`'s XCom (the Deployment as JSON) and from `start`'s (the ARN).
+DEPLOYMENT = "ti.xcom_pull(task_ids='deploy')"
+EXECUTION_ARN = "{{ ti.xcom_pull(task_ids='start') }}"
 
 
 def synth_pipeline(spec: str, bucket: str | None = None, region: str | None = None) -> dict[str, Any]:
@@ -47,23 +68,19 @@ def deploy_pipeline(spec: str, role_arn: str, bucket: str | None = None, region:
     return deploy(spec, role_arn=role_arn, bucket=bucket, region=region, session=session).model_dump(mode="json")
 
 
-def start_execution(deployment: dict[str, Any], parameters: dict[str, Any] | None = None,
-                    session: Any = None) -> dict[str, Any]:
-    """Start an execution; returns its handle (ARN, pipeline, region, parameters) as JSON."""
-    return start(Deployment.model_validate(deployment), parameters, session=session).model_dump(mode="json")
+def display_name(run_id: str) -> str:
+    """The execution's name in SageMaker's console, from the DAG run's id: SageMaker takes 1-82 letters,
+    digits and dashes between them (pipelines/sagemaker/execution_labels.py)."""
+    words = re.sub(r"[^a-zA-Z0-9]+", "-", run_id).strip("-")
+    return f"airflow-{words}"[:82].rstrip("-")
 
 
-def wait_for_execution(execution: dict[str, Any], poll_s: float = 60.0, timeout_s: float = 2 * 86400.0,
-                       session: Any = None) -> dict[str, Any]:
-    """Block until the execution ends; its final state as JSON."""
-    return wait(Execution.model_validate(execution), poll_s=poll_s, timeout_s=timeout_s,
-                session=session).model_dump(mode="json")
-
-
-def fetch_verdict(execution: dict[str, Any], out_dir: str | None = None, session: Any = None) -> dict[str, Any]:
+def fetch_verdict(execution_arn: str | None, out_dir: str | None = None, session: Any = None) -> dict[str, Any]:
     """The execution's verdict and report (evaluation.json re-costed by billable time, report.html)."""
-    handle = Execution.model_validate(execution)
-    result = report(handle, out_dir=out_dir or f"bakeoff-report-{handle.arn.rsplit('/', 1)[-1]}", session=session)
+    if not execution_arn:
+        raise ValueError("no pipeline execution to read: the start task pushed no ARN")
+    result = report(execution_arn, out_dir=out_dir or f"bakeoff-report-{execution_arn.rsplit('/', 1)[-1]}",
+                    session=session)
     return {"verdict": result.verdict, "summary": result.evaluation.get("summary"),
             "report_path": result.report_path, "evaluation_path": result.evaluation_path}
 
@@ -81,18 +98,26 @@ def _build_dag():
         from airflow.sdk import dag, task
     except ImportError:
         from airflow.decorators import dag, task
+    from airflow.providers.amazon.aws.operators.sagemaker import SageMakerStartPipelineOperator
+    from airflow.providers.amazon.aws.sensors.sagemaker import SageMakerPipelineSensor
 
     @dag(dag_id="bakeoff_trn_vs_gpu", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
-         tags=["bakeoff"])
+         tags=["bakeoff"], user_defined_macros={"display_name": display_name})
     def bakeoff_trn_vs_gpu():
         checked = task(task_id="synth")(synth_pipeline)(CONFIG["spec"], CONFIG["bucket"], CONFIG["region"])
         deployment = task(task_id="deploy")(deploy_pipeline)(CONFIG["spec"], CONFIG["role_arn"], CONFIG["bucket"],
                                                              CONFIG["region"])
         checked >> deployment
-        execution = task(task_id="start")(start_execution)(deployment, CONFIG["parameters"])
-        final = task(task_id="wait")(wait_for_execution)(execution, CONFIG["poll_s"], CONFIG["timeout_s"])
-        verdict = task(task_id="verdict")(fetch_verdict)(execution)
-        final >> verdict
+        start = SageMakerStartPipelineOperator(
+            task_id="start", pipeline_name=f"{{{{ {DEPLOYMENT}['pipeline_name'] }}}}",
+            region_name=f"{{{{ {DEPLOYMENT}['region'] }}}}", display_name="{{ display_name(run_id) }}",
+            pipeline_params=CONFIG["parameters"] or None, wait_for_completion=False)
+        wait = SageMakerPipelineSensor(
+            task_id="wait", pipeline_exec_arn=EXECUTION_ARN, region_name=f"{{{{ {DEPLOYMENT}['region'] }}}}",
+            mode="reschedule", poke_interval=CONFIG["poll_s"], timeout=CONFIG["timeout_s"], verbose=False)
+        deployment >> start >> wait
+        verdict = task(task_id="verdict", trigger_rule="all_done_min_one_success")(fetch_verdict)(start.output)
+        wait >> verdict
         branch = task.branch(task_id="branch_on_verdict")(choose_branch)(verdict)
         for task_id in BRANCHES.values():
             branch >> task(task_id=task_id)(lambda: None)()

@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK
 """The `bakeoff` command line. Start-up imports nothing heavy: each command
 imports what it needs when it runs."""
 from __future__ import annotations
@@ -304,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    from pipelines.cli.completion import autocomplete
+
+    autocomplete(parser)  # a shell completing this line: print its completions and exit
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -41,20 +41,38 @@ def test_the_dag_module_imports_without_airflow(dag_module):
                                             ("inconclusive", "add_seeds")])
 def test_dag_callables_drive_a_bakeoff_and_branch_on_the_verdict(dag_module, aws, tmp_path, verdict,
                                                                   branch):
+    """bakeoff's tasks (synth, deploy, verdict, branch), with the provider's start and wait in between
+    played by bakeoff's own start and wait: the same StartPipelineExecution and DescribePipelineExecution."""
+    from pipelines import Deployment, start, wait
+
     session = session_with({"ListPipelineExecutionSteps": recorded_execution(verdict)})
     checked = dag_module.synth_pipeline(QUICKSTART, BUCKET)
     assert checked["pipeline_name"] == "bakeoff-quickstart" and len(checked["assets"]) == 4
     # Each task's return value goes through XCom as JSON: make it do so here.
     deployment = json.loads(json.dumps(dag_module.deploy_pipeline(QUICKSTART, ROLE, BUCKET, session=session)))
     assert deployment["pipeline_arn"] == "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart"
-    execution = json.loads(json.dumps(dag_module.start_execution(deployment, {"MaxSteps": 20}, session=session)))
-    assert execution["arn"].startswith(deployment["pipeline_arn"] + "/execution/")
-    assert execution["parameters"] == {"MaxSteps": "20"} and execution["region"] == "us-east-1"
-    final = dag_module.wait_for_execution(execution, poll_s=0.1, timeout_s=60, session=session)
-    assert final["status"] == "Succeeded"
-    result = dag_module.fetch_verdict(execution, out_dir=str(tmp_path / "report"), session=session)
+    # What the start task's templates read from this XCom: the pipeline's name and region.
+    assert deployment["pipeline_name"] == "bakeoff-quickstart" and deployment["region"] == "us-east-1"
+    execution = start(Deployment.model_validate(deployment), {"MaxSteps": 20}, session=session)
+    assert wait(execution, poll_s=0.1, timeout_s=60, session=session).status == "Succeeded"
+    result = dag_module.fetch_verdict(execution.arn, out_dir=str(tmp_path / "report"), session=session)
     assert result["verdict"] == verdict and (tmp_path / "report" / "report.html").exists()
     assert dag_module.choose_branch(json.loads(json.dumps(result))) == branch
+
+
+def test_the_execution_is_named_as_sagemaker_takes_it(dag_module):
+    from pipelines.sagemaker.execution_labels import DISPLAY_NAME
+
+    for run_id in ("manual__2026-12-07T02:30:00.123456+00:00", "scheduled__2026-01-01T00:00:00+00:00",
+                   "__weird--id__", "x" * 300):
+        name = dag_module.display_name(run_id)
+        assert DISPLAY_NAME.fullmatch(name) and len(name) <= 82, name
+    assert dag_module.display_name("manual__2026-12-07T02:30:00+00:00") == "airflow-manual-2026-12-07T02-30-00-00-00"
+
+
+def test_the_verdict_task_says_when_no_execution_was_started(dag_module):
+    with pytest.raises(ValueError, match="no pipeline execution to read"):
+        dag_module.fetch_verdict(None)
 
 
 def _next_state(machine: dict, state_name: str, output: dict) -> str:

@@ -11,6 +11,7 @@ import pytest
 from report_inputs import CONFIG, VALUES, _write_job
 from scipy import stats as st
 
+from bakeoff_runtime.report import charts, palette
 from bakeoff_runtime.report import document as report
 from bakeoff_runtime.report.document import leg_colours, nice_ticks, render_html, render_markdown, usd, write_reports
 from bakeoff_runtime.report.formatting import log_ticks, money_tick, tick_label
@@ -329,6 +330,72 @@ def test_bands_are_translucent_with_an_outline_and_drawn_under_every_line(evalua
         assert 0 < float(band.get("fill-opacity")) < 0.3 and band.get("stroke") == band.get("fill")
     dashes = {b.get("stroke-dasharray") for b in group.iter(f"{SVG}polygon")}
     assert len(dashes) == 2  # a second cue besides colour
+
+
+def _curve(page: str, caption: str) -> ET.Element:
+    return _svg(next(f for f in _figures(page) if caption in f))
+
+
+def test_hover_titles_carry_each_seeds_value_and_each_legs_mean(evaluation):
+    svg = _curve(render_html(evaluation), "Validation val_loss")
+    columns = {r.get("data-step"): r.find(f"{SVG}title").text for r in svg.iter(f"{SVG}rect") if r.get("data-step")}
+    assert set(columns) == {"30", "60", "100"}  # every evaluated step of the fixture's runs
+    last = columns["100"].splitlines()
+    assert last[0] == "step 100"
+    for leg, values in VALUES.items():  # the seeds' final val_loss, as the jobs wrote them
+        line = next(x for x in last if x.startswith(f"{leg}: "))
+        assert f"mean {np.mean(values):.4g}" in line
+        for seed, v in enumerate(values):
+            assert f"seed {seed}: {v:.4g}" in line
+    # each marker on a leg's mean line is titled with that leg's values at its step
+    marks = [m for m in svg.iter(f"{SVG}path") if m.get("data-marker")]
+    assert {m.get("data-leg") for m in marks} == set(VALUES)
+    trn = next(m.find(f"{SVG}title").text for m in marks
+               if m.get("data-leg") == "trn" and "step 100" in m.find(f"{SVG}title").text)
+    assert trn.startswith("trn at step 100: mean 2.41 (seed 0: 2.4, seed 1: 2.41, seed 2: 2.42")
+
+
+def test_legs_differ_in_colour_dash_and_marker(evaluation):
+    page = render_html(evaluation)
+    for caption in ("Training loss", "Validation val_loss"):
+        svg = _curve(page, caption)
+        means = {m.get("data-leg"): m for m in svg.iter(f"{SVG}polyline") if m.get("stroke-width") == "2.4"}
+        assert set(means) == set(VALUES)
+        assert len({m.get("stroke") for m in means.values()}) == len(means)  # colour
+        assert len({m.get("stroke-dasharray") for m in means.values()}) == len(means)  # and dash
+        shapes = {m.get("data-leg"): m.get("data-marker") for m in svg.iter(f"{SVG}path") if m.get("data-marker")}
+        assert len(set(shapes.values())) == len(means)  # and marker
+        bands = list(svg.iter(f"{SVG}polygon"))
+        assert bands and all(float(b.get("fill-opacity")) <= 0.1 for b in bands)  # overlaps keep both hues
+    assert palette.leg_colours(list(VALUES)) == leg_colours(evaluation)  # one palette: the report's and MLflow's
+
+
+def test_the_palette_is_okabe_itos_and_no_leg_looks_like_another():
+    okabe_ito = {"#000000", "#e69f00", "#56b4e9", "#009e73", "#0072b2", "#d55e00", "#cc79a7"}  # less yellow
+    assert set(palette.PALETTE) == okabe_ito
+    looks = [palette.leg_style(i) for i in range(12)]
+    assert len(set(looks)) == len(looks)  # twelve legs, twelve looks (colours repeat after seven)
+    assert not set(palette.PALETTE[:5]) & {"#009e73", "#d55e00"}  # no early leg in a pass-green or fail-red hue
+
+
+def test_a_curve_far_from_zero_is_not_drawn_from_zero(evaluation):
+    ticks = [_value(v) for v in _axis_ticks(_curve(render_html(evaluation), "Validation val_loss"))["y"]]
+    assert 2.0 <= ticks[0] <= 2.4 and ticks[-1] >= 3.0  # val_loss runs 3.0 -> ~2.41: the axis spans that
+
+
+def test_a_long_run_keeps_the_figure_small(evaluation):
+    """Hover titles at a bounded number of steps: 5,000 logged steps do not make 5,000 titles."""
+    ev = _with_curves(evaluation, lambda i, seed: [[s, 3 - s / 10_000 + 0.01 * seed] for s in range(5000)])
+    svg = _curve(render_html(ev), "Training loss")
+    titled = [el for el in svg.iter() if el.find(f"{SVG}title") is not None]
+    assert len(titled) <= charts.HOVER_COLUMNS + 2 * (charts.MARKS_PER_LEG + 1)
+
+
+def test_the_page_references_nothing_outside_itself(evaluation):
+    page = render_html(evaluation)
+    refs = re.findall(r'(?:href|src|xlink:href)\s*=\s*"([^"]*)"', page) + re.findall(r"url\(([^)]*)\)", page)
+    assert refs and all(r.startswith("#") for r in refs), [r for r in refs if not r.startswith("#")]
+    assert "@import" not in page and "<link" not in page and "<script" not in page and "<img" not in page
 
 
 def test_throughput_and_cost_show_each_seed_and_the_range(evaluation):

@@ -1,8 +1,10 @@
 """The report's figures as inline SVG: no plotting library, so the evaluation step runs in any
 image and report.html opens offline.
 
-Every figure gives a leg the same colour (`leg_colours`) and marks each leg-coloured element
-with `data-leg`, so tables and figures can be checked against each other. Figures scale with
+Every figure gives a leg the same colour, dash and marker (report.palette: `leg_colours`,
+`leg_style`) and marks each leg-coloured element with `data-leg`, so tables and figures can be
+checked against each other. Values are read by hovering: the curves' `<title>` elements carry each
+seed's value and each leg's mean at a step (a browser shows them as tooltips; no script). Figures scale with
 the page (viewBox, no fixed size); their fonts are sized to stay readable at phone width.
 """
 from __future__ import annotations
@@ -15,25 +17,27 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
 from bakeoff_runtime.contract.documents import Evaluation
+from bakeoff_runtime.report import palette
 from bakeoff_runtime.report.formatting import log_label, log_ticks, money_tick, nice_ticks, tick_label
+from bakeoff_runtime.report.palette import DASHES, leg_style
 from bakeoff_runtime.verdict.parity_tests import EQUIVALENCE, test_of
 
-# Colour-blind-safe (Okabe-Ito based) and kept clear of the pass green and fail red, so a leg's
-# colour never reads as an outcome.
-PALETTE = ["#0072b2", "#e69f00", "#9b4f96", "#56b4e9", "#8c564b", "#666666", "#b59f00", "#009e73"]
-# A second cue besides colour: each leg's band outline has its own dash pattern.
-DASHES = ["", "6,3", "2,2", "8,3,2,3", "1,3", "10,4"]
 OUTCOME_COLOUR = {"passed": "#1a7f37", "failed": "#cf222e", "inconclusive": "#9a6700"}
 PASS_BAND = "#2da44e"
 INK, GRID, AXIS = "#1f2328", "#e6e8eb", "#57606a"
 FONT = 14  # viewBox units: about 10 px at phone width, 15 px on a laptop
+# Faint enough that two legs' bands overlapping still show both hues (at 0.13 a blue and an orange band
+# mixed to one brown); each band's solid or dashed outline marks its edge.
+BAND_OPACITY = 0.07
+HOVER_COLUMNS = 60  # at most this many steps carry a hover title: the page stays small at any run length
+MARKS_PER_LEG = 10  # markers along each leg's mean line, staggered so legs' markers do not sit on each other
 Fmt = Callable[[float], str]
 TickFmt = Callable[[float, float], str]
 
 
 def leg_colours(ev: Evaluation) -> dict[str, str]:
     """One colour per leg, by the legs' order in evaluation.json: the same in every figure and table."""
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(ev.get("legs") or {})}
+    return palette.leg_colours(list(ev.get("legs") or {}))
 
 
 def _e(s: Any) -> str:
@@ -85,11 +89,33 @@ def legend(items: Sequence[tuple[str, str, str | None]], x0: float, y0: float, r
     return out, y + 10
 
 
-def _swatch_band(colour: str, dash: str) -> str:
+def marker(shape: str, x: float, y: float, r: float = 4.0) -> str:
+    """The path data of a leg's marker centred on (x, y): a shape as well as a colour tells legs apart."""
+    if shape == "square":
+        r *= 0.9
+        return f"M{x - r:.1f},{y - r:.1f}h{2 * r:.1f}v{2 * r:.1f}h{-2 * r:.1f}z"
+    if shape in ("triangle", "triangle-down"):
+        r *= 1.15
+        k = 1 if shape == "triangle" else -1
+        return f"M{x:.1f},{y - k * r:.1f}L{x + r:.1f},{y + k * r * 0.8:.1f}L{x - r:.1f},{y + k * r * 0.8:.1f}z"
+    if shape == "diamond":
+        r *= 1.25
+        return f"M{x:.1f},{y - r:.1f}L{x + r:.1f},{y:.1f}L{x:.1f},{y + r:.1f}L{x - r:.1f},{y:.1f}z"
+    if shape == "plus":
+        t = r * 0.4
+        return (f"M{x - t:.1f},{y - r:.1f}h{2 * t:.1f}v{r - t:.1f}h{r - t:.1f}v{2 * t:.1f}h{t - r:.1f}v{r - t:.1f}"
+                f"h{-2 * t:.1f}v{t - r:.1f}h{t - r:.1f}v{-2 * t:.1f}h{r - t:.1f}z")
+    return f"M{x - r:.1f},{y:.1f}a{r:.1f},{r:.1f} 0 1,0 {2 * r:.1f},0a{r:.1f},{r:.1f} 0 1,0 {-2 * r:.1f},0z"
+
+
+def _swatch_band(colour: str, dash: str, shape: str | None = None) -> str:
+    """A legend swatch: the band (faint fill, outline), the mean line in the leg's dash, its marker."""
+    mark = (f'<path d="{marker(shape, 0, 0, 3.6)}" transform="translate({{x2:.1f}},{{ym:.1f}}) translate(-8,0)" '
+            f'fill="{colour}" stroke="#fff" stroke-width="0.8"/>') if shape else ""
     return (f'<rect x="{{x:.1f}}" y="{{yt:.1f}}" width="16" height="{FONT * 0.8:.1f}" fill="{colour}" '
-            f'fill-opacity="0.2" stroke="{colour}" stroke-dasharray="{dash}"/>'
+            f'fill-opacity="{BAND_OPACITY}" stroke="{colour}" stroke-dasharray="{dash}"/>'
             f'<line x1="{{x:.1f}}" y1="{{ym:.1f}}" x2="{{x2:.1f}}" y2="{{ym:.1f}}" stroke="{colour}" '
-            'stroke-width="2.2"/>')
+            f'stroke-width="2.2" stroke-dasharray="{dash}"/>' + mark)
 
 
 def _swatch_box(fill: str, extra: str = "") -> str:
@@ -175,21 +201,51 @@ def _axes(box, xt, yt, ty, xlabel, ylabel, xfmt: TickFmt, yfmt: TickFmt) -> list
 
 
 # --- curves ---------------------------------------------------------------------------------------
-def line_chart(title: str, series: list[tuple[str, str, list[list[list[float]]]]], xlabel: str, ylabel: str,
+Run = tuple[Any, list[list[float]]]  # (seed, [[step, value], ...])
+
+
+def _v(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _sampled(steps: list[float], count: int, offset: float = 0.0) -> list[float]:
+    """About `count` of `steps`, evenly spread (the last always among them); `offset` in [0, 1) shifts
+    the picks by that fraction of their spacing."""
+    if len(steps) <= count:
+        return steps
+    gap = (len(steps) - 1) / (count - 1)
+    picks = {min(len(steps) - 1, round(i * gap + offset * gap)) for i in range(count)}
+    return [steps[i] for i in sorted(picks | {len(steps) - 1})]
+
+
+def _at_step(name: str, runs: list[Run], step: float, where: str = "") -> str:
+    """A leg's mean and each seed's value at `step`, one line: what a hover title says of the leg."""
+    values = [(seed, y) for seed, run in runs for x, y in run if x == step]
+    if not values:
+        return f"{name}{where}: no value"
+    mean = sum(y for _, y in values) / len(values)
+    return f"{name}{where}: mean {_v(mean)} (" + ", ".join(f"seed {seed}: {_v(y)}" for seed, y in values) + ")"
+
+
+def line_chart(title: str, series: list[tuple[str, str, list[Run]]], xlabel: str, ylabel: str,
                w: int = 480, h: int = 300, note: str = "") -> str:
-    """series: (leg, colour, runs), each run [[step, value], ...]. Per leg: the range across seeds
-    as a translucent band with a dashed outline, each seed as a thin line, the mean as a thick
-    one; all bands are drawn before any line so no leg's band hides another's curve."""
-    finite = [[[x, y] for x, y in run if _finite(x) and _finite(y)] for _, _, runs in series for run in runs]
+    """series: (leg, colour, runs) in the legs' order, each run (seed, [[step, value], ...]). Per leg:
+    the range across seeds as a faint band with an outline in the leg's dash, each seed as a thin line,
+    the mean as a thick line in the leg's dash with its marker at a few steps; all bands are drawn
+    before any line so no leg's band hides another's curve. Hovering a step shows every leg's mean and
+    each seed's value there (`<title>`); hovering a marker, that leg's."""
+    finite = [[[x, y] for x, y in run if _finite(x) and _finite(y)] for _, _, runs in series for _, run in runs]
     pts = [(p[0], p[1]) for run in finite for p in run]
     if not pts:
         return no_data(title)
-    clean = []
+    clean: list[tuple[str, str, list[Run]]] = []
     it = iter(finite)
     for name, colour, runs in series:
-        clean.append((name, colour, [next(it) for _ in runs]))
+        clean.append((name, colour, [(seed, next(it)) for seed, _ in runs]))
+    styles = [leg_style(i) for i in range(len(clean))]
     items = [(f"{name} ({len(runs)} seed{'s' if len(runs) != 1 else ''})",
-              _swatch_band(colour, DASHES[i % len(DASHES)]), name) for i, (name, colour, runs) in enumerate(clean)]
+              _swatch_band(colour, styles[i].dash, styles[i].marker), name)
+             for i, (name, colour, runs) in enumerate(clean)]
     yt, ty, yfmt, suffix, axis_note = y_axis(pts)
     left = _left_for([yfmt(v, yt[1] - yt[0] if len(yt) > 1 else 1.0) for v in yt])
     leg_svg, top = legend(items, left, FONT + 4, w - 10)
@@ -206,10 +262,12 @@ def line_chart(title: str, series: list[tuple[str, str, list[list[list[float]]]]
     clip = f"clip-{_slug(title)}"
     defs = (f'<clipPath id="{clip}"><rect x="{left}" y="{ptop}" width="{right - left}" '
             f'height="{bottom - ptop}"/></clipPath>')
-    bands, seeds, means = [], [], []
+    quiet = 'pointer-events="none"'  # lines and bands let the hover reach the step columns under them
+    bands, seeds, means, marks = [], [], [], []
     for i, (name, colour, runs) in enumerate(clean):
+        dash, shape = styles[i].dash, styles[i].marker
         by_step: dict[float, list[float]] = {}
-        for run in runs:
+        for _, run in runs:
             for x, y in run:
                 by_step.setdefault(x, []).append(y)
         steps = sorted(by_step)
@@ -218,23 +276,44 @@ def line_chart(title: str, series: list[tuple[str, str, list[list[list[float]]]]
         if len(multi) > 1:
             upper = " ".join(f"{sx(x):.1f},{sy(max(by_step[x])):.1f}" for x in multi)
             lower = " ".join(f"{sx(x):.1f},{sy(min(by_step[x])):.1f}" for x in reversed(multi))
-            bands.append(f'<polygon {leg} points="{upper} {lower}" fill="{colour}" fill-opacity="0.13" '
-                         f'stroke="{colour}" stroke-width="1" stroke-dasharray="{DASHES[i % len(DASHES)]}"/>')
-        # one seed: its line is the only one, drawn at full strength
-        thin = 'stroke-width="0.9" stroke-opacity="0.45"' if len(runs) > 1 else 'stroke-width="2.2"'
-        for run in runs:
+            bands.append(f'<polygon {leg} points="{upper} {lower}" fill="{colour}" fill-opacity="{BAND_OPACITY}" '
+                         f'stroke="{colour}" stroke-width="1.2" stroke-dasharray="{dash}" {quiet}/>')
+        # one seed: its line is the only one, drawn at full strength in the leg's dash
+        thin = ('stroke-width="0.9" stroke-opacity="0.35"' if len(runs) > 1
+                else f'stroke-width="2.2" stroke-dasharray="{dash}"')
+        for _, run in runs:
             if len(run) > 1:
                 path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in run)
-                seeds.append(f'<polyline {leg} points="{path}" fill="none" stroke="{colour}" {thin}/>')
+                seeds.append(f'<polyline {leg} points="{path}" fill="none" stroke="{colour}" {thin} {quiet}/>')
         if len(runs) > 1 and len(steps) > 1:
             path = " ".join(f"{sx(x):.1f},{sy(sum(by_step[x]) / len(by_step[x])):.1f}" for x in steps)
-            means.append(f'<polyline {leg} points="{path}" fill="none" stroke="{colour}" stroke-width="2.2"/>')
-        if len(steps) == 1:  # a single evaluation: a marker per seed, as there is no line to draw
-            means += [f'<rect {leg} x="{sx(steps[0]) - 3:.1f}" y="{sy(y) - 3:.1f}" width="6" height="6" '
-                      f'fill="{colour}"/>' for y in by_step[steps[0]]]
-    body.append(f'<g clip-path="url(#{clip})">' + "".join(bands + seeds + means) + "</g>")
+            means.append(f'<polyline {leg} points="{path}" fill="none" stroke="{colour}" stroke-width="2.4" '
+                         f'stroke-dasharray="{dash}" {quiet}/>')
+        # The leg's marker on its mean at a few steps (every step where there are few), each titled.
+        for x in _sampled(steps, MARKS_PER_LEG, offset=i / max(2, len(clean)) if len(steps) > MARKS_PER_LEG else 0):
+            mean = sum(by_step[x]) / len(by_step[x])
+            marks.append(f'<path {leg} data-marker="{shape}" d="{marker(shape, sx(x), sy(mean))}" fill="{colour}" '
+                         f'stroke="#fff" stroke-width="0.9"><title>{_e(_at_step(name, runs, x, f" at step {x:g}"))}'
+                         '</title></path>')
+        if len(steps) == 1:  # a single evaluation: each seed as a dot, as there is no line to draw
+            for seed, run in runs:
+                for x, y in run:
+                    seeds.append(f'<circle {leg} cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.6" fill="{colour}" '
+                                 f'fill-opacity="0.5"><title>{_e(name)} seed {_e(seed)}: {_v(y)}</title></circle>')
+    every_step = sorted({x for _, _, runs in clean for _, run in runs for x, _ in run})
+    shown = _sampled(every_step, HOVER_COLUMNS)
+    columns = []
+    for j, x in enumerate(shown):
+        x0 = left if j == 0 else (sx(shown[j - 1]) + sx(x)) / 2
+        x1 = right if j == len(shown) - 1 else (sx(x) + sx(shown[j + 1])) / 2
+        lines = "\n".join(_at_step(name, runs, x) for name, _, runs in clean)
+        columns.append(f'<rect data-step="{x:g}" x="{x0:.1f}" y="{ptop}" width="{max(0.1, x1 - x0):.1f}" '
+                       f'height="{bottom - ptop}" fill="#fff" fill-opacity="0"><title>step {x:g}\n'
+                       f'{_e(lines)}</title></rect>')
+    body.append(f'<g clip-path="url(#{clip})">' + "".join(bands + columns + seeds + means + marks) + "</g>")
     body += leg_svg
-    note = "; ".join(n for n in (note, "band: range across seeds; thick line: mean; thin lines: seeds", axis_note) if n)
+    note = "; ".join(n for n in (note, "band: range across seeds; thick line: mean; thin lines: seeds; "
+                                       "hover for each seed's value", axis_note) if n)
     return figure(title, w, h, body, note=note, defs=defs)
 
 

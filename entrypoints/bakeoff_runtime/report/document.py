@@ -18,7 +18,7 @@ from bakeoff_runtime.contract.documents import Evaluation
 from bakeoff_runtime.report import decision_section, porting_section
 from bakeoff_runtime.report import scaling as report_scaling
 from bakeoff_runtime.report import spend as report_spend
-from bakeoff_runtime.report.charts import PALETTE, bar_chart, decision_chart, leg_colours, line_chart, stacked_bar_chart
+from bakeoff_runtime.report.charts import bar_chart, decision_chart, leg_colours, line_chart, stacked_bar_chart
 from bakeoff_runtime.report.formatting import (
     MONEY_RULE,
     inert_strings,
@@ -31,10 +31,11 @@ from bakeoff_runtime.report.formatting import (
     size,
     usd,
 )
+from bakeoff_runtime.report.palette import PALETTE
 from bakeoff_runtime.verdict import checks as check_registry
 from bakeoff_runtime.verdict.parity_tests import test_of
 
-# PALETTE is read by tracking.parent_run, so a leg has the same colour in MLflow as here.
+# PALETTE (report.palette's) is read by tracking.parent_run, so a leg has the same colour in MLflow as here.
 __all__ = ["PALETTE", "SECTIONS", "leg_colours", "leg_rows", "nice_ticks", "render_html", "render_markdown", "usd",
            "verdict_sentence", "write_reports"]
 
@@ -259,7 +260,8 @@ def charts(ev: Evaluation) -> list[str]:
     metric = ev["parity"]["metric"]
     legs = list(ev["legs"].items())
     colour = leg_colours(ev)
-    runs = lambda f, key: [r["curves"].get(key) or [] for r in f["runs"] if r.get("curves")]  # noqa: E731
+    runs = lambda f, key: [(r.get("seed", "?"), r["curves"].get(key) or [])  # noqa: E731
+                           for r in f["runs"] if r.get("curves")]
     unit = next((f.get("throughput_unit") for _, f in legs if f.get("throughput_unit")), "tokens/s")
     emulated = EMULATED if _emulated(ev) else ""
     return [

@@ -8,8 +8,9 @@ import math
 from typing import Any
 
 from bakeoff_runtime.contract.documents import Evaluation
-from bakeoff_runtime.report.charts import PALETTE, leg_colours
+from bakeoff_runtime.report.charts import leg_colours
 from bakeoff_runtime.report.formatting import md, md_row, usd
+from bakeoff_runtime.report.palette import PALETTE
 
 W, H, M = 420, 260, 56
 

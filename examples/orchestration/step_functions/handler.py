@@ -11,6 +11,20 @@ the handler never waits: `poll` asks once and the state machine's Wait state doe
 Each action takes and returns JSON only. Package this file with bakeoff installed (and the spec file)
 as the function's code; give the function's role sagemaker:*Pipeline*, sagemaker:Describe*Job,
 s3:GetObject/PutObject/HeadObject on the bucket, and iam:PassRole on the SageMaker execution role.
+
+What that package weighs today (bakeoff 0.1.0 with its core dependencies, for Lambda's Python 3.12 on
+x86_64, with this file and a spec):
+
+    uv pip install --target pkg --python-platform x86_64-manylinux_2_28 --python-version 3.12 .
+    cp examples/orchestration/step_functions/handler.py examples/quickstart.yaml pkg/
+    cd pkg && zip -qr9 ../function.zip .
+
+214,240,240 bytes unpacked (204 MiB), of which SciPy 112 MB and NumPy 53 MB with their bundled
+libraries, boto3, botocore and s3transfer 27.5 MB; 75,580,638 bytes zipped (72 MiB). Lambda takes a .zip
+of at most 50 MB uploaded directly (a larger one goes through S3) and at most 250 MB (262,144,000 bytes)
+unpacked, layers included (docs.aws.amazon.com/lambda/latest/dg/limits.html, "AWS Lambda Deployment
+Limits"; the figure in bytes as Lambda's own error states it, repost.aws/questions/QUt1Cc15fbTkWsVXPNmj6MNQ):
+this package must go through S3 and uses 82% of the unpacked limit, leaving little room for anything else.
 """
 from __future__ import annotations
 
