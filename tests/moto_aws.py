@@ -1,6 +1,8 @@
 """AWS over HTTP for the tests: moto on 127.0.0.1 (its fixtures, `moto_server`/`aws` and `moto_env`/`aws_env`,
 are in tests/conftest.py) and recorded answers for what moto does not implement (ListPipelineExecutionSteps):
-the jobs a finished execution leaves, with a real evaluation in S3, and the step listing naming them."""
+the jobs a finished execution leaves, with a real evaluation in S3, and the step listing naming them; and, for
+botocore's Stubber, every answer reading a finished execution's evaluation and billed time takes
+(`_recorded_fetch`)."""
 from __future__ import annotations
 
 import datetime
@@ -82,6 +84,40 @@ def _recorded_steps(training_arns, processing_arn, failure=None):
     steps.append({"StepName": "Evaluate", "StepStatus": "Succeeded", "AttemptCount": 1,
                   "Metadata": {"ProcessingJob": {"Arn": processing_arn}}})
     return {"PipelineExecutionSteps": steps}
+
+
+# Recorded answers to what `SageMakerOps.fetch_evaluation` asks of a finished execution, in the order it asks.
+def _recorded_fetch(sm_stub, s3_stub, execution, training_arns, processing_arn, billed, evaluation):
+    """Adds to botocore Stubbers (which check each answer against the SageMaker and S3 service models): the
+    step listing (`_recorded_steps`), each training job's DescribeTrainingJob with its BillableTimeInSeconds
+    (`billed`, by (leg, seed)), the Evaluate step's DescribeProcessingJob, whose output is s3://b/eval/exec1,
+    and `evaluation` as the evaluation.json there."""
+    import io
+
+    from botocore.response import StreamingBody
+
+    sm_stub.add_response("list_pipeline_execution_steps", _recorded_steps(training_arns, processing_arn),
+                         {"PipelineExecutionArn": execution, "SortOrder": "Ascending"})
+    for key, arn in training_arns.items():
+        name = arn.rsplit("/", 1)[-1]
+        sm_stub.add_response("describe_training_job", {
+            "TrainingJobName": name, "TrainingJobArn": arn, "ModelArtifacts": {"S3ModelArtifacts": "s3://b/k"},
+            "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
+            "AlgorithmSpecification": {"TrainingInputMode": "File"}, "ResourceConfig": {"VolumeSizeInGB": 1},
+            "StoppingCondition": {}, "CreationTime": datetime.datetime(2026, 1, 1),
+            "BillableTimeInSeconds": billed[key]}, {"TrainingJobName": name})
+    name = processing_arn.rsplit("/", 1)[-1]
+    sm_stub.add_response("describe_processing_job", {
+        "ProcessingJobName": name, "ProcessingJobArn": processing_arn, "ProcessingJobStatus": "Completed",
+        "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge",
+                                                  "VolumeSizeInGB": 30}},
+        "AppSpecification": {"ImageUri": "x"}, "CreationTime": datetime.datetime(2026, 1, 1),
+        "ProcessingOutputConfig": {"Outputs": [{"OutputName": "evaluation", "S3Output": {
+            "S3Uri": "s3://b/eval/exec1", "LocalPath": "/opt/ml/processing/evaluation",
+            "S3UploadMode": "EndOfJob"}}]}}, {"ProcessingJobName": name})
+    body = json.dumps(evaluation).encode()
+    s3_stub.add_response("get_object", {"Body": StreamingBody(io.BytesIO(body), len(body))},
+                         {"Bucket": "b", "Key": "eval/exec1/evaluation.json"})
 
 
 def _make_jobs(sm, s3):

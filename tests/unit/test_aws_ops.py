@@ -4,7 +4,6 @@ moto validates nothing (any definition is accepted, executions "succeed" at once
 run no steps) and does not implement ListPipelineExecutionSteps: step listings here
 are recorded responses shaped like the real API, and say so where they are used.
 """
-import datetime
 import json
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import tarfile
 import pytest
 from botocore.stub import Stubber
 from jobtree import seal
-from moto_aws import BUCKET, QUICKSTART, ROLE, _client, _make_jobs, _recorded_steps
+from moto_aws import BUCKET, QUICKSTART, ROLE, _client, _make_jobs, _recorded_fetch, _recorded_steps
 
 from bakeoff_runtime.contract.output_digest import DIGEST_FILE
 from conftest import ENTRYPOINTS
@@ -77,31 +76,8 @@ def test_report_costs_jobs_by_billable_time():
             ("p4d", 0): "arn:aws:sagemaker:us-east-1:123456789012:training-job/p0"}
     proc_arn = "arn:aws:sagemaker:us-east-1:123456789012:processing-job/ev"
     with Stubber(ops.sm) as sm_stub, Stubber(ops.s3) as s3_stub:
-        sm_stub.add_response("list_pipeline_execution_steps", _recorded_steps(arns, proc_arn),
-                             {"PipelineExecutionArn": execution, "SortOrder": "Ascending"})
-        for name, seconds in (("t0", 1800), ("p0", 3600)):
-            sm_stub.add_response("describe_training_job", {
-                "TrainingJobName": name, "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:1:training-job/{name}",
-                "ModelArtifacts": {"S3ModelArtifacts": "s3://b/k"}, "TrainingJobStatus": "Completed",
-                "SecondaryStatus": "Completed", "AlgorithmSpecification": {"TrainingInputMode": "File"},
-                "ResourceConfig": {"VolumeSizeInGB": 1}, "StoppingCondition": {},
-                "CreationTime": datetime.datetime(2026, 1, 1), "BillableTimeInSeconds": seconds},
-                {"TrainingJobName": name})
-        sm_stub.add_response("describe_processing_job", {
-            "ProcessingJobName": "ev", "ProcessingJobArn": proc_arn, "ProcessingJobStatus": "Completed",
-            "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge",
-                                                      "VolumeSizeInGB": 30}},
-            "AppSpecification": {"ImageUri": "x"}, "CreationTime": datetime.datetime(2026, 1, 1),
-            "ProcessingOutputConfig": {"Outputs": [{"OutputName": "evaluation", "S3Output": {
-                "S3Uri": "s3://b/eval/exec1", "LocalPath": "/opt/ml/processing/evaluation",
-                "S3UploadMode": "EndOfJob"}}]}}, {"ProcessingJobName": "ev"})
-        import io
-
-        from botocore.response import StreamingBody
-
-        body = json.dumps(_evaluation()).encode()
-        s3_stub.add_response("get_object", {"Body": StreamingBody(io.BytesIO(body), len(body))},
-                             {"Bucket": "b", "Key": "eval/exec1/evaluation.json"})
+        _recorded_fetch(sm_stub, s3_stub, execution, arns, proc_arn, {("trn1", 0): 1800, ("p4d", 0): 3600},
+                        _evaluation())
         evaluation, billable = ops.fetch_evaluation(execution)
     assert billable == {("trn1", 0): 1800.0, ("p4d", 0): 3600.0}
     costed = apply_billable_time(evaluation, billable)

@@ -1,14 +1,11 @@
 """`project` on a SageMaker execution: evaluation.json and each job's BillableTimeInSeconds from recorded
 responses (botocore's Stubber checks each against the SageMaker and S3 service models), the projection
 redone from billed time under the decision the execution was evaluated with, the flags laid over it."""
-import datetime
-import io
 import json
 
 import pytest
-from botocore.response import StreamingBody
 from botocore.stub import Stubber
-from moto_aws import _recorded_steps
+from moto_aws import _recorded_fetch
 
 from bakeoff_runtime.verdict.projection import project as projected
 from pipelines.sagemaker.ops import SageMakerOps
@@ -43,27 +40,7 @@ def _evaluation():
 def _stubbed(monkeypatch, billed: dict[str, int]) -> None:
     ops = SageMakerOps(region="us-east-1")
     sm_stub, s3_stub = Stubber(ops.sm), Stubber(ops.s3)
-    sm_stub.add_response("list_pipeline_execution_steps", _recorded_steps(ARNS, PROC),
-                         {"PipelineExecutionArn": EXECUTION, "SortOrder": "Ascending"})
-    for (leg, _seed), arn in ARNS.items():
-        name = arn.rsplit("/", 1)[-1]
-        sm_stub.add_response("describe_training_job", {
-            "TrainingJobName": name, "TrainingJobArn": arn, "ModelArtifacts": {"S3ModelArtifacts": "s3://b/k"},
-            "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
-            "AlgorithmSpecification": {"TrainingInputMode": "File"}, "ResourceConfig": {"VolumeSizeInGB": 1},
-            "StoppingCondition": {}, "CreationTime": datetime.datetime(2026, 1, 1),
-            "BillableTimeInSeconds": billed[leg]}, {"TrainingJobName": name})
-    sm_stub.add_response("describe_processing_job", {
-        "ProcessingJobName": "ev", "ProcessingJobArn": PROC, "ProcessingJobStatus": "Completed",
-        "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge",
-                                                  "VolumeSizeInGB": 30}},
-        "AppSpecification": {"ImageUri": "x"}, "CreationTime": datetime.datetime(2026, 1, 1),
-        "ProcessingOutputConfig": {"Outputs": [{"OutputName": "evaluation", "S3Output": {
-            "S3Uri": "s3://b/eval/exec1", "LocalPath": "/opt/ml/processing/evaluation",
-            "S3UploadMode": "EndOfJob"}}]}}, {"ProcessingJobName": "ev"})
-    body = json.dumps(_evaluation()).encode()
-    s3_stub.add_response("get_object", {"Body": StreamingBody(io.BytesIO(body), len(body))},
-                         {"Bucket": "b", "Key": "eval/exec1/evaluation.json"})
+    _recorded_fetch(sm_stub, s3_stub, EXECUTION, ARNS, PROC, {key: billed[key[0]] for key in ARNS}, _evaluation())
     sm_stub.activate()
     s3_stub.activate()
     import pipelines.api.aws as api_aws
