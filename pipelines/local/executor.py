@@ -703,7 +703,9 @@ class _forward_signals:
         runner = self.executor.parallel
         if runner is not None:
             runner.interrupt()
-        self.executor.process.stop()
+        # Never wait in the handler: it may have interrupted the main thread inside that very process's
+        # wait (the Evaluate step runs there). `JobProcess.run` stops and reaps it as Interrupted passes.
+        self.executor.process.stop_soon()
         raise Interrupted(signum)
 
     def __enter__(self):

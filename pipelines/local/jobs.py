@@ -71,6 +71,27 @@ class JobProcess:
             self.signal(signal.SIGKILL)
             self.proc.wait()
 
+    def stop_soon(self) -> None:
+        """From a signal handler: SIGTERM to the group now and SIGKILL after the grace period, without
+        waiting here. The handler may have interrupted this process's own `wait` on the same thread, which
+        holds the Popen's wait lock: waiting again would deadlock. The exception the handler raises then
+        ends that wait, and `run` stops and reaps the process on its way out."""
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        self.signal(signal.SIGTERM)
+
+        def kill() -> None:
+            if proc.returncode is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+        timer = threading.Timer(STOP_GRACE_S, kill)
+        timer.daemon = True
+        timer.start()
+
     def run(self, command: list[str], env: dict[str, str], cwd: Path, log: Path, max_runtime_s: float,
             on_line: Callable[[str], None] = lambda line: None) -> Outcome:
         started = time.time()

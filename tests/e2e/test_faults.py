@@ -75,6 +75,28 @@ def test_sigterm_stops_every_running_job_keeps_what_finished_and_a_rerun_resumes
     assert all(_job(out, n)["status"] == "completed" for n in (*finished, *stopped, *never))
 
 
+def test_sigterm_during_the_evaluation_ends_the_run_not_hangs_it(tmp_path):
+    # The Evaluate step's process is waited for on the main thread: the signal handler interrupts that wait,
+    # and must not wait on the same process itself (Popen's wait lock is held there: a deadlock).
+    spec = _spec(tmp_path, seeds=1)
+    out = tmp_path / "out"
+    exe = Path(sys.executable).with_name("bakeoff")
+    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow", "--jobs", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for(lambda: (out / "evaluation" / "stdout.log").exists(), what="the Evaluate step to start")
+        time.sleep(0.5)  # inside its wait: the step's Python is still importing
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
+    assert not processes_using(out), "the Evaluate step outlived `bakeoff run`"
+    assert not (out / "evaluation" / "evaluation.json").exists()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_kill_9_of_bakeoff_run_leaves_no_job_running_and_a_rerun_finds_nothing_of_it(tmp_path):
     # A job that has stopped printing: no broken pipe would ever end it.
