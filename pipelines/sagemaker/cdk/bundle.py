@@ -17,6 +17,7 @@ from typing import Any
 
 from estimators.images import image_region
 from pipelines.errors import SpecError
+from pipelines.names import FAIL_STEP, INCONCLUSIVE_STEP
 from pipelines.spec.model import BakeoffSpec, sagemaker_regions
 
 from . import grants
@@ -59,14 +60,17 @@ def write_bundle(spec: BakeoffSpec, out: Path, region: str | None = None) -> dic
     execution = grants.execution_grants(definition, prefix, region,
                                         grants.spec_mlflow_arns(spec.mlflow.tracking_uri, spec.mlflow.enabled))
     start = grants.start_grants(definition, f"{prefix}/{spec.name}/evaluation", region)
-    used = sorted({g["reason"] for g in execution + start if g["reason"]})
+    # The grants' reasons, and those of CDK's BucketDeployment handler that deploys the assets.
+    used = {g["reason"] for g in execution + start if g["reason"]} | {k for k in REASONS if k.startswith("deployment-")}
     manifest = {
         "format": FORMAT, "name": spec.name, "description": spec.description or "", "region": region,
         "prefix": prefix, "maxParallelSteps": spec.max_parallel_steps,
         "sentinels": {"bucket": BUCKET_SENTINEL, "role": role},
         "parameters": {p["Name"]: p.get("Type", "String") for p in definition.get("Parameters", [])},
         "dataParameters": data_uris(definition),
-        "executionGrants": execution, "startGrants": start, "reasons": {k: REASONS[k] for k in used},
+        "executionGrants": execution, "startGrants": start, "reasons": {k: REASONS[k] for k in sorted(used)},
+        # The gate's Fail steps, whose failure is the verdict (notifications, the construct's onVerdict).
+        "gateSteps": {"fail": FAIL_STEP, "inconclusive": INCONCLUSIVE_STEP},
         "definition": "definition.json", "assets": "assets", "assetKeys": sorted(a.key for a in compiled.assets),
     }
     if out.exists():

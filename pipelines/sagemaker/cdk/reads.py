@@ -113,7 +113,8 @@ def uses_vpc(definition: dict) -> bool:
 
 def kms_keys(definition: dict) -> tuple[list[str], list[str]]:
     """(output keys, volume keys) the definition names."""
-    output, volume = set(), set()
+    output: set[str] = set()
+    volume: set[str] = set()
     for s in all_steps(definition):
         args = s.get("Arguments", {})
         for where, found in ((args.get("OutputDataConfig", {}), output),
