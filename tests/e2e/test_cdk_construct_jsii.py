@@ -107,6 +107,9 @@ def test_the_same_definition_byte_for_byte_as_the_python_construct(inline):
     assert definition(ts) is not None and definition(ts) == definition(py)
     outputs = {k.rstrip("0123456789ABCDEF"): v["Value"] for k, v in ts.to_json()["Outputs"].items()}
     assert outputs["BakeoffPipelineName"] == construct.pipeline_name  # the same default name, per stack and path
+    # A stack moving from one construct to the other keeps its bucket, role and pipeline (the same logical ids).
+    for kind in ("AWS::S3::Bucket", "AWS::IAM::Role", "AWS::SageMaker::Pipeline"):
+        assert {k for k in of_type(ts, kind) if k.startswith("Bakeoff")} <= set(of_type(py, kind)), kind
 
 
 def _resolved(value, m):
@@ -186,3 +189,9 @@ app.synth()
     _run([sys.executable, "-c", script], cwd=tmp_path, env=env, timeout=300)
     template = Template.from_json(json.loads((tmp_path / "py.jsii" / f"{STACK}.template.json").read_text()))
     assert definition(template) == definition(ts)
+
+
+def test_the_committed_api_reference_is_current(built, tmp_path):
+    _npx("jsii-docgen", "--output", str(tmp_path / "API.md"))
+    assert (tmp_path / "API.md").read_text() == (CONSTRUCT / "API.md").read_text(), \
+        "cdk/construct/API.md is stale: run `npm run docgen` in cdk/construct"
