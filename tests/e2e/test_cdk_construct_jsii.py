@@ -108,8 +108,10 @@ def test_the_same_definition_byte_for_byte_as_the_python_construct(inline):
     outputs = {k.rstrip("0123456789ABCDEF"): v["Value"] for k, v in ts.to_json()["Outputs"].items()}
     assert outputs["BakeoffPipelineName"] == construct.pipeline_name  # the same default name, per stack and path
     # A stack moving from one construct to the other keeps its bucket, role and pipeline (the same logical ids).
-    for kind in ("AWS::S3::Bucket", "AWS::IAM::Role", "AWS::SageMaker::Pipeline"):
-        assert {k for k in of_type(ts, kind) if k.startswith("Bakeoff")} <= set(of_type(py, kind)), kind
+    for kind, prefix in (("AWS::S3::Bucket", "Bakeoff"), ("AWS::IAM::Role", "BakeoffExecutionRole"),
+                         ("AWS::SageMaker::Pipeline", "Bakeoff")):
+        kept = {k for k in of_type(py, kind) if k.startswith(prefix)}
+        assert kept and kept == {k for k in of_type(ts, kind) if k.startswith(prefix)}, kind
 
 
 def _resolved(value, m):
@@ -151,7 +153,8 @@ def test_grant_start_execution_gives_a_policy_of_its_own(inline):
     statements = [s for p in policies.values() for s in p["PolicyDocument"]["Statement"]]
     assert sum(sorted(s["Action"]) == sorted(START_ACTIONS) for s in statements) == 2
     assert {s.get("Sid") for s in statements} >= {"ReportJobs", "ReadEvaluations"}  # the deployed one's reports
-    rules = [r["Properties"]["EventPattern"] for r in of_type(ts, "AWS::Events::Rule").values()]
+    rules = [r["Properties"]["EventPattern"] for r in of_type(ts, "AWS::Events::Rule").values()
+             if "EventPattern" in r["Properties"]]
     kinds = {"SageMaker Model Building Pipeline Execution Status Change",
              "SageMaker Model Building Pipeline Execution Step Status Change"}
     assert {t for r in rules for t in r["detail-type"]} == kinds
@@ -159,6 +162,23 @@ def test_grant_start_execution_gives_a_policy_of_its_own(inline):
     [alarm] = of_type(ts, "AWS::CloudWatch::Alarm").values()
     assert alarm["Properties"]["Namespace"] == "AWS/Sagemaker/ModelBuildingPipeline"
     assert alarm["Properties"]["MetricName"] == "ExecutionFailed"
+
+
+def test_a_schedule_starts_the_pipeline_through_a_role_for_that_one_rule(inline):
+    (_, ts), (_, _, construct) = inline
+    [rule] = [r["Properties"] for r in of_type(ts, "AWS::Events::Rule").values()
+              if "ScheduleExpression" in r["Properties"]]
+    assert rule["ScheduleExpression"] == "cron(0 3 * * ? *)" and rule["Name"] == construct.pipeline_name
+    [target] = rule["Targets"]
+    assert target["SageMakerPipelineParameters"] == {"PipelineParameterList": [{"Name": "MaxSteps", "Value": "100"}]}
+    roles = [k for k in of_type(ts, "AWS::IAM::Role") if k.startswith("BakeoffScheduleRole")]
+    [role] = [of_type(ts, "AWS::IAM::Role")[k]["Properties"] for k in roles]
+    condition = role["AssumeRolePolicyDocument"]["Statement"][0]["Condition"]["StringEquals"]
+    assert f":rule/{construct.pipeline_name}" in json.dumps(condition["aws:SourceArn"])
+    statements = [s for p in of_type(ts, "AWS::IAM::Policy").values()
+                  if p["Properties"]["Roles"] == [{"Ref": k} for k in roles]
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    assert [s["Action"] for s in statements] == ["sagemaker:StartPipelineExecution"]
 
 
 def test_a_definition_through_s3_is_the_same_once_deployed(built, tmp_path):

@@ -2,6 +2,7 @@
 // the spec: the bucket, the least-privilege execution role, the content-addressed assets and the pipeline.
 import * as crypto from 'crypto';
 import { CfnOutput, Duration, RemovalPolicy, Size, Stack, Token } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
@@ -11,6 +12,7 @@ import { BakeoffPipelineBase, GATE_STEPS, IBakeoffPipeline, START_ACTIONS } from
 import { Bundle, GrantJson, fill, readBundle, replaceAll } from './bundle';
 import { EXECUTIONS_REASON, grantStart } from './grant';
 import { Acknowledger, acknowledgeDeployment, nagId, nagText } from './nag';
+import { addSchedule, checkParameters } from './schedule';
 
 // Inline definitions count against the template (CloudFormation: 1 MB from S3); larger ones go through S3.
 const INLINE_DEFINITION_LIMIT = 40_000;
@@ -70,6 +72,16 @@ export interface BakeoffPipelineProps {
    * @default twice the assets plus 256 MiB, 512 MiB to 10 GiB
    */
   readonly deploymentStorage?: Size;
+  /**
+   * Start the pipeline on this schedule (see `addSchedule`).
+   * @default no schedule
+   */
+  readonly schedule?: events.Schedule;
+  /**
+   * The pipeline parameters a scheduled execution starts with (see `addSchedule`).
+   * @default the pipeline's defaults
+   */
+  readonly scheduleParameters?: Record<string, string>;
 }
 
 /**
@@ -102,6 +114,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
   public readonly definitionInline: boolean;
 
   private readonly bundle: Bundle;
+  private readonly pipeline: sagemaker.CfnPipeline;
   private readonly ack = new Acknowledger();
 
   constructor(scope: Construct, id: string, props: BakeoffPipelineProps) {
@@ -164,7 +177,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     acknowledgeDeployment(this.ack, stack, this.bucket.arnForObjects('*'), m.reasons);
 
     // --- the pipeline --------------------------------------------------------------------
-    const pipeline = new sagemaker.CfnPipeline(this, 'Pipeline', {
+    const pipeline = this.pipeline = new sagemaker.CfnPipeline(this, 'Pipeline', {
       pipelineName: this.pipelineName, roleArn: role.roleArn,
       pipelineDefinition: this.definitionInline ? { PipelineDefinitionBody: text } :
         { PipelineDefinitionS3Location: { Bucket: bucketName, Key: definitionKey } },
@@ -176,6 +189,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     });
     pipeline.node.addDependency(assets);
     dependOnPolicies(pipeline, role);
+    if (props.schedule) this.addSchedule(props.schedule, props.scheduleParameters);
 
     new CfnOutput(this, 'PipelineName', {
       value: this.pipelineName, description: "the SageMaker pipeline's name (bakeoff start NAME --region REGION)",
@@ -202,6 +216,17 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
       statements: this.statements(g), reason: g.reason ? m.reasons[g.reason] : '',
       wildcards: g.wildcards.map(w => fill(w, this.values())),
     })));
+  }
+
+  /**
+   * Start the pipeline on `schedule` (an EventBridge rule on the default bus) with `parameters`, checked against
+   * the pipeline's, through a role EventBridge assumes for this one rule only. Once per pipeline.
+   */
+  public addSchedule(schedule: events.Schedule, parameters: Record<string, string> = {}): events.CfnRule {
+    const m = this.bundle.manifest;
+    checkParameters(parameters, m.parameters, m.dataParameters);
+    return addSchedule(this, this.pipeline, this.pipelineName, this.pipelineArn,
+      `Starts bake-off ${m.name} on a schedule`, schedule, parameters);
   }
 
   private makeBucket(props: BakeoffPipelineProps): s3.Bucket {

@@ -3,6 +3,7 @@
 //   npm run test-app && npx cdk synth --app 'node test-app/app.js' -c bundleDir=bundle -c region=us-west-2
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { BakeoffPipeline, Verdict } from '../lib';
@@ -13,6 +14,7 @@ const region = app.node.tryGetContext('region');
 if (!bundleDir || !region) throw new Error('pass -c bundleDir=DIR -c region=REGION');
 const stack = new Stack(app, app.node.tryGetContext('stackName') ?? 'Bakeoff-ts', { env: { region } });
 const pipeline = new BakeoffPipeline(stack, 'Bakeoff', { bundleDir });
+pipeline.addSchedule(events.Schedule.cron({ hour: '3', minute: '0' }), { MaxSteps: '100' });
 
 const starters = new iam.Role(stack, 'Starters', { assumedBy: new iam.AccountRootPrincipal() });
 pipeline.grantStartExecution(starters);
