@@ -9,10 +9,11 @@ API_DOC_MODULES := pipelines.api pipelines.api.results pipelines.errors pipeline
 
 .PHONY: setup browser quickstart test test-fast lint bench docs clean
 
-$(STAMP): pyproject.toml uv.lock cdk/package-lock.json
+$(STAMP): pyproject.toml uv.lock cdk/package-lock.json cdk/construct/package-lock.json
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 	$(UV) sync --locked --compile-bytecode --extra local --extra dev
 	cd cdk && npm ci --no-audit --no-fund --loglevel=error
+	cd cdk/construct && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
 
 setup: $(STAMP)

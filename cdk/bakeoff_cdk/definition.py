@@ -23,8 +23,11 @@ from dataclasses import dataclass
 
 from aws_cdk import Fn, Stack, Token
 
-from estimators.images import image_region, partition
+from estimators.images import image_region
 from pipelines.errors import SpecError
+from pipelines.sagemaker.cdk.placeholders import BUCKET_SENTINEL, SENTINEL_ACCOUNT, mlflow_sentinel, role_sentinel
+from pipelines.sagemaker.cdk.placeholders import TAG as _TAG
+from pipelines.sagemaker.cdk.reads import all_steps, image_uris  # noqa: F401 - kept importable from here
 from pipelines.sagemaker.compiler import CompiledPipeline, compile_pipeline
 from pipelines.sagemaker.validate import check_definition
 from pipelines.spec.model import BakeoffSpec, sagemaker_regions
@@ -34,23 +37,10 @@ try:  # the compiler's own bound, where it has one
 except ImportError:  # pragma: no cover - CreatePipeline.PipelineDefinition: 1-1048576 (botocore sagemaker model)
     MAX_DEFINITION_CHARS = 1_048_576
 
-SENTINEL_ACCOUNT = "000000000000"
-BUCKET_SENTINEL = "bakeoff-cdk-bucket-sentinel-7f3a"
-_TAG = "bakeoff-cdk-sentinel-7f3a"
 # Every placeholder the construct ever writes contains one of these; the tests look for them
 # in the template and the deployed assets.
 PLACEHOLDER_MARKS = (BUCKET_SENTINEL, _TAG, "role-sentinel-7f3a", f":{SENTINEL_ACCOUNT}:", f"::{SENTINEL_ACCOUNT}:")
 MARKER = "<<marker:0xbaba:{}>>"  # CDK BucketDeployment's deploy-time marker format (aws-s3-deployment render-data)
-
-
-def role_sentinel(region: str) -> str:
-    return f"arn:{partition(region)}:iam::{SENTINEL_ACCOUNT}:role/bakeoff-cdk-role-sentinel-7f3a"
-
-
-def mlflow_sentinel(region: str) -> str:
-    """A tracking server ARN in the stack's own partition and region, so a spec check that
-    looks at the ARN's region sees the right one."""
-    return f"arn:{partition(region)}:sagemaker:{region}:{SENTINEL_ACCOUNT}:mlflow-tracking-server/{_TAG}"
 
 
 def stack_region(stack: Stack, spec: BakeoffSpec) -> str:
@@ -147,31 +137,6 @@ def tokenized_definition(spec: BakeoffSpec, with_mlflow_server: bool, region: st
     text = json.dumps(compiled.definition, sort_keys=True, separators=(",", ":"))
     return TokenizedDefinition(compiled, text, region)
 
-
-def image_uris(definition: dict) -> list[str]:
-    out = []
-    for step in _all_steps(definition.get("Steps", [])):
-        args = step.get("Arguments", {})
-        image = args.get("AlgorithmSpecification", {}).get("TrainingImage") or \
-            args.get("AppSpecification", {}).get("ImageUri")
-        if isinstance(image, str):
-            out.append(image)
-    return out
-
-
-def _all_steps(steps: list[dict]) -> list[dict]:
-    """Steps, including those nested in Condition steps."""
-    out = []
-    for step in steps:
-        out.append(step)
-        args = step.get("Arguments", {})
-        if step.get("Type") == "Condition":
-            out += _all_steps(args.get("IfSteps", []) + args.get("ElseSteps", []))
-    return out
-
-
-def all_steps(definition: dict) -> list[dict]:
-    return _all_steps(definition.get("Steps", []))
 
 
 def deployed_size_bound(text: str, values: dict[str, int]) -> int:

@@ -253,8 +253,7 @@ class BakeoffPipeline(Construct):
             if not mlflow_arn and spec.mlflow.enabled and re.match(r"^arn:aws[a-z\-]*:sagemaker:", user_uri):
                 mlflow_arns.append(user_uri)  # the spec's own SageMaker tracking server
             for grant in execution_grants(stack, bucket, prefix, self.compiled.definition, role.role_arn,
-                                          pipeline_arn=self.pipeline_arn, region=region, mlflow_arns=mlflow_arns,
-                                          extra_data_uris=[]):
+                                          pipeline_arn=self.pipeline_arn, region=region, mlflow_arns=mlflow_arns):
                 self._attach(role, grant)
         self.role = role
         self.allow_data_uris(*allowed, *[v for k, v in schedule_parameters.items() if k in self._data_parameters])

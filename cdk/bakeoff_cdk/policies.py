@@ -1,6 +1,8 @@
 """What the execution role and the people who start a bake-off may do, derived from the
 compiled definition (not from the spec): a permission is granted only when the pipeline
-the stack deploys uses it.
+the stack deploys uses it. The statements are pipelines/sagemaker/cdk/grants.py's, the ones
+`bakeoff synth --cdk-out` writes for the jsii construct (cdk/construct), with this stack's
+tokens for their placeholders: both constructs grant the same.
 
 Each `Grant` is a group of statements with the reason its wildcards are accepted (None:
 it has none). The construct puts every group that has a reason into a policy of its own
@@ -25,77 +27,35 @@ Sources (see /work/notes/aws_facts.md section 11):
 """
 from __future__ import annotations
 
-import hashlib
+import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from aws_cdk import ArnFormat, Aws, Stack
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
-from pipelines.errors import SpecError
-
-from .definition import BUCKET_SENTINEL, all_steps, image_uris
-
-LOG_GROUPS = ("/aws/sagemaker/TrainingJobs", "/aws/sagemaker/ProcessingJobs")
-VPC_ACTIONS = (
-    "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-    "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
-    "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+from pipelines.sagemaker.cdk import grants as pure
+from pipelines.sagemaker.cdk.reads import (  # noqa: F401 - the construct's public names, kept here
+    LOG_GROUPS,
+    MLFLOW_ACTIONS,
+    MLFLOW_APP_ACTIONS,
+    MLFLOW_CLIENT_ACTIONS,
+    MLFLOW_SCRIPT_ACTIONS,
+    REPORT_JOB_ACTIONS,
+    START_ACTIONS,
+    VPC_ACTIONS,
+    data_uris,
+    image_repositories,
+    kms_keys,
+    lists_its_own_steps,
+    mlflow_actions,
+    uses_vpc,
 )
-# Each MlflowClient method the jobs and the Evaluate step call on a SageMaker tracking server
-# (entrypoints/bakeoff_runtime/tracking/sink.py, parent_run.py, script_run.py), and the
-# sagemaker-mlflow action of the REST call it makes (mlflow/store/tracking/rest_store.py:
-# set_terminated is UpdateRun; log_artifact reads the run (GetRun) for its artifact URI and writes
-# to S3 with the role's own S3 grant). Actions as the Service Authorization Reference names them,
-# each on the mlflow-tracking-server resource ("Actions defined by Amazon SageMaker with MLflow",
-# docs.aws.amazon.com/service-authorization/latest/reference/list_sagemaker-mlflow.html).
-# Without SetExperimentTag the Evaluate step's parent run was dropped whole, without DeleteRun a
-# job could not trash its earlier attempt's run (shared/reference/aws-first-run-review.md #9).
-MLFLOW_CLIENT_ACTIONS = {
-    "create_experiment": ("CreateExperiment",), "get_experiment": ("GetExperiment",),
-    "get_experiment_by_name": ("GetExperimentByName",), "set_experiment_tag": ("SetExperimentTag",),
-    "create_run": ("CreateRun",), "get_run": ("GetRun",), "search_runs": ("SearchRuns",),
-    "log_batch": ("LogBatch",), "set_tag": ("SetTag",), "set_terminated": ("UpdateRun",),
-    "delete_run": ("DeleteRun",), "get_metric_history": ("GetMetricHistory",), "log_artifact": ("GetRun",),
-}
-# A script-mode script shares its job's run through MLflow's fluent API: mlflow.start_run() resumes it
-# (GetRun, then UpdateRun to mark it running: mlflow/tracking/fluent.py), and the script may log single
-# values (mlflow.log_metric, mlflow.log_param) or look experiments up (mlflow.search_experiments).
-MLFLOW_SCRIPT_ACTIONS = ("LogMetric", "LogParam", "SearchExperiments")
-# AccessUI is not granted: the Reference gives it no resource type (it is granted on "*" or not at all),
-# and no job opens the MLflow UI.
-MLFLOW_ACTIONS = tuple(f"sagemaker-mlflow:{a}" for a in sorted(
-    {a for actions in MLFLOW_CLIENT_ACTIONS.values() for a in actions} | set(MLFLOW_SCRIPT_ACTIONS)))
-# An MLflow App (arn:...:mlflow-app/ID) is not a tracking server: sagemaker-mlflow 0.5.0 signs its requests
-# for the `sagemaker` service, not `sagemaker-mlflow` (sagemaker_mlflow/auth_provider.py,
-# _get_auth_service_name), and its whole REST API is authorized by this one action on the App's ARN (AWS's
-# "Set up IAM permissions for MLflow Apps", docs.aws.amazon.com/sagemaker/latest/dg/
-# mlflow-app-setup-prerequisites-iam.html, and AWS's model-customization policy, which grants it with
-# DescribeMlflowApp on mlflow-app/*). DescribeMlflowApp is `validate --aws`'s, the caller's, not the jobs'.
-MLFLOW_APP_ACTIONS = ("sagemaker:CallMlflowAppApi",)
 
-
-def mlflow_actions(arn: str) -> list[str]:
-    """The actions the jobs and Evaluate need on a SageMaker MLflow resource: a tracking server's
-    sagemaker-mlflow actions, or an App's one data-plane action."""
-    return list(MLFLOW_APP_ACTIONS if ":mlflow-app/" in arn else MLFLOW_ACTIONS)
-
-
-# Starting, watching and reporting a pipeline (`bakeoff start/status/wait/report`). The
-# per-action resource types of the Service Authorization Reference were not retrieved, so
-# the pipeline actions name both the pipeline and its executions: whichever ARN an action is
-# authorized on, it is one of this pipeline's.
-START_ACTIONS = (
-    "sagemaker:StartPipelineExecution", "sagemaker:DescribePipeline", "sagemaker:ListPipelineExecutions",
-    "sagemaker:DescribePipelineExecution", "sagemaker:ListPipelineExecutionSteps",
-    "sagemaker:ListPipelineParametersForExecution", "sagemaker:StopPipelineExecution",
-)
-REPORT_JOB_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:DescribeProcessingJob")
-_ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
-                        r"(?P<repo>[^:@]+)")
-_KMS_ARN = re.compile(r"^arn:(?P<partition>aws[a-z\-]*):kms:(?P<region>[a-z0-9\-]+):(?P<account>\d{12}):"
-                      r"(?P<kind>key|alias)/(?P<name>.+)$")
+input_keys = pure.input_keys
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z:]+)\}")
 
 
 @dataclass
@@ -108,104 +68,29 @@ class Grant:
     wildcards: list[str] = field(default_factory=list)  # resources (as written) that cdk-nag will name
 
 
-def image_repositories(definition: dict) -> list[tuple[str, str, str]]:
-    repos = set()
-    for image in image_uris(definition):
-        m = _ECR_IMAGE.match(image)
-        if m:
-            repos.add((m["account"], m["region"], m["repo"]))
-    return sorted(repos)
+def _values(stack: Stack, bucket: s3.IBucket | None, role_arn: str, pipeline_arn: str) -> dict[str, str]:
+    """What each placeholder stands for in this stack (CDK tokens where the value is deploy-time)."""
+    return {"AWS::Partition": stack.partition, "AWS::AccountId": stack.account,
+            "BucketArn": bucket.bucket_arn if bucket else "", "RoleArn": role_arn, "PipelineArn": pipeline_arn}
 
 
-def job_arn(stack: Stack, kind: str) -> str:
-    return stack.format_arn(service="sagemaker", resource=kind, resource_name="pipelines-*")
+def _fill(text: str, values: dict[str, str]) -> str:
+    return _PLACEHOLDER.sub(lambda m: values[m[1]], text)
 
 
-def _log_group(stack: Stack, name: str) -> str:
-    return stack.format_arn(service="logs", resource="log-group", resource_name=name,
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME)
-
-
-# --- what the definition uses -------------------------------------------------------------
-def uses_vpc(definition: dict) -> bool:
-    return any("VpcConfig" in s.get("Arguments", {}) or "VpcConfig" in s.get("Arguments", {}).get("NetworkConfig", {})
-               for s in all_steps(definition))
-
-
-def kms_keys(definition: dict) -> tuple[list[str], list[str]]:
-    """(output keys, volume keys) the definition names."""
-    output, volume = set(), set()
-    for s in all_steps(definition):
-        args = s.get("Arguments", {})
-        for where, found in ((args.get("OutputDataConfig", {}), output),
-                             (args.get("ProcessingOutputConfig", {}), output),
-                             (args.get("ResourceConfig", {}), volume),
-                             (args.get("ProcessingResources", {}).get("ClusterConfig", {}), volume)):
-            key = where.get("KmsKeyId") or where.get("VolumeKmsKeyId")
-            if isinstance(key, str) and key:
-                found.add(key)
-    return sorted(output), sorted(volume)
-
-
-def lists_its_own_steps(definition: dict) -> bool:
-    """The Evaluate step finds the training jobs itself (ListPipelineExecutionSteps) when
-    there are more than its container arguments can name."""
-    for s in all_steps(definition):
-        arguments = s.get("Arguments", {}).get("AppSpecification", {}).get("ContainerArguments", [])
-        if "--execution-arn" in [a for a in arguments if isinstance(a, str)]:
-            return True
-    return False
-
-
-def data_uris(definition: dict) -> dict[str, str]:
-    """`*DataUri` parameter -> its default S3 URI (those outside the artifacts bucket)."""
-    out = {}
-    for p in definition.get("Parameters", []):
-        if p["Name"].endswith("DataUri") and isinstance(p.get("DefaultValue"), str):
-            out[p["Name"]] = p["DefaultValue"]
-    return out
-
-
-def kms_resource(stack: Stack, key: str, region: str) -> tuple[str, dict | None]:
-    """The IAM resource of a KMS key as SageMaker takes it (key id, key ARN, alias name or
-    alias ARN), and the condition an alias needs: KMS authorizes on the key's ARN, never on
-    an alias ARN, so an alias is granted on this account's keys in the region that carry it
-    (kms:ResourceAliases)."""
-    m = _KMS_ARN.match(key)
-    if m:
-        if m["region"] != region:
-            raise SpecError(f"KMS key {key} is in {m['region']} but the stack deploys to {region}; SageMaker uses "
-                            "keys of its own region", field="security")
-        if m["kind"] == "key":
-            return key, None
-        return (f"arn:{m['partition']}:kms:{region}:{m['account']}:key/*",
-                {"ForAnyValue:StringEquals": {"kms:ResourceAliases": f"alias/{m['name']}"}})
-    if key.startswith("alias/"):
-        return (stack.format_arn(service="kms", resource="key", resource_name="*", region=region),
-                {"ForAnyValue:StringEquals": {"kms:ResourceAliases": key}})
-    return stack.format_arn(service="kms", resource="key", resource_name=key, region=region), None
+def _grant(g: dict[str, Any], values: dict[str, str]) -> Grant:
+    statements = [iam.PolicyStatement.from_json(json.loads(_fill(json.dumps(s), values))) for s in g["statements"]]
+    return Grant(g["name"], statements, g["reason"], [_fill(w, values) for w in g["wildcards"]])
 
 
 def s3_read(name: str, uris: list[str], reason: str = "data-prefixes") -> Grant | None:
     """Read access to S3 prefixes the pipeline's data channels may point at."""
-    if not uris:
-        return None
-    statements, wildcards = [], []
-    for uri in sorted(set(uris)):
-        bucket, _, key_prefix = uri[len("s3://"):].partition("/")
-        sid = hashlib.sha256(uri.encode()).hexdigest()[:8]
-        objects = f"arn:{Aws.PARTITION}:s3:::{bucket}/{key_prefix}*"
-        statements.append(iam.PolicyStatement(sid=f"ReadObjects{sid}", actions=["s3:GetObject"], resources=[objects]))
-        wildcards.append(objects)
-        listing = iam.PolicyStatement(sid=f"ListPrefix{sid}", actions=["s3:ListBucket"],
-                                      resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}"])
-        if key_prefix:  # SageMaker lists an S3Prefix channel with its prefix
-            listing.add_condition("StringLike", {"s3:prefix": [f"{key_prefix}*"]})
-        statements.append(listing)
-    return Grant(name, statements, reason, wildcards)
+    g = pure.s3_read(name, uris, reason)
+    return _grant(g, {"AWS::Partition": Aws.PARTITION}) if g else None
 
 
 def check_data_uri(uri: str, where: str) -> str:
+    from pipelines.errors import SpecError
     from pipelines.spec.model import S3_URI_RE
 
     if not isinstance(uri, str) or not S3_URI_RE.match(uri):
@@ -213,134 +98,15 @@ def check_data_uri(uri: str, where: str) -> str:
     return uri
 
 
-# --- the execution role -------------------------------------------------------------------
-def input_keys(prefix: str) -> list[str]:
-    """The keys of the assets `deploy` uploads (pipelines/sagemaker/compiler.py: code/<sha256>/,
-    data/<sha>/<channel>/; pipelines/steps/evaluate.py: <name>/eval-config/<sha256>/config.json)."""
-    return [f"{prefix}/code/*", f"{prefix}/data/*", f"{prefix}/*/eval-config/*"]
-
-
-
 def execution_grants(stack: Stack, bucket: s3.IBucket, prefix: str, definition: dict, role_arn: str, *,
-                     pipeline_arn: str, region: str, mlflow_arns: list[str], extra_data_uris: list[str]) -> list[Grant]:
-    """Least privilege for the pipeline and its jobs: their own jobs, this bucket, pulls of
-    exactly the images the definition names, their logs and metrics, and (only when the
-    definition uses them) VPC network interfaces, KMS keys, other data prefixes, MLflow."""
-    from pipelines.steps import iam_actions, job_resources
-
-    # What the step kinds declare they start (pipelines/steps), and tags on what they start.
-    jobs = [job_arn(stack, resource) for resource in job_resources()]
-    grants = [
-        Grant("PipelineJobs", [iam.PolicyStatement(
-            sid="PipelineJobs", actions=[*iam_actions(), "sagemaker:AddTags"], resources=jobs)], "job-names",
-            list(jobs)),
-        Grant("PassItselfToJobs", [iam.PolicyStatement(
-            sid="PassItselfToJobs", actions=["iam:PassRole"], resources=[role_arn],
-            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})]),
-        Grant("ArtifactsObjects", [iam.PolicyStatement(
-            sid="ArtifactsObjects",
-            actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
-            resources=[bucket.arn_for_objects(f"{prefix}/*")]),
-            # What a verdict is decided from and by is uploaded at deploy time by the deployer, never written
-            # by a job: a training job (the script runs with this role) that could rewrite the Evaluate step's
-            # config, the code or the data would move the verdict of every job after it. An explicit deny wins
-            # over any allow in the role's policies (IAM policy evaluation logic).
-            iam.PolicyStatement(
-                sid="InputsReadOnly", effect=iam.Effect.DENY,
-                actions=["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
-                resources=[bucket.arn_for_objects(key) for key in input_keys(prefix)])], "prefix-objects",
-            [bucket.arn_for_objects(f"{prefix}/*")]),
-        # No s3:prefix condition: GetBucketLocation never carries one, and a prefix-conditioned
-        # ListBucket does not count for GetObject/HeadObject, whose missing keys then answer 403
-        # instead of 404 (the Neuron compile cache's S3 client's handling of 403 is not documented).
-        Grant("ArtifactsList", [iam.PolicyStatement(
-            sid="ArtifactsList", actions=["s3:ListBucket", "s3:GetBucketLocation"], resources=[bucket.bucket_arn])]),
-        Grant("Unscopable", [
-            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
-            iam.PolicyStatement(sid="JobMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"],
-                                conditions={"StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}})],
-            "unscopable", ["*"]),
-        # In a fresh account the first job creates its log group: CreateLogGroup is authorized
-        # on the group's own ARN, which `group:*` does not match.
-        Grant("JobLogGroups", [iam.PolicyStatement(
-            sid="JobLogGroups", actions=["logs:CreateLogGroup"],
-            resources=[_log_group(stack, name) for name in LOG_GROUPS])]),
-        Grant("JobLogStreams", [
-            iam.PolicyStatement(sid="JobLogStreams", actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                                resources=[_log_group(stack, f"{name}:log-stream:*") for name in LOG_GROUPS]),
-            iam.PolicyStatement(sid="JobLogStreamsRead", actions=["logs:DescribeLogStreams"],
-                                resources=[_log_group(stack, f"{name}:*") for name in LOG_GROUPS])],
-            "log-streams",
-            [_log_group(stack, f"{name}:log-stream:*") for name in LOG_GROUPS] +
-            [_log_group(stack, f"{name}:*") for name in LOG_GROUPS]),
-    ]
-    repositories = [stack.format_arn(service="ecr", account=acct, region=repo_region, resource="repository",
-                                     resource_name=repo) for acct, repo_region, repo in image_repositories(definition)]
-    if repositories:  # exactly the repositories of the images the definition names, in its region
-        grants.insert(4, Grant("PullTrainingImages", [iam.PolicyStatement(
-            sid="PullTrainingImages",
-            actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-            resources=repositories)]))
-    if lists_its_own_steps(definition):
-        execs = f"{pipeline_arn}/execution/*"
-        grants.append(Grant("ListOwnSteps", [iam.PolicyStatement(
-            sid="ListOwnSteps", actions=["sagemaker:ListPipelineExecutionSteps"], resources=[pipeline_arn, execs])],
-            "executions", [execs]))
-    external = [uri for uri in data_uris(definition).values() if BUCKET_SENTINEL not in uri]
-    read = s3_read("ReadData", external + list(extra_data_uris))
-    if read:
-        grants.append(read)
-    if uses_vpc(definition):
-        grants.append(Grant("VpcNetworkInterfaces", [iam.PolicyStatement(
-            sid="VpcNetworkInterfaces", actions=list(VPC_ACTIONS), resources=["*"])], "vpc-interfaces", ["*"]))
-    output_keys, volume_keys = kms_keys(definition)
-    for sid, keys, actions in (("OutputKms", output_keys, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"]),
-                               ("VolumeKms", volume_keys, ["kms:CreateGrant"])):
-        if keys:
-            grants.append(kms_grant(stack, sid, keys, actions, region))
-    for arn in mlflow_arns:
-        sid = "MlflowTracking"
-        if len(mlflow_arns) > 1:
-            sid += hashlib.sha256(arn.encode()).hexdigest()[:8]
-        grants.append(Grant(sid, [iam.PolicyStatement(sid=sid, actions=mlflow_actions(arn), resources=[arn])]))
-    return grants
+                     pipeline_arn: str, region: str, mlflow_arns: list[str]) -> list[Grant]:
+    """Least privilege for the pipeline and its jobs (grants.py execution_grants)."""
+    values = _values(stack, bucket, role_arn, pipeline_arn)
+    return [_grant(g, values) for g in pure.execution_grants(definition, prefix, region, mlflow_arns)]
 
 
-def kms_grant(stack: Stack, sid: str, keys: list[str], actions: list[str], region: str) -> Grant:
-    statements, wildcards = [], []
-    plain = []
-    for key in keys:
-        resource, condition = kms_resource(stack, key, region)
-        if condition:
-            digest = hashlib.sha256(key.encode()).hexdigest()[:8]
-            statements.append(iam.PolicyStatement(sid=f"{sid}Alias{digest}", actions=actions, resources=[resource],
-                                                  conditions=condition))
-            wildcards.append(resource)
-        else:
-            plain.append(resource)
-    if plain:
-        statements.insert(0, iam.PolicyStatement(sid=sid, actions=actions, resources=plain))
-    return Grant(sid, statements, "kms-alias" if wildcards else None, wildcards)
-
-
-# --- people who start and watch the pipeline ----------------------------------------------
 def start_grants(stack: Stack, bucket: s3.IBucket, evaluation_prefix: str, pipeline_arn: str, definition: dict,
                  region: str) -> list[Grant]:
-    execs = f"{pipeline_arn}/execution/*"
-    evaluations = bucket.arn_for_objects(f"{evaluation_prefix}/*")
-    grants = [
-        Grant("StartWatch", [iam.PolicyStatement(sid="StartWatch", actions=list(START_ACTIONS),
-                                                 resources=[pipeline_arn, execs])], "executions", [execs]),
-        # `bakeoff report` reads each training job's BillableTimeInSeconds and the Evaluate
-        # step's output location.
-        Grant("ReportJobs", [iam.PolicyStatement(sid="ReportJobs", actions=list(REPORT_JOB_ACTIONS),
-                                                 resources=[job_arn(stack, "training-job"),
-                                                            job_arn(stack, "processing-job")])], "job-names",
-              [job_arn(stack, "training-job"), job_arn(stack, "processing-job")]),
-        Grant("ReadEvaluations", [iam.PolicyStatement(sid="ReadEvaluations", actions=["s3:GetObject"],
-                                                      resources=[evaluations])], "evaluations", [evaluations]),
-    ]
-    output_keys, _ = kms_keys(definition)
-    if output_keys:  # evaluation.json is written with the output key
-        grants.append(kms_grant(stack, "ReadEvaluationsKms", output_keys, ["kms:Decrypt"], region))
-    return grants
+    """Starting, watching and reporting executions of the one pipeline (grants.py start_grants)."""
+    values = _values(stack, bucket, "", pipeline_arn)
+    return [_grant(g, values) for g in pure.start_grants(definition, evaluation_prefix, region)]

@@ -43,6 +43,8 @@ def _spec_args(p) -> None:
 def cmd_synth(args) -> int:
     from pipelines import api
 
+    if args.cdk_out:
+        return _synth_cdk_bundle(args)
     result = api.synth(args.spec, overrides=args.overrides, bucket=args.bucket, role_arn=args.role,
                        region=args.region)
     if args.json:
@@ -55,6 +57,26 @@ def cmd_synth(args) -> int:
                         f"steps, {len(text):,} characters, {len(result.assets)} assets for s3://{result.bucket}")
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _synth_cdk_bundle(args) -> int:
+    """The definition, assets and role manifest a CDK construct in any language deploys (cdk/construct)."""
+    import json
+
+    from pipelines.api._support import as_spec
+    from pipelines.errors import SpecError
+    from pipelines.sagemaker.cdk.bundle import write_bundle
+
+    if args.bucket or args.role or args.output:
+        raise SpecError("no --bucket, --role or --output with it: the construct creates the bucket and role",
+                        field="--cdk-out")
+    manifest = write_bundle(as_spec(args.spec, args.overrides), Path(args.cdk_out), region=args.region)
+    if args.json:
+        sys.stdout.write(json.dumps(manifest, sort_keys=True) + "\n")
+    elif not args.quiet:
+        stderr_line(f"{args.cdk_out}: bake-off {manifest['name']} for {manifest['region']}, "
+                    f"{len(manifest['assetKeys'])} assets, {len(manifest['executionGrants'])} execution-role grants")
     return 0
 
 
@@ -219,6 +241,9 @@ def register(sub) -> None:
     p = sub.add_parser("synth", help="write the SageMaker pipeline definition JSON (offline, deterministic)")
     _spec_args(p)
     p.add_argument("-o", "--output", help="write the definition here instead of stdout")
+    p.add_argument("--cdk-out", metavar="DIR", help="write a bundle for the CDK construct (cdk/construct) into DIR: "
+                                                   "the definition with the bucket and role left to the stack, its "
+                                                   "assets and what the execution role needs (DIR is replaced)")
     output_args(p, "print the pipeline's name, bucket, assets (key, sha256, size) and definition as one JSON "
                    "object instead of the bare definition")
     p.set_defaults(func=cmd_synth)

@@ -201,8 +201,7 @@ def test_an_evaluate_step_that_lists_its_own_steps_may_do_so():
                              "ContainerArguments": ["--execution-arn", {"Get": "Execution.PipelineExecutionArn"}]}}}]}
     arn = f"arn:aws:sagemaker:{REGION}:123456789012:pipeline/p"
     grants = {g.name: g for g in execution_grants(stack, bucket, "bakeoff", definition, "arn:aws:iam::1:role/r",
-                                                  pipeline_arn=arn, region=REGION, mlflow_arns=[],
-                                                  extra_data_uris=[])}
+                                                  pipeline_arn=arn, region=REGION, mlflow_arns=[])}
     steps = grants["ListOwnSteps"].statements[0].to_statement_json()
     assert steps["Action"] == "sagemaker:ListPipelineExecutionSteps" and f"{arn}/execution/*" in steps["Resource"]
     assert grants["ListOwnSteps"].reason == "executions"

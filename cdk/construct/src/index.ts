@@ -1,0 +1,2 @@
+export { BakeoffPipelineBase, IBakeoffPipeline, Verdict, VerdictRuleOptions } from './base';
+export { BakeoffPipeline, BakeoffPipelineProps } from './pipeline';

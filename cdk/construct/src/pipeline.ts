@@ -1,0 +1,324 @@
+// The BakeoffPipeline construct: deploys what `bakeoff synth --cdk-out DIR` wrote, as cdk/bakeoff_cdk does from
+// the spec: the bucket, the least-privilege execution role, the content-addressed assets and the pipeline.
+import * as crypto from 'crypto';
+import { CfnOutput, Duration, RemovalPolicy, Size, Stack, Token } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
+import * as sagemaker from 'aws-cdk-lib/aws-sagemaker';
+import { Construct, IConstruct } from 'constructs';
+import { BakeoffPipelineBase, GATE_STEPS, IBakeoffPipeline, START_ACTIONS } from './base';
+import { Bundle, GrantJson, fill, readBundle, replaceAll } from './bundle';
+import { EXECUTIONS_REASON, grantStart } from './grant';
+import { Acknowledger, acknowledgeDeployment, nagId, nagText } from './nag';
+import { addSchedule, checkParameters } from './schedule';
+
+// Inline definitions count against the template (CloudFormation: 1 MB from S3); larger ones go through S3.
+const INLINE_DEFINITION_LIMIT = 40_000;
+// CreatePipeline.PipelineDefinition: 1-1048576 characters (botocore sagemaker model).
+const MAX_DEFINITION_CHARS = 1_048_576;
+// SageMaker's PipelineName: 1-256 of this pattern (botocore sagemaker model).
+const NAME_PATTERN = /^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$/;
+// Deployed lengths bound the definition before deploy: bucket names are at most 63 characters, a role this
+// construct creates has a name of at most 64.
+const LONGEST_BUCKET = 63;
+const LONGEST_ROLE_ARN = 'arn:aws-us-gov:iam::123456789012:role/'.length + 64;
+// CDK's BucketDeployment handler keeps each source zip in /tmp and unpacks it next to it (aws-s3-deployment
+// bucket-deployment-handler): twice the assets, plus room; Lambda's /tmp is 512 MiB to 10 GiB.
+const STORAGE_MIB = [512, 10_240];
+const HEADROOM_MIB = 256;
+const MIB = 1024 * 1024;
+
+/** Properties of a BakeoffPipeline. */
+export interface BakeoffPipelineProps {
+  /** The directory `bakeoff synth SPEC --region REGION --cdk-out DIR` wrote; the stack deploys to REGION. */
+  readonly bundleDir: string;
+  /**
+   * The SageMaker pipeline's name.
+   * @default `bakeoff-<spec name>-<8 hex of the stack name and construct path>`: stable for a stack, distinct
+   * between stacks
+   */
+  readonly pipelineName?: string;
+  /**
+   * The artifacts bucket.
+   * @default an encrypted, versioned, TLS-only bucket with access logs
+   */
+  readonly bucket?: s3.IBucket;
+  /**
+   * How long compile caches are kept in the bucket this construct creates.
+   * @default Duration.days(30)
+   */
+  readonly compileCacheExpiry?: Duration;
+  /**
+   * What happens to the buckets this construct creates when the stack is deleted: RETAIN keeps them and
+   * their TLS-only policies, DESTROY empties them (every version) and deletes them.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+  /**
+   * The longest definition (characters, deploy-time values included) written into the template; a longer
+   * one is deployed to the bucket.
+   * @default 40000
+   */
+  readonly inlineDefinitionLimit?: number;
+  /**
+   * The asset deployment Lambda's memory (MiB).
+   * @default 512
+   */
+  readonly deploymentMemoryLimit?: number;
+  /**
+   * The asset deployment Lambda's /tmp.
+   * @default twice the assets plus 256 MiB, 512 MiB to 10 GiB
+   */
+  readonly deploymentStorage?: Size;
+  /**
+   * Start the pipeline on this schedule (see `addSchedule`).
+   * @default no schedule
+   */
+  readonly schedule?: events.Schedule;
+  /**
+   * The pipeline parameters a scheduled execution starts with (see `addSchedule`).
+   * @default the pipeline's defaults
+   */
+  readonly scheduleParameters?: Record<string, string>;
+}
+
+/**
+ * A bake-off as a SageMaker pipeline, from a bundle bakeoff's compiler wrote (`bakeoff synth --cdk-out`).
+ *
+ * Creates the artifacts bucket (or takes one), the SageMaker execution role with exactly what the definition
+ * uses, deploys the content-addressed assets and defines the `AWS::SageMaker::Pipeline`. The deployed
+ * definition is the compiler's, byte for byte, with this stack's bucket and role. The stack's region must be
+ * the bundle's.
+ */
+export class BakeoffPipeline extends BakeoffPipelineBase {
+  /** A bakeoff pipeline deployed elsewhere, by its name. */
+  public static fromPipelineName(scope: Construct, id: string, pipelineName: string): IBakeoffPipeline {
+    class Import extends BakeoffPipelineBase {
+      public readonly pipelineName = pipelineName;
+      public readonly pipelineArn = Stack.of(scope).formatArn({
+        service: 'sagemaker', resource: 'pipeline', resourceName: pipelineName.toLowerCase(),
+      });
+    }
+    return new Import(scope, id);
+  }
+
+  public readonly pipelineName: string;
+  public readonly pipelineArn: string;
+  /** The artifacts bucket. */
+  public readonly bucket: s3.IBucket;
+  /** The SageMaker execution role. */
+  public readonly role: iam.IRole;
+  /** Whether the definition sits in the template (else in the bucket). */
+  public readonly definitionInline: boolean;
+
+  private readonly bundle: Bundle;
+  private readonly pipeline: sagemaker.CfnPipeline;
+  private readonly ack = new Acknowledger();
+
+  constructor(scope: Construct, id: string, props: BakeoffPipelineProps) {
+    super(scope, id);
+    const bundle = this.bundle = readBundle(props.bundleDir);
+    const m = bundle.manifest;
+    const stack = Stack.of(this);
+    if (Token.isUnresolved(stack.region) || stack.region !== m.region) {
+      throw new Error(`stack ${stack.node.path} must deploy to ${m.region}, the region bundle ${props.bundleDir} ` +
+        'was compiled for (SageMaker pulls images only from its own region); give the stack env: { region }');
+    }
+    const startWatch = m.startGrants[0]?.statements[0]?.Action;
+    if (JSON.stringify(m.gateSteps) !== JSON.stringify(GATE_STEPS) ||
+      JSON.stringify(startWatch) !== JSON.stringify(START_ACTIONS)) {
+      throw new Error(`bundle ${props.bundleDir} was written by a bakeoff this construct does not match`);
+    }
+    this.pipelineName = props.pipelineName ?? defaultName(stack, this, m.name);
+    if (!NAME_PATTERN.test(this.pipelineName)) {
+      throw new Error(`pipeline name ${this.pipelineName} must be 1-256 letters, digits and hyphens, starting ` +
+        'and ending with a letter or digit');
+    }
+    this.pipelineArn = stack.formatArn({
+      service: 'sagemaker', resource: 'pipeline', resourceName: this.pipelineName.toLowerCase(),
+    });
+    this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true);
+    this.bucket = props.bucket ?? this.makeBucket(props);
+    const role = new iam.Role(this, 'ExecutionRole', {
+      assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
+      description: `SageMaker execution role of bake-off ${m.name}`,
+    });
+    this.role = role;
+    for (const g of m.executionGrants) this.attach(role, g);
+
+    // --- the definition and the assets ---------------------------------------------------
+    const bucketName = this.bucket.bucketName;
+    const text = replaceAll(replaceAll(bundle.text, m.sentinels.bucket, bucketName), m.sentinels.role, role.roleArn);
+    const bound = bundle.text.length +
+      count(bundle.text, m.sentinels.bucket) * (LONGEST_BUCKET - m.sentinels.bucket.length) +
+      count(bundle.text, m.sentinels.role) * (LONGEST_ROLE_ARN - m.sentinels.role.length);
+    if (bound > MAX_DEFINITION_CHARS) {
+      throw new Error(`the pipeline definition could be ${bound} characters once deployed, more than ` +
+        `CreatePipeline takes (${MAX_DEFINITION_CHARS}); use fewer seeds or legs`);
+    }
+    const size = JSON.stringify(stack.resolve(text)).length;
+    this.definitionInline = size <= (props.inlineDefinitionLimit ?? INLINE_DEFINITION_LIMIT);
+    const sources = [s3deploy.Source.asset(bundle.assetsDir)];
+    let definitionKey: string | undefined;
+    if (!this.definitionInline) {
+      const identity = [m.region, nagText(stack, stack.account), this.pipelineName,
+        JSON.stringify(stack.resolve([bucketName, role.roleArn]))].join('\0');
+      definitionKey = `${m.prefix}/${m.name}/definition/${sha256(bundle.text + '\0' + identity)}.json`;
+      // Deploy-time values become BucketDeployment markers the handler replaces as it unpacks.
+      sources.push(s3deploy.Source.data(definitionKey, text));
+    }
+    const total = bundle.assetBytes + (this.definitionInline ? 0 : bundle.text.length);
+    const assets = new s3deploy.BucketDeployment(this, 'Assets', {
+      sources, destinationBucket: this.bucket, prune: false, retainOnDelete: true, extract: true,
+      memoryLimit: props.deploymentMemoryLimit ?? 512, ephemeralStorageSize: storage(total, props.deploymentStorage),
+    });
+    acknowledgeDeployment(this.ack, stack, this.bucket.arnForObjects('*'), m.reasons);
+
+    // --- the pipeline --------------------------------------------------------------------
+    const pipeline = this.pipeline = new sagemaker.CfnPipeline(this, 'Pipeline', {
+      pipelineName: this.pipelineName, roleArn: role.roleArn,
+      pipelineDefinition: this.definitionInline ? { PipelineDefinitionBody: text } :
+        { PipelineDefinitionS3Location: { Bucket: bucketName, Key: definitionKey } },
+      pipelineDescription: `bakeoff ${m.name}: ${m.description}`.slice(0, 3072),
+      // A JSON-typed property of the L1, written as given (AWS::SageMaker::Pipeline ParallelismConfiguration).
+      parallelismConfiguration: m.maxParallelSteps == null ? undefined :
+        { MaxParallelExecutionSteps: m.maxParallelSteps },
+      tags: [{ key: 'bakeoff:name', value: m.name }, { key: 'bakeoff:stack', value: stack.stackName }],
+    });
+    pipeline.node.addDependency(assets);
+    dependOnPolicies(pipeline, role);
+    if (props.schedule) this.addSchedule(props.schedule, props.scheduleParameters);
+
+    new CfnOutput(this, 'PipelineName', {
+      value: this.pipelineName, description: "the SageMaker pipeline's name (bakeoff start NAME --region REGION)",
+    });
+    new CfnOutput(this, 'PipelineArn', { value: this.pipelineArn });
+    new CfnOutput(this, 'StartCommand', { value: `bakeoff start ${this.pipelineName} --region ${m.region}` });
+    new CfnOutput(this, 'BucketName', { value: bucketName });
+    new CfnOutput(this, 'RoleArn', { value: role.roleArn });
+  }
+
+  /**
+   * Let `grantee` start, watch, stop and report executions of this pipeline (`bakeoff start/status/wait/report`)
+   * and nothing else: the pipeline and its executions, the pipelines-* jobs' descriptions and the evaluations.
+   * A role, user or group gets a policy of its own, with cdk-nag's findings acknowledged on it by their exact
+   * evidence; another principal gets the statements directly.
+   */
+  public grantStartExecution(grantee: iam.IGrantable): iam.Grant {
+    const m = this.bundle.manifest;
+    const [startWatch, ...others] = m.startGrants;
+    if (m.reasons[startWatch.reason!] !== EXECUTIONS_REASON) {
+      throw new Error('the bundle accepts the executions wildcard for another reason than this construct');
+    }
+    return grantStart(this, grantee, this.pipelineArn, START_ACTIONS, others.map(g => ({
+      statements: this.statements(g), reason: g.reason ? m.reasons[g.reason] : '',
+      wildcards: g.wildcards.map(w => fill(w, this.values())),
+    })));
+  }
+
+  /**
+   * Start the pipeline on `schedule` (an EventBridge rule on the default bus) with `parameters`, checked against
+   * the pipeline's, through a role EventBridge assumes for this one rule only. Once per pipeline.
+   */
+  public addSchedule(schedule: events.Schedule, parameters: Record<string, string> = {}): events.CfnRule {
+    const m = this.bundle.manifest;
+    checkParameters(parameters, m.parameters, m.dataParameters);
+    return addSchedule(this, this.pipeline, this.pipelineName, this.pipelineArn,
+      `Starts bake-off ${m.name} on a schedule`, schedule, parameters);
+  }
+
+  private makeBucket(props: BakeoffPipelineProps): s3.Bucket {
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const destroy = removalPolicy === RemovalPolicy.DESTROY;
+    const logs = new s3.Bucket(this, 'AccessLogs', {
+      encryption: s3.BucketEncryption.S3_MANAGED, blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true, objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED, versioned: true,
+      removalPolicy, autoDeleteObjects: destroy,
+      lifecycleRules: [{ id: 'expire-access-logs', expiration: Duration.days(365) }],
+    });
+    const prefix = this.bundle.manifest.prefix;
+    const bucket = new s3.Bucket(this, 'Artifacts', {
+      encryption: s3.BucketEncryption.S3_MANAGED, blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true, versioned: true, serverAccessLogsBucket: logs, serverAccessLogsPrefix: 'artifacts/',
+      removalPolicy, autoDeleteObjects: destroy,
+      lifecycleRules: [
+        { id: 'expire-compile-caches', prefix: `${prefix}/compile-cache/`,
+          expiration: props.compileCacheExpiry ?? Duration.days(30), noncurrentVersionExpiration: Duration.days(1) },
+        { id: 'expire-noncurrent-versions', noncurrentVersionExpiration: Duration.days(30),
+          abortIncompleteMultipartUploadAfter: Duration.days(7) },
+      ],
+    });
+    // A retained bucket keeps its policy (TLS only, log delivery): else the orphan accepts plain HTTP.
+    for (const b of [bucket, logs]) b.policy?.applyRemovalPolicy(removalPolicy);
+    return bucket;
+  }
+
+  private values(): Record<string, string> {
+    const stack = Stack.of(this);
+    return {
+      'AWS::Partition': stack.partition, 'AWS::AccountId': stack.account, 'BucketArn': this.bucket.bucketArn,
+      'RoleArn': this.role?.roleArn ?? '', 'PipelineArn': this.pipelineArn,
+    };
+  }
+
+  private statements(g: GrantJson): iam.PolicyStatement[] {
+    const values = this.values();
+    return g.statements.map(s => iam.PolicyStatement.fromJson(JSON.parse(fill(JSON.stringify(s), values))));
+  }
+
+  /** Statements without wildcards go to the role's default policy; a group with wildcards to a policy of its own,
+   * with cdk-nag's findings acknowledged on that policy only. */
+  private attach(role: iam.Role, g: GrantJson): void {
+    if (!g.reason) {
+      for (const s of this.statements(g)) role.addToPrincipalPolicy(s);
+      return;
+    }
+    const policy = new iam.Policy(role, g.name, { statements: this.statements(g) });
+    role.attachInlinePolicy(policy);
+    this.acknowledgeWildcards(policy, g);
+  }
+
+  private acknowledgeWildcards(policy: iam.Policy, g: GrantJson): void {
+    if (!g.reason) return;
+    const stack = Stack.of(this);
+    for (const resource of g.wildcards) {
+      const evidence = nagText(stack, fill(resource, this.values()));
+      this.ack.acknowledge(policy, nagId('AwsSolutions-IAM5', `Resource::${evidence}`),
+        this.bundle.manifest.reasons[g.reason]);
+    }
+  }
+}
+
+function sha256(text: string): string {
+  return crypto.createHash('sha256').update(text).digest('hex');
+}
+
+function count(text: string, sentinel: string): number {
+  return text.split(sentinel).length - 1;
+}
+
+/** `bakeoff-<name>-<8 hex>` of the stack's name and the construct's path in it (as cdk/bakeoff_cdk names it). */
+function defaultName(stack: Stack, scope: IConstruct, name: string): string {
+  const stackId = Token.isUnresolved(stack.stackName) ? stack.node.path : stack.stackName;
+  const inside = scope.node.path.slice(stack.node.path.length).replace(/^\/+/, '');
+  return `bakeoff-${name}-${sha256(`${stackId}\0${inside}`).slice(0, 8)}`;
+}
+
+function storage(totalBytes: number, given?: Size): Size {
+  const needed = Math.ceil(2 * totalBytes / MIB) + HEADROOM_MIB;
+  if (given) return given;
+  if (needed > STORAGE_MIB[1]) {
+    throw new Error(`the local data and code (${(totalBytes / MIB / 1024).toFixed(1)} GiB) are too large for CDK's ` +
+      'asset deployment (at most 10 GiB of /tmp, twice the assets needed); name the data as an s3:// channel');
+  }
+  return Size.mebibytes(Math.max(STORAGE_MIB[0], Math.ceil(needed / 64) * 64));
+}
+
+/** `resource` is created after the role's policies. */
+function dependOnPolicies(resource: IConstruct, role: iam.Role): void {
+  for (const child of role.node.children) {
+    if (child.node.id !== 'Resource') resource.node.addDependency(child);
+  }
+}

@@ -1,0 +1,85 @@
+"""`bakeoff synth --cdk-out DIR`: the compiled pipeline as a CDK construct in any language deploys it.
+
+    DIR/manifest.json    what the construct needs besides the files (format 1, below)
+    DIR/definition.json  the definition, compact JSON with sorted keys, the bucket and role as sentinels
+    DIR/assets/<key>     each asset at its content-addressed S3 key
+
+The construct (cdk/construct) replaces the sentinels by its bucket's name and role's ARN (so the deployed
+definition is `bakeoff synth --bucket B --role R` byte for byte, as the Python construct's is), deploys the
+assets under their keys, and builds the role from the manifest's grants (grants.py). Compiled exactly as the
+Python construct compiles (cdk/bakeoff_cdk/definition.py tokenized_definition, without an MLflow server)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from estimators.images import image_region
+from pipelines.errors import SpecError
+from pipelines.names import FAIL_STEP, INCONCLUSIVE_STEP
+from pipelines.spec.model import BakeoffSpec, sagemaker_regions
+
+from . import grants
+from .placeholders import BUCKET_SENTINEL, role_sentinel
+from .reads import data_uris, image_uris
+from .reasons import REASONS
+
+FORMAT = 1
+
+
+def bundle_region(spec: BakeoffSpec, region: str | None) -> str:
+    explicit = "storage" in spec.model_fields_set and "region" in spec.storage.model_fields_set
+    region = region or spec.storage.region
+    if region not in sagemaker_regions():
+        raise SpecError(f"{region!r} is not a region where SageMaker runs", field="--region")
+    if explicit and spec.storage.region != region:
+        raise SpecError(f"the spec runs in {spec.storage.region}, not {region}; drop storage.region from the spec to "
+                        "compile it for another region", field="--region")
+    return region
+
+
+def write_bundle(spec: BakeoffSpec, out: Path, region: str | None = None) -> dict[str, Any]:
+    """Compile `spec` for `region` (default: its storage.region) into `out` (replaced); returns the manifest."""
+    from pipelines.sagemaker.compiler import compile_pipeline
+    from pipelines.sagemaker.validate import check_definition
+
+    region = bundle_region(spec, region)
+    role = role_sentinel(region)
+    compiled = compile_pipeline(spec, bucket=BUCKET_SENTINEL, role_arn=role, region=region)
+    definition = compiled.definition
+    check_definition(definition)
+    foreign = sorted({uri for uri in image_uris(definition) if image_region(uri) not in (None, region)})
+    if foreign:
+        raise SpecError(f"the pipeline would pull {foreign[0]} in {region}; SageMaker pulls images only from its "
+                        "own region", field="image")
+    for asset in compiled.assets:  # only an MLflow server the construct creates is written into an asset
+        if BUCKET_SENTINEL.encode() in asset.body or role.encode() in asset.body:
+            raise SpecError(f"asset {asset.key} names the stack's bucket or role, which a bundle cannot carry")
+    prefix = spec.storage.prefix
+    execution = grants.execution_grants(definition, prefix, region,
+                                        grants.spec_mlflow_arns(spec.mlflow.tracking_uri, spec.mlflow.enabled))
+    start = grants.start_grants(definition, f"{prefix}/{spec.name}/evaluation", region)
+    # The grants' reasons, and those of CDK's BucketDeployment handler that deploys the assets.
+    used = {g["reason"] for g in execution + start if g["reason"]} | {k for k in REASONS if k.startswith("deployment-")}
+    manifest = {
+        "format": FORMAT, "name": spec.name, "description": spec.description or "", "region": region,
+        "prefix": prefix, "maxParallelSteps": spec.max_parallel_steps,
+        "sentinels": {"bucket": BUCKET_SENTINEL, "role": role},
+        "parameters": {p["Name"]: p.get("Type", "String") for p in definition.get("Parameters", [])},
+        "dataParameters": data_uris(definition),
+        "executionGrants": execution, "startGrants": start, "reasons": {k: REASONS[k] for k in sorted(used)},
+        # The gate's Fail steps, whose failure is the verdict (notifications, the construct's onVerdict).
+        "gateSteps": {"fail": FAIL_STEP, "inconclusive": INCONCLUSIVE_STEP},
+        "definition": "definition.json", "assets": "assets", "assetKeys": sorted(a.key for a in compiled.assets),
+    }
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "assets").mkdir(parents=True)
+    (out / "definition.json").write_text(json.dumps(definition, sort_keys=True, separators=(",", ":")))
+    for asset in compiled.assets:
+        target = out / "assets" / asset.key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(asset.body)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
