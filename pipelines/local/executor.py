@@ -51,6 +51,7 @@ from .store import LocalS3
 from .substitutions import Substitutions, local_runtime
 
 LOCAL_BUCKET = "bakeoff-local"
+SUBSTITUTIONS_FILE = "substitutions.json"  # every way this machine stands in for SageMaker, for this run
 
 
 @dataclass
@@ -222,6 +223,8 @@ class LocalExecutor:
             file, line = locate(self.spec, ("parity", "metric"))
             raise SpecError(f"{unreachable}; no job was started", file=file, line=line, field="parity.metric")
         self.out.mkdir(parents=True, exist_ok=True)
+        self.progress.note(f"preparing {self.out}: the plan, the code bundle, this machine's stand-ins for SageMaker "
+                           "(the first jobs start after)")
         with RunLock(self.out), _forward_signals(self):
             result = self._run()
         return result
@@ -386,8 +389,12 @@ class LocalExecutor:
         self._begin_attempt(plan, keys)  # which attempt at this question, before any seed is spent
         self._warn_if_mlflow_is_down(subs)
         self._write_records(plan, compiled, subs, params)
-        for line in subs.describe():
+        described = self.out / SUBSTITUTIONS_FILE
+        write_json_atomically(described, {"substitutions": subs.describe()})
+        for line in subs.brief():
             self.progress.note(f"local: {line}")
+        self.progress.note(f"local: every substitution for this machine (store, /opt/ml, images, batching, "
+                           f"evaluation): {described}")
         if self.jobs > 1 and len(order) - len(reuse) > 1:
             from .slots import threads_per_process
 

@@ -102,6 +102,28 @@ class Substitutions:
         return out
 
     # --- the list, as printed -------------------------------------------------------------
+    def brief(self) -> list[str]:
+        """What a person at the terminal needs before the bars: what each leg runs on here, and its own
+        `local:` block (describe() has every substitution; the run directory keeps them in local.txt)."""
+        lines = []
+        for leg in self.plan.legs:
+            emu = self.emulation[leg.name]
+            # The variables that steer the script here are said: they change what it does.
+            extra = ", ".join(f"{k}={v}" if v else f'{k}=""'
+                              for k, v in {**emu.environment, **self.steering(leg.name)}.items())
+            line = (f"leg {leg.name}: {leg.instance_count} x {leg.instance_type} ({leg.backend}) -> "
+                    f"{leg.local_processes} process{'es' if leg.local_processes > 1 else ''} on {emu.device_label}"
+                    + (f" ({extra})" if extra else ""))
+            own = self.plan.spec.leg(leg.name).local
+            if own is not None and (own.arguments or own.environment):
+                given = [f"arguments {' '.join(own.arguments)}"] if own.arguments else []
+                given += [f"{k}={v}" for k, v in own.environment.items()]
+                line += f"; its local: block (this machine only, not deployed): {', '.join(given)}"
+            lines.append(line)
+        if self.plan.script is not None:  # how the brought script is started: one process, or torchrun
+            lines.append(f"script mode: {self.plan.script.why}")
+        return lines
+
     def describe(self) -> list[str]:
         rt = local_runtime()
         lines = [

@@ -46,7 +46,12 @@ def test_each_job_is_the_compiled_request_plus_the_printed_substitutions(tiny_ru
     params = {p["Name"]: p["DefaultValue"] for p in compiled.definition["Parameters"]}
     steps = {s["Name"]: s for s in compiled.definition["Steps"]}
     stderr = tiny_run["proc"].stderr
-    assert "local: s3:// URIs ->" in stderr and "local: images -> this Python" in stderr
+    # The terminal has each leg's stand-in; the run directory keeps every substitution.
+    said = json.loads((out / "substitutions.json").read_text())["substitutions"]
+    assert any(s.startswith("s3:// URIs ->") for s in said) and any(s.startswith("images -> this Python") for s in said)
+    assert f"local: every substitution for this machine (store, /opt/ml, images, batching, evaluation): " \
+           f"{out / 'substitutions.json'}" in stderr
+    assert stderr.count("bakeoff local: leg ") == len({d.name.rsplit("-s", 1)[0] for d in (out / "jobs").iterdir()})
     for job_dir in sorted((out / "jobs").iterdir()):
         leg, seed = job_dir.name.rsplit("-s", 1)
         request = _resolved(steps[f"Train-{leg}-s{seed}"]["Arguments"], params)
