@@ -65,6 +65,7 @@ def legs_view_state(parity_metric: str) -> dict[str, Any]:
         "groupBy": {"aggregateFunction": "average",
                     "groupByKeys": [{"mode": "tag", "groupByData": "bakeoff.leg"}]},
         "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True, "useGroupedValuesInCharts": False,
+        "runListHidden": True,  # the charts get the page's width: their titles are not cut
         "isAccordionReordered": True,
         "compareRunSections": [
             {"uuid": parity, "name": f"Parity: {parity_metric}", "display": True, "isReordered": True,
