@@ -5,11 +5,16 @@ served to its owner only.
 uvicorn with 4 workers, a job-execution runner (huey consumers) and a StarletteDeprecationWarning
 per worker (mlflow/server/__init__.py `_run_server` in mlflow 3.17.2: `workers or 4`, and
 MLFLOW_SERVER_ENABLE_JOB_EXECUTION defaults to true in mlflow/environment_variables.py). A local
-bake-off needs none of that, so bakeoff runs MLflow's own ASGI app (`mlflow.server.fastapi_app:app`,
-what `_run_server` hands uvicorn) in one uvicorn worker, configured through the variables
-`_run_server` sets for it (mlflow/server/constants.py), with job execution and the AI gateway off.
-Those variables are MLflow's internals, so the server is checked to see the run's store; if it
-does not, bakeoff falls back to `mlflow server --workers 1` with the same switches.
+bake-off needs none of that, so bakeoff starts MLflow through its public interface, the `mlflow server`
+command, with one worker (`--workers 1`), its documented switches (job execution, the AI gateway and
+telemetry off by their environment variables) and bakeoff's guard as the server's app: `--app-name
+bakeoff-ui`, an app plugin that bakeoff registers in the `mlflow.app` entry-point group (pyproject.toml;
+MLflow's plugin docs, https://mlflow.org/docs/latest/ml/plugins/, the interface MLflow's own basic-auth app
+uses; `_find_app` and `_is_factory` in mlflow/server/__init__.py: a function is run as uvicorn's
+`--factory`). The guard's factory wraps the same `mlflow.server.fastapi_app:app` that `mlflow server`
+runs without an app name, configured by the command line's options, so nothing of MLflow's internals is
+set by bakeoff. (--app-name is marked experimental in MLflow's CLI help; mlflow/mlflow#10370 asks to
+stabilise it.) The server is checked to see the run's store before the links are printed.
 
 The links printed come from the store itself (read with sqlite3, no mlflow import): the compare
 view of the per-leg summary runs (legs side by side), of every seed's run, and the experiment.
@@ -46,6 +51,8 @@ QUIET_ENV = {
     # No job-execution runner: it exists for MLflow's GenAI jobs, which a bake-off never starts.
     "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
     "MLFLOW_ENABLE_AI_GATEWAY": "false",
+    # A run directory's UI tells nobody it was opened (mlflow/telemetry/utils.py: MLFLOW_DISABLE_TELEMETRY).
+    "MLFLOW_DISABLE_TELEMETRY": "true",
     # starlette.middleware.wsgi's deprecation, raised once per worker by MLflow's own import.
     "PYTHONWARNINGS": "ignore:starlette.middleware.wsgi is deprecated,ignore::DeprecationWarning",
 }
@@ -172,25 +179,27 @@ def _loopback(host: str) -> bool:
         return False
 
 
+APP_NAME = "bakeoff-ui"  # the `mlflow.app` entry point of pyproject.toml: pipelines.cli.ui_guard:build
+
+
 def server_command(db: Path, port: int, host: str = "127.0.0.1", python: str = sys.executable, *,
                    token: str = "", run_dir: Path | None = None, writes: bool = False,
                    artifacts: Path | None = None) -> tuple[list[str], dict[str, str]]:
-    """MLflow's app in one uvicorn worker behind the guard (ui_guard.py), told where the store is the way
-    `mlflow server` tells it."""
+    """`mlflow server` on the store `db`, one worker, with bakeoff's guard (ui_guard.py) as its app."""
     from bakeoff_runtime.contract.environment import UI_GUARD_ENV
 
     store = f"sqlite:///{db}"
     hosts = allowed_hosts(host)
     guard = {"token": token, "root": str(run_dir or db.parent.parent), "db": str(db), "hosts": hosts,
              "writes": writes}
-    env = {**QUIET_ENV, "_MLFLOW_SERVER_FILE_STORE": store, "_MLFLOW_SERVER_REGISTRY_STORE": store,
-           "_MLFLOW_SERVER_ARTIFACT_ROOT": (artifacts or db.parent / "artifacts").as_uri(),
-           "_MLFLOW_SGI_NAME": "uvicorn",
-           # MLflow's own Host check, agreeing with the guard's: it compares the whole Host header, port
-           # included, to each name that has no `*` (mlflow/server/security_utils.py is_allowed_host_header)
-           "MLFLOW_SERVER_ALLOWED_HOSTS": ",".join(_with_port(hosts, port)), UI_GUARD_ENV: json.dumps(guard)}
-    return [python, "-m", "uvicorn", "pipelines.cli.ui_guard:build", "--factory", "--host", host, "--port",
-            str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"], env
+    env = {**QUIET_ENV, UI_GUARD_ENV: json.dumps(guard)}
+    return [python, "-m", "mlflow", "server", "--backend-store-uri", store, "--registry-store-uri", store,
+            "--default-artifact-root", (artifacts or db.parent / "artifacts").as_uri(), "--no-serve-artifacts",
+            "--host", host, "--port", str(port), "--workers", "1", "--app-name", APP_NAME,
+            # MLflow's own Host check, agreeing with the guard's: it compares the whole Host header, port
+            # included, to each name that has no `*` (mlflow/server/security_utils.py is_allowed_host_header)
+            "--allowed-hosts", ",".join(_with_port(hosts, port)),
+            "--uvicorn-opts", "--log-level warning --no-access-log"], env
 
 
 def default_command(db: Path, port: int, host: str = "127.0.0.1",
