@@ -376,10 +376,10 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
     return _report_of(evaluation, source, path, html)
 
 
-def _report_of(evaluation: Evaluation, source: str, path: Path, html: Path | None) -> Report:
-    evaluation = json.loads(json.dumps(evaluation, default=str))  # plain JSON values, as a reader gets them
-    return Report(verdict=evaluation["verdict"], exit_code=exit_code_of(evaluation["verdict"]), source=source,
-                  evaluation_path=str(path), report_path=str(html) if html else None, evaluation=evaluation)
+def _report_of(evaluation: Mapping[str, Any], source: str, path: Path, html: Path | None) -> Report:
+    plain: dict[str, Any] = json.loads(json.dumps(evaluation, default=str))  # JSON values, as a reader gets them
+    return Report(verdict=plain["verdict"], exit_code=exit_code_of(plain["verdict"]), source=source,
+                  evaluation_path=str(path), report_path=str(html) if html else None, evaluation=plain)
 
 
 def _writable(directory: Path) -> bool:

@@ -104,9 +104,6 @@ def test_children_have_loss_curves_and_parent_children_and_report_are_visible_in
     digests = {tuple(sorted((i.dataset.name, i.dataset.digest) for i in found)) for found in inputs}
     assert len(digests) == 1 and {name for name, _ in next(iter(digests))} == {"train", "validation"}, digests
     digest = dict(next(iter(digests)))["train"]
-    # MLflow's own system metrics, on every seed's run.
-    assert all(any(k.startswith("system/") for k in client.get_run(run["mlflow_run_id"]).data.metrics)
-               for leg in ev["legs"].values() for run in leg["runs"])
     if CHROMIUM is None:
         pytest.skip("needs Debian's chromium (`make test` installs it): the loss curves were checked, not the UI")
     from playwright.sync_api import sync_playwright
@@ -190,6 +187,9 @@ def test_local_runs_carry_legs_summaries_colours_and_the_real_duration(tiny_run)
         assert run.data.tags["mlflow.runColor"] == summaries[run.data.params["leg"]].data.tags["mlflow.runColor"]
     assert {r.data.params["instance_type"] for r in seeds} == {"ml.trn1.2xlarge", "ml.p4d.24xlarge"}
     assert parent.data.params["lr"] and parent.data.params["parity.metric"] == "val_loss"  # shared ones: on the parent
+    # MLflow's own system metrics (sampled every 5 s: the xla:cpu leg's jobs last long enough to have some).
+    assert any(k.startswith("system/cpu_utilization") for r in seeds for k in r.data.metrics), \
+        [sorted(r.data.metrics) for r in seeds]
     assert summaries["trn1"].data.tags["mlflow.runColor"] != summaries["p4d"].data.tags["mlflow.runColor"]
     names = [set(r.data.metrics) - {"summary/compile_time_s"} for r in summaries.values()]
     assert names[0] == names[1] and "parity/val_loss_mean" in names[0]
