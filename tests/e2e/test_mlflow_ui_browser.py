@@ -134,7 +134,10 @@ def test_children_have_loss_curves_and_parent_children_and_report_are_visible_in
 
             # The decision, as an image MLflow previews.
             page.get_by_text("decision.svg", exact=True).first.click()
-            page.locator("img[src*='decision.svg']").first.wait_for(timeout=30_000)
+            image = page.locator("img[src^='blob:']").first  # MLflow shows an image artifact from a blob URL
+            image.wait_for(timeout=30_000)
+            page.wait_for_function("e => e.complete && e.naturalWidth > 0", arg=image.element_handle(),
+                                   timeout=30_000)  # decoded: a drawn SVG, not a broken image
             _close_assistant(page)
             page.screenshot(path=str(ARTIFACTS / "mlflow-parent-decision.png"))
             assert "bakeoff_legs.json" in page.inner_text("body")  # the legs as an MLflow table
