@@ -317,14 +317,17 @@ def stop(execution: ExecutionLike, *, region: str | None = None, session: Any = 
 @public
 def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLike[str] | None = None,
            render: bool = True, region: str | None = None, session: Any = None, profile: str | None = None,
-           progress: Progress | None = None) -> Report:
+           progress: Progress | None = None, write: bool = False) -> Report:
     """The verdict and evaluation of a local run directory or a SageMaker execution (`bakeoff report`).
 
-    For a run directory: its evaluation, decided again from its jobs when they changed after it was
-    written (a stale verdict is never returned). For an execution: evaluation.json from S3, each job
-    re-costed by its BillableTimeInSeconds, written to `out_dir` (default `./bakeoff-report-ID`).
-    `render` writes report.html beside it. The verdict is `.verdict`; `.raise_for_verdict()` turns a
-    fail or inconclusive verdict into ParityFailed / ParityInconclusive."""
+    For a run directory: its evaluation as it is; nothing is written into the directory unless `write` (a
+    stale verdict is never returned: one whose jobs changed after it was written is decided again in the
+    directory with `write`, and refused without it). `out_dir` gets a copy of the evaluation and the report.
+    Without either, the report is the run's own report.html, or (none there) one rendered into a private
+    temporary folder when `render`. For an execution: evaluation.json
+    from S3, each job re-costed by its BillableTimeInSeconds, written to `out_dir` (default
+    `./bakeoff-report-ID`), report.html beside it when `render`. The verdict is `.verdict`;
+    `.raise_for_verdict()` turns a fail or inconclusive verdict into ParityFailed / ParityInconclusive."""
     if isinstance(target, Execution) or (isinstance(target, str) and target.startswith("arn:")):
         from pipelines.sagemaker.billable import apply_billable_time
 
@@ -344,25 +347,39 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
 
         check(run_dir)  # a run directory is data: a link in it would lead the report's writes outside it
         path = run_dir / "evaluation" / "evaluation.json"
-        evaluation = _current_evaluation(run_dir, path, progress)
+        if write and out_dir is None and not _writable(path.parent):
+            raise SpecError(f"{path.parent} is read-only: --write cannot write there; leave --write out to read it, "
+                            "or give --out DIR")
+        evaluation = _current_evaluation(run_dir, path, progress, write)
         source = str(run_dir)
-        if out_dir is not None or not _writable(path.parent):
-            # Somewhere else: asked for, or the run directory is read-only (an unpacked artifact,
-            # a shared mount); the verdict is current, so reading it needs no write there.
-            out = Path(out_dir or f"bakeoff-report-{run_dir.resolve().name}").resolve()
-            if out_dir is None:
-                note(progress, f"{path.parent} is read-only: the report goes to {out}")
+        if out_dir is not None:
+            out = Path(out_dir).resolve()
             out.mkdir(parents=True, exist_ok=True)
             copied = out / "evaluation.json"
             if copied.resolve() != path.resolve():
                 copied.write_text(path.read_text())
             path = copied
+        elif not write:
+            # The run directory is data: read, never written. Its own report, else one rendered elsewhere.
+            own = path.parent / "report.html"
+            if own.exists() or not render:
+                return _report_of(evaluation, source, path, own if own.exists() else None)
+            import tempfile
+
+            private = Path(tempfile.mkdtemp(prefix="bakeoff-report-"))  # 0700, this user's
+            copied = private / "evaluation.json"
+            copied.write_text(path.read_text())
+            return _report_of(evaluation, source, path, render_report(copied, private))
     html = render_report(path, path.parent) if render else None
     if html is None and (path.parent / "report.html").exists():
         html = path.parent / "report.html"
-    evaluation = json.loads(json.dumps(evaluation, default=str))  # plain JSON values, as a reader gets them
-    return Report(verdict=evaluation["verdict"], exit_code=exit_code_of(evaluation["verdict"]), source=source,
-                  evaluation_path=str(path), report_path=str(html) if html else None, evaluation=evaluation)
+    return _report_of(evaluation, source, path, html)
+
+
+def _report_of(evaluation: Mapping[str, Any], source: str, path: Path, html: Path | None) -> Report:
+    plain: dict[str, Any] = json.loads(json.dumps(evaluation, default=str))  # JSON values, as a reader gets them
+    return Report(verdict=plain["verdict"], exit_code=exit_code_of(plain["verdict"]), source=source,
+                  evaluation_path=str(path), report_path=str(html) if html else None, evaluation=plain)
 
 
 def _writable(directory: Path) -> bool:
@@ -393,9 +410,9 @@ def render_report(evaluation_path: Path, out_dir: Path) -> Path:
     return out_dir / "report.html"
 
 
-def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) -> Evaluation:
+def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None, write: bool = True) -> Evaluation:
     """The verdict of a local run directory, decided again from its jobs when they changed
-    after it was written (or it was never written): a stale verdict is never shown."""
+    after it was written (or it was never written), which `write` allows: a stale verdict is never shown."""
     from pipelines.local.verdict_inputs import stale_evaluation
 
     why = stale_evaluation(run_dir)
@@ -421,9 +438,12 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None) ->
 
     from ._support import EventProgress
 
+    if not write:
+        raise SpecError(f"{run_dir}: {why}; deciding again writes into the run directory: `bakeoff report {run_dir} "
+                        f"--write` does, or copy it (cp -r {run_dir} DEST) and run `bakeoff report DEST --write`")
     if not _writable(run_dir):
         raise SpecError(f"{run_dir}: {why}, and it is read-only, so it cannot be decided again there; copy it "
-                        f"somewhere writable (cp -r {run_dir} DEST) and run `bakeoff report DEST`")
+                        f"somewhere writable (cp -r {run_dir} DEST) and run `bakeoff report DEST --write`")
     note(progress, f"{run_dir}: {why}; deciding again from its jobs")
     spec = BakeoffSpec.model_validate(json.loads((run_dir / "spec.json").read_text()))
     return LocalExecutor(spec, run_dir, progress=EventProgress(progress)).reevaluate().evaluation.copy()

@@ -197,7 +197,7 @@ def cmd_report(args) -> int:
     target = args.target
     if not target.startswith("arn:"):
         target = Path(target)
-    result = api.report(target, out_dir=args.out, region=args.region, profile=args.profile,
+    result = api.report(target, out_dir=args.out, region=args.region, profile=args.profile, write=args.write,
                         progress=None if args.quiet else lambda ev: stderr_line(f"bakeoff: {ev.message}"))
 
     def text(r) -> None:
@@ -315,10 +315,11 @@ def register(sub) -> None:
     p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution",
                        epilog="exit codes: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 could not run")
     p.add_argument("target", help="run directory (local) or pipeline execution ARN (SageMaker)")
-    p.add_argument("--open", action="store_true", help="regenerate report.html and open it in a browser")
+    p.add_argument("--open", action="store_true", help="open report.html in a browser")
     p.add_argument("--out", help="where to write evaluation.json and the report (default: an execution ARN's "
-                                 "./bakeoff-report-ID; a run directory's own evaluation/, or "
-                                 "./bakeoff-report-NAME when that is read-only)")
+                                 "./bakeoff-report-ID; for a run directory, nothing is written: its own report)")
+    p.add_argument("--write", action="store_true", help="a run directory: write into it, deciding its verdict "
+                   "again when its jobs changed after it was written and rendering its report anew")
     _aws_args(p)
     output_args(p, "print the evaluation as JSON, with a `files` key holding the report's paths")
     p.set_defaults(func=cmd_report)

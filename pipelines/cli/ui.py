@@ -5,11 +5,16 @@ served to its owner only.
 uvicorn with 4 workers, a job-execution runner (huey consumers) and a StarletteDeprecationWarning
 per worker (mlflow/server/__init__.py `_run_server` in mlflow 3.17.2: `workers or 4`, and
 MLFLOW_SERVER_ENABLE_JOB_EXECUTION defaults to true in mlflow/environment_variables.py). A local
-bake-off needs none of that, so bakeoff runs MLflow's own ASGI app (`mlflow.server.fastapi_app:app`,
-what `_run_server` hands uvicorn) in one uvicorn worker, configured through the variables
-`_run_server` sets for it (mlflow/server/constants.py), with job execution and the AI gateway off.
-Those variables are MLflow's internals, so the server is checked to see the run's store; if it
-does not, bakeoff falls back to `mlflow server --workers 1` with the same switches.
+bake-off needs none of that, so bakeoff starts MLflow through its public interface, the `mlflow server`
+command, with one worker (`--workers 1`), its documented switches (job execution, the AI gateway and
+telemetry off by their environment variables) and bakeoff's guard as the server's app: `--app-name
+bakeoff-ui`, an app plugin that bakeoff registers in the `mlflow.app` entry-point group (pyproject.toml;
+MLflow's plugin docs, https://mlflow.org/docs/latest/ml/plugins/, the interface MLflow's own basic-auth app
+uses; `_find_app` and `_is_factory` in mlflow/server/__init__.py: a function is run as uvicorn's
+`--factory`). The guard's factory wraps the same `mlflow.server.fastapi_app:app` that `mlflow server`
+runs without an app name, configured by the command line's options, so nothing of MLflow's internals is
+set by bakeoff. (--app-name is marked experimental in MLflow's CLI help; mlflow/mlflow#10370 asks to
+stabilise it.) The server is checked to see the run's store before the links are printed.
 
 The links printed come from the store itself (read with sqlite3, no mlflow import): the compare
 view of the per-leg summary runs (legs side by side), of every seed's run, and the experiment.
@@ -46,6 +51,8 @@ QUIET_ENV = {
     # No job-execution runner: it exists for MLflow's GenAI jobs, which a bake-off never starts.
     "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
     "MLFLOW_ENABLE_AI_GATEWAY": "false",
+    # A run directory's UI tells nobody it was opened (mlflow/telemetry/utils.py: MLFLOW_DISABLE_TELEMETRY).
+    "MLFLOW_DISABLE_TELEMETRY": "true",
     # starlette.middleware.wsgi's deprecation, raised once per worker by MLflow's own import.
     "PYTHONWARNINGS": "ignore:starlette.middleware.wsgi is deprecated,ignore::DeprecationWarning",
 }
@@ -110,21 +117,32 @@ def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
     def enc(values: list[str]) -> str:
         return quote(json.dumps(values, separators=(",", ":")), safe="")
 
-    return f"{base}/#/compare-runs?runs={enc(run_ids)}&experiments={enc([experiment_id])}"
+    return f"{base}/#/compare-runs?runs={enc(run_ids)}&experiments={enc([experiment_id])}&{TRAINING_VIEW}"
+
+
+# MLflow 3's UI opens an experiment in its GenAI mode (traces, an assistant panel, no metric columns) unless
+# told otherwise: since 3.x its sidebar's workflow switch decides the experiment's kind for every page, from
+# the `workflowType` query parameter (`genai` or `machine_learning`), else the browser's remembered choice
+# (local storage `mlflow.workflowType`), else `genai`; the `mlflow.experimentKind` experiment tag is read only
+# when that switch is off (WorkflowTypeProvider and useExperimentKind in the UI bundled with mlflow 3.17.2,
+# mlflow/server/js/build/static/js/main.*.js; the switch's flag returns true there). So every link says
+# `workflowType=machine_learning`: the model-training view, whatever the browser last chose.
+TRAINING_VIEW = "workflowType=machine_learning"
 
 
 def urls(base: str, views: Views | None) -> dict[str, str]:
     if views is None:
-        return {"experiments": base}
+        return {"experiments": f"{base}/#/experiments?{TRAINING_VIEW}"}
     runs_page = f"{base}/#/experiments/{views.experiment_id}/runs"
     found = {}
-    if views.legs_view:  # the runs page's charts, grouped by leg (compareRunsMode: the page's chart tab)
-        found["charts"] = f"{runs_page}?viewStateShareKey={LEGS_VIEW_ID}&compareRunsMode=CHART"
+    if views.legs_view:  # the runs table and charts of the saved view (compareRunsMode: the page's chart tab)
+        found["table"] = f"{runs_page}?{TRAINING_VIEW}&viewStateShareKey={LEGS_VIEW_ID}"
+        found["charts"] = f"{runs_page}?{TRAINING_VIEW}&viewStateShareKey={LEGS_VIEW_ID}&compareRunsMode=CHART"
     if views.summary_run_ids:
         found["legs"] = compare_url(base, views.experiment_id, views.summary_run_ids)
     if views.seed_run_ids:
         found["seeds"] = compare_url(base, views.experiment_id, views.seed_run_ids)
-    found["experiment"] = runs_page
+    found["experiment"] = f"{runs_page}?{TRAINING_VIEW}"
     return found
 
 
@@ -161,24 +179,27 @@ def _loopback(host: str) -> bool:
         return False
 
 
+APP_NAME = "bakeoff-ui"  # the `mlflow.app` entry point of pyproject.toml: pipelines.cli.ui_guard:build
+
+
 def server_command(db: Path, port: int, host: str = "127.0.0.1", python: str = sys.executable, *,
-                   token: str = "", run_dir: Path | None = None,
-                   writes: bool = False) -> tuple[list[str], dict[str, str]]:
-    """MLflow's app in one uvicorn worker behind the guard (ui_guard.py), told where the store is the way
-    `mlflow server` tells it."""
+                   token: str = "", run_dir: Path | None = None, writes: bool = False,
+                   artifacts: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """`mlflow server` on the store `db`, one worker, with bakeoff's guard (ui_guard.py) as its app."""
     from bakeoff_runtime.contract.environment import UI_GUARD_ENV
 
     store = f"sqlite:///{db}"
     hosts = allowed_hosts(host)
     guard = {"token": token, "root": str(run_dir or db.parent.parent), "db": str(db), "hosts": hosts,
              "writes": writes}
-    env = {**QUIET_ENV, "_MLFLOW_SERVER_FILE_STORE": store, "_MLFLOW_SERVER_REGISTRY_STORE": store,
-           "_MLFLOW_SERVER_ARTIFACT_ROOT": (db.parent / "artifacts").as_uri(), "_MLFLOW_SGI_NAME": "uvicorn",
-           # MLflow's own Host check, agreeing with the guard's: it compares the whole Host header, port
-           # included, to each name that has no `*` (mlflow/server/security_utils.py is_allowed_host_header)
-           "MLFLOW_SERVER_ALLOWED_HOSTS": ",".join(_with_port(hosts, port)), UI_GUARD_ENV: json.dumps(guard)}
-    return [python, "-m", "uvicorn", "pipelines.cli.ui_guard:build", "--factory", "--host", host, "--port",
-            str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"], env
+    env = {**QUIET_ENV, UI_GUARD_ENV: json.dumps(guard)}
+    return [python, "-m", "mlflow", "server", "--backend-store-uri", store, "--registry-store-uri", store,
+            "--default-artifact-root", (artifacts or db.parent / "artifacts").as_uri(), "--no-serve-artifacts",
+            "--host", host, "--port", str(port), "--workers", "1", "--app-name", APP_NAME,
+            # MLflow's own Host check, agreeing with the guard's: it compares the whole Host header, port
+            # included, to each name that has no `*` (mlflow/server/security_utils.py is_allowed_host_header)
+            "--allowed-hosts", ",".join(_with_port(hosts, port)),
+            "--uvicorn-opts", "--log-level warning --no-access-log"], env
 
 
 def default_command(db: Path, port: int, host: str = "127.0.0.1",
@@ -241,15 +262,23 @@ def start(argv: list[str], env: dict[str, str], log_path: Path) -> subprocess.Po
         log.close()
 
 
-def stop(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
+def stop(proc: subprocess.Popen, grace_s: float = 10.0, keep_log: bool = False) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    private = getattr(proc, "bakeoff_private", None)
+    if private is not None:  # the store's copy (and the log, unless it says why the server did not start)
+        import shutil
+
+        for path in Path(private).iterdir():
+            if not (keep_log and path.name == "ui.log"):
+                shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        if not keep_log:
+            shutil.rmtree(private, ignore_errors=True)
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -279,11 +308,24 @@ def launch(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *, re
     token = secrets.token_urlsafe(24)
     log_dir = Path(tempfile.mkdtemp(prefix="bakeoff-ui-"))  # 0700, this user's: the run directory is data
     log_path = log_dir / "ui.log"
-    argv, env = server_command(db, port, host, token=token, run_dir=Path(run_dir).resolve(), writes=writes)
+    from pipelines.cli.ui_store import relocate, serving_copy
+
+    if writes:  # asked to change runs: the run directory's own store, its artifact locations made current
+        con = sqlite3.connect(db)
+        try:
+            relocate(con, Path(run_dir))
+        finally:
+            con.close()
+        served = db
+    else:  # a private copy: nothing is written into the run directory
+        served = serving_copy(db, Path(run_dir), log_dir)
+    argv, env = server_command(served, port, host, token=token, run_dir=Path(run_dir).resolve(), writes=writes,
+                               artifacts=db.parent / "artifacts")
     proc = start(argv, env, log_path)
+    proc.bakeoff_private = log_dir  # type: ignore[attr-defined]  # removed by stop()
     if wait_until_up(base, proc, ready_timeout_s, token) and sees_store(base, views, token):
         return proc, {k: _with_token(url, token) for k, url in urls(base, views).items()}
-    stop(proc)
+    stop(proc, keep_log=True)
     raise RunError(f"the MLflow UI did not start within {ready_timeout_s:.0f}s; its log ({log_path}) ends:\n"
                    f"{_tail(log_path)}")
 
@@ -319,7 +361,8 @@ def serve(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *,
     if exposed:
         out(exposed)
     proc, links = launch(run_dir, port, host, ready_timeout_s=ready_timeout_s, writes=writes)
-    labels = {"charts": "Charts, one colour per leg", "legs": "Legs side by side", "seeds": "Every seed's run",
+    labels = {"table": "Runs: leg, seed, parity metric, verdict",
+              "charts": "Charts, one colour per leg", "legs": "Legs side by side", "seeds": "Every seed's run",
               "experiment": "All runs", "experiments": "MLflow UI"}
     for key, url in links.items():
         out(f"{labels[key]}: {url}")

@@ -10,7 +10,8 @@ artifacts of runs whose artifact location lies inside the run directory, whateve
 of registered models, logged models and traces, which a bake-off never writes, are refused.
 
 An ASGI middleware in front of MLflow's own app (`mlflow.server.fastapi_app.app`), in the server's one
-process: `uvicorn pipelines.cli.ui_guard:build --factory`. Its settings come in one environment variable
+process: `mlflow server --app-name bakeoff-ui` finds `build` through the `mlflow.app` entry point
+(pyproject.toml) and runs it as uvicorn's app factory. Its settings come in one environment variable
 (UI_GUARD_ENV, JSON), which only the same user can read. mlflow is imported when the server builds the
 app, never by the CLI.
 """
@@ -142,6 +143,30 @@ async def _answer(send, status: int, text: str, headers: list[tuple[bytes, bytes
 def build() -> Guard:
     """uvicorn's app factory: MLflow's app behind the guard, with the settings `bakeoff ui` passed."""
     settings = json.loads(os.environ[UI_GUARD_ENV])
-    from mlflow.server.fastapi_app import app  # configured by the variables `bakeoff ui` set for it
+    _end_with_the_server_command()
+    from mlflow.server.fastapi_app import app  # configured by `mlflow server`'s options
 
     return Guard(app, settings)
+
+
+def _end_with_the_server_command() -> None:
+    """`mlflow server` runs uvicorn as a child process and waits for it (mlflow/server/__init__.py
+    `_run_server`, `_exec_cmd`); `bakeoff ui` stops that command, and it ends with `bakeoff ui` however
+    that ends (parent_death). This process is told, by SIGTERM, which uvicorn answers with its graceful
+    shutdown, when the command ends (prctl PR_SET_PDEATHSIG, Linux only): no server outlives its launch."""
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    from bakeoff_runtime.process.parent_death import PR_SET_PDEATHSIG
+
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the command ended before the signal was armed
+        os.kill(os.getpid(), signal.SIGTERM)

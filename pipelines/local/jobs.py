@@ -231,7 +231,8 @@ def _run_hosts(job: LocalTrainingJob, job_dir: Path, opt_ml: Path, env: dict[str
 def publish_outputs(job_dir: Path, output_uri: str, training_job_name: str, store: LocalS3,
                     platform_record: dict[str, Any]) -> str:
     """output.tar.gz (output/data plus the platform's record of the job, what
-    DescribeTrainingJob says on SageMaker) under S3OutputPath/TrainingJobName/output/."""
+    DescribeTrainingJob says on SageMaker, and the job's log, CloudWatch's there, as job.log) under
+    S3OutputPath/TrainingJobName/output/. The Evaluate step puts the log on the job's MLflow run."""
     data = job_dir / "opt" / "ml" / "output" / "data"
     uri = f"{output_uri.rstrip('/')}/{training_job_name}/output/output.tar.gz"
     target = store.path(uri)
@@ -250,6 +251,9 @@ def publish_outputs(job_dir: Path, output_uri: str, training_job_name: str, stor
             info = tarfile.TarInfo("job.json")
             info.size = len(body)
             tar.addfile(info, io.BytesIO(body))
+            log = job_dir / "stdout.log"
+            if log.is_file() and not log.is_symlink():
+                tar.add(log, arcname="job.log")
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)

@@ -189,6 +189,8 @@ class Substitutions:
         declared = self.plan.spec.leg(leg_name)
         if declared.local is not None:  # this machine's only (never compiled): printed by describe()
             env.update(declared.local.environment)
+        # What runs here (the emulating adapter) and what the leg declares: MLflow shows both, each its own param.
+        env[ENV["leg_backend"]] = declared.backend_name
         env[ENV["backend"]] = emu.backend
         env[ENV["nproc_per_node"]] = str(planned.local_processes)  # 1 unless a scaling sweep's leg
         env[ENV["emulated_on"]] = emu.device_label

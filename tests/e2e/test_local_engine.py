@@ -20,6 +20,8 @@ SUBSTITUTED = {
 # No SM_* variable: SageMaker sets none in a container whose entrypoint is overridden.
 ADDED = {"PJRT_DEVICE", "BAKEOFF_EMULATED_ON", "BAKEOFF_SPEC_HASH", "BAKEOFF_OPT_ML", "BAKEOFF_JOB_KEY",
          "PYTHONUNBUFFERED",
+         # the compiled BAKEOFF_BACKEND, kept beside the emulating one: the job's MLflow `backend` param
+         "BAKEOFF_LEG_BACKEND",
          # where a leg runs here, told the ways scripts listen (substitutions.steering): printed per leg
          "USE_TORCH_XLA", "CUDA_VISIBLE_DEVICES",
          "TF_CPP_MIN_LOG_LEVEL", "MLFLOW_TRACKING_URI", "BAKEOFF_MLFLOW_EXPERIMENT", "BAKEOFF_MLFLOW_ARTIFACT_LOCATION"}
@@ -72,6 +74,7 @@ def test_each_job_is_the_compiled_request_plus_the_printed_substitutions(tiny_ru
             elif key not in SUBSTITUTED:
                 assert env[key] == value, key
         assert set(env) - set(compiled_env) <= ADDED | THREADS, set(env) - set(compiled_env) - ADDED - THREADS
+        assert env["BAKEOFF_LEG_BACKEND"] == compiled_env["BAKEOFF_BACKEND"]
         if THREADS & set(env):
             assert "training jobs at once (--jobs), each process with" in stderr
         assert not [k for k in env if k.startswith("SM_")]

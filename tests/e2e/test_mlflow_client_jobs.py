@@ -78,8 +78,9 @@ def test_a_job_logging_to_mlflow_never_imports_it_and_mlflow_gets_what_the_job_l
     client = MlflowClient(tracking_uri=uri)
     run = _run(client)
     assert run.info.run_id == summary["mlflow"]["run_id"] and run.info.status == "FINISHED"
-    assert run.data.params == {"leg": "cpu", "seed": "0", "backend": "cpu", "instance_type": "ml.m5.xlarge",
-                               "precision": "fp32", "instance_count": "1", "world_size": "1"}
+    assert run.data.params == {"leg": "cpu", "seed": "0", "backend": "cpu", "ran_on": "cpu on ml.m5.xlarge",
+                               "instance_type": "ml.m5.xlarge", "precision": "fp32", "instance_count": "1",
+                               "world_size": "1"}
     assert json.loads(run.data.tags["bakeoff.hyperparameters"]) == {"log_interval": 5, "max_steps": 12}
     assert run.data.tags["bakeoff.status"] == "completed" and run.data.tags["bakeoff.job_key"] == "k1"
     # Every value of metrics.jsonl, at its step, and nothing else.

@@ -1,8 +1,9 @@
 """The MLflow UI as a person sees it: a real `mlflow server` on 127.0.0.1, a tiny bake-off
 logged to it, and headless Chromium (Playwright) finding the parent run, its nested
-children and the report artifact; then `bakeoff ui` on the suite's local run, its compare
-views showing what identifies each seed's run and the legs' summary runs side by side.
-Screenshots land in test-artifacts/."""
+children, the report artifact, the decision image, a child's log and datasets; then `bakeoff ui` on the
+suite's local run: MLflow's model-training view with the columns a bake-off is read by, its compare
+views showing what identifies each seed's run and the legs' summary runs side by side, and the report
+of a run directory that was moved. Screenshots land in test-artifacts/."""
 import json
 import re
 import shutil
@@ -25,6 +26,9 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (`make test` installs it)")
 
+# MLflow 3.17's UI opens an experiment in its GenAI mode unless the link asks for model training
+# (pipelines/cli/ui.py TRAINING_VIEW).
+TRAINING = "workflowType=machine_learning"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 
@@ -71,6 +75,9 @@ def logged(server, tmp_path_factory):
     data["legs"] = [{"name": "g5", "instance_type": "ml.g5.xlarge", "precision": "fp32"},
                     {"name": "m5", "instance_type": "ml.m5.xlarge", "precision": "fp32"}]
     data["parity"]["baseline"] = "m5"
+    # A production run to decide: the parent run then carries the decision figure.
+    data["decision"] = {"production": {"tokens": 2.0e8}, "runs_per_period": 4, "period": "quarter",
+                        "porting": {"hours_spent": 10, "hours_expected": 10, "usd_per_hour": 100}}
     proc = bakeoff("run", write_spec(root / "ui.yaml", data), "--out", root / "out")
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     ev = json.loads((root / "out" / "evaluation" / "evaluation.json").read_text())
@@ -91,6 +98,12 @@ def test_children_have_loss_curves_and_parent_children_and_report_are_visible_in
             history = client.get_metric_history(run["mlflow_run_id"], "train_loss")
             assert len(history) >= 4
             assert client.get_run(run["mlflow_run_id"]).data.tags["mlflow.parentRunId"] == ev["mlflow"]["parent_run_id"]
+    # Every seed's run names the same data, by content: both legs visibly saw the same.
+    inputs = [client.get_run(run["mlflow_run_id"]).inputs.dataset_inputs
+              for leg in ev["legs"].values() for run in leg["runs"]]
+    digests = {tuple(sorted((i.dataset.name, i.dataset.digest) for i in found)) for found in inputs}
+    assert len(digests) == 1 and {name for name, _ in next(iter(digests))} == {"train", "validation"}, digests
+    digest = dict(next(iter(digests)))["train"]
     if CHROMIUM is None:
         pytest.skip("needs Debian's chromium (`make test` installs it): the loss curves were checked, not the UI")
     from playwright.sync_api import sync_playwright
@@ -102,7 +115,7 @@ def test_children_have_loss_curves_and_parent_children_and_report_are_visible_in
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs")
+            page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs?{TRAINING}")
             page.get_by_text("ui", exact=True).wait_for(timeout=60_000)  # the parent, named after the bake-off
             row = page.locator("[role=row]", has_text="ui")
             assert row.count() == 1  # children are nested under it, not listed beside it
@@ -110,7 +123,7 @@ def test_children_have_loss_curves_and_parent_children_and_report_are_visible_in
             for child in ("g5-s0", "g5-s1", "m5-s0", "m5-s1"):
                 page.get_by_text(child, exact=True).wait_for(timeout=30_000)
             page.screenshot(path=str(ARTIFACTS / "mlflow-ui-runs.png"))
-            page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs/{parent}/artifacts")
+            page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs/{parent}/artifacts?{TRAINING}")
             page.get_by_text("report.html", exact=True).first.wait_for(timeout=30_000)
             for name in ("report.md", "evaluation.json"):
                 assert page.get_by_text(name, exact=True).count() >= 1, name
@@ -118,6 +131,27 @@ def test_children_have_loss_curves_and_parent_children_and_report_are_visible_in
             # MLflow previews an HTML artifact in a sandboxed iframe.
             page.frame_locator("iframe").first.get_by_text("Bake-off ui:").first.wait_for(timeout=30_000)
             page.screenshot(path=str(ARTIFACTS / "mlflow-ui-report.png"))
+
+            # The decision, as an image MLflow previews.
+            page.get_by_text("decision.svg", exact=True).first.click()
+            image = page.locator("img[src^='blob:']").first  # MLflow shows an image artifact from a blob URL
+            image.wait_for(timeout=30_000)
+            page.wait_for_function("e => e.complete && e.naturalWidth > 0", arg=image.element_handle(),
+                                   timeout=30_000)  # decoded: a drawn SVG, not a broken image
+            _close_assistant(page)
+            page.screenshot(path=str(ARTIFACTS / "mlflow-parent-decision.png"))
+            assert "bakeoff_legs.json" in page.inner_text("body")  # the legs as an MLflow table
+
+            # A seed's own run: the data it trained on, and its log among its files.
+            child = ev["legs"]["g5"]["runs"][0]["mlflow_run_id"]
+            page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs/{child}?{TRAINING}")
+            page.get_by_text(digest).first.wait_for(timeout=60_000)
+            page.goto(f"{url}/#/experiments/{exp.experiment_id}/runs/{child}/artifacts?{TRAINING}")
+            page.get_by_text("job", exact=True).first.click()
+            page.get_by_text("job.log", exact=True).first.click()
+            page.get_by_text("time_to_first_step_s=").first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            page.screenshot(path=str(ARTIFACTS / "mlflow-child-run.png"))
         finally:
             browser.close()
     assert (ARTIFACTS / "mlflow-ui-runs.png").stat().st_size > 10_000
@@ -156,6 +190,9 @@ def test_local_runs_carry_legs_summaries_colours_and_the_real_duration(tiny_run)
         assert run.data.tags["mlflow.runColor"] == summaries[run.data.params["leg"]].data.tags["mlflow.runColor"]
     assert {r.data.params["instance_type"] for r in seeds} == {"ml.trn1.2xlarge", "ml.p4d.24xlarge"}
     assert parent.data.params["lr"] and parent.data.params["parity.metric"] == "val_loss"  # shared ones: on the parent
+    # MLflow's own system metrics (sampled every 5 s: the xla:cpu leg's jobs last long enough to have some).
+    assert any(k.startswith("system/cpu_utilization") for r in seeds for k in r.data.metrics), \
+        [sorted(r.data.metrics) for r in seeds]
     assert summaries["trn1"].data.tags["mlflow.runColor"] != summaries["p4d"].data.tags["mlflow.runColor"]
     names = [set(r.data.metrics) - {"summary/compile_time_s"} for r in summaries.values()]
     assert names[0] == names[1] and "parity/val_loss_mean" in names[0]
@@ -184,7 +221,7 @@ def test_bakeoff_ui_compare_views_show_identities_and_legs_side_by_side(ui):
     from playwright.sync_api import sync_playwright
 
     links, run_names = ui
-    assert set(links) == {"charts", "experiment", "legs", "seeds"}
+    assert set(links) == {"table", "charts", "experiment", "legs", "seeds"}
     ARTIFACTS.mkdir(exist_ok=True)
 
     def table_row(text: str, name: str) -> list[str]:
@@ -246,9 +283,86 @@ def test_bakeoff_ui_compare_views_show_identities_and_legs_side_by_side(ui):
             _close_assistant(page)
             text = page.inner_text("body")
             assert "Group by: bakeoff.leg" in text
-            sections = [line for line in text.splitlines() if line in ("parity", "summary", "Model metrics")]
-            assert sections[:2] == ["parity", "summary"], sections  # the legs' figures before the curves
+            sections = [line for line in text.splitlines() if line in ("Parity: val_loss", "Curves", "Speed and cost")]
+            assert sections == ["Parity: val_loss", "Curves", "Speed and cost"], sections  # the parity metric first
             page.screenshot(path=str(ARTIFACTS / "mlflow_charts_by_leg.png"))
         finally:
             browser.close()
     assert (ARTIFACTS / "mlflow_compare.png").stat().st_size > 10_000
+
+
+def _header_cells(page) -> list[str]:
+    return [t.strip() for t in page.locator("[role=columnheader]").all_inner_texts() if t.strip()]
+
+
+@needs_chromium
+def test_bakeoff_ui_opens_the_training_view_with_the_columns_a_bakeoff_is_read_by(ui, tiny_run):
+    from playwright.sync_api import sync_playwright
+
+    links, run_names = ui
+    ev = json.loads((tiny_run["out"] / "evaluation" / "evaluation.json").read_text())
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 2600, "height": 1000})
+            page.goto(links["table"])
+            page.get_by_text("Group: trn1").first.wait_for(timeout=60_000)
+            page.get_by_text("trn1-s0", exact=True).first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            time.sleep(1)
+            text = page.inner_text("body")
+            # MLflow's model-training view: its runs page, not the GenAI one's "Training runs" beside traces.
+            assert "Model training" in text and "Training runs" not in text and "Prompts" not in text, text[:800]
+            headers = _header_cells(page)
+            for column in ("Dataset", "leg", "seed", "backend", "ran_on", "val_loss", "parity/val_loss_mean",
+                           "bakeoff.verdict"):
+                assert column in headers, (column, headers)
+            assert "train (" in text and "validation (" in text  # each seed's datasets, by digest
+            assert ev["verdict"] in text
+            page.screenshot(path=str(ARTIFACTS / "mlflow-training-view.png"))
+
+            # A seed's run: its log and metrics.jsonl among its files, the log readable in the page.
+            child = ev["legs"]["trn1"]["runs"][0]["mlflow_run_id"]
+            base, _, _ = links["experiment"].partition("#")
+            page.goto(f"{base}#/experiments/{ev['mlflow']['experiment_id']}/runs/{child}/artifacts?{TRAINING}")
+            page.get_by_text("summary.json", exact=True).first.wait_for(timeout=60_000)
+            page.get_by_text("job", exact=True).first.click()
+            page.get_by_text("metrics.jsonl", exact=True).first.wait_for(timeout=30_000)
+            page.get_by_text("job.log", exact=True).first.click()
+            page.get_by_text("time_to_first_step_s=").first.wait_for(timeout=30_000)
+            _close_assistant(page)
+            page.screenshot(path=str(ARTIFACTS / "mlflow-child-run-log.png"))
+        finally:
+            browser.close()
+
+
+@needs_chromium
+def test_a_moved_run_directory_shows_its_report_in_bakeoff_ui(tiny_run, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from pipelines.cli.ui import launch, stop
+
+    copied = tmp_path / "copy"
+    shutil.copytree(tiny_run["out"], copied, symlinks=True)
+    moved = tmp_path / "moved" / "run"
+    moved.parent.mkdir()
+    copied.rename(moved)
+    ev = json.loads((moved / "evaluation" / "evaluation.json").read_text())
+    proc, links = launch(moved, _port())
+    try:
+        base, _, _ = links["experiment"].partition("#")
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1600, "height": 1000})
+                page.goto(f"{base}#/experiments/{ev['mlflow']['experiment_id']}/runs/"
+                          f"{ev['mlflow']['parent_run_id']}/artifacts?{TRAINING}")
+                page.get_by_text("report.html", exact=True).first.click(timeout=60_000)
+                page.frame_locator("iframe").first.get_by_text("Bake-off tiny:").first.wait_for(timeout=30_000)
+                _close_assistant(page)
+                page.screenshot(path=str(ARTIFACTS / "mlflow-moved-run-report.png"))
+            finally:
+                browser.close()
+    finally:
+        stop(proc)

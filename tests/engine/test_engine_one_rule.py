@@ -69,7 +69,7 @@ def test_a_margin_parameter_is_the_rule_of_every_reader(monkeypatch, capsys, tmp
 
     # `bakeoff report DIR` deciding it again reads the parameters the run was started with.
     (out / "evaluation" / "evaluation.json").unlink()
-    code, _, err = bakeoff_cli(monkeypatch, capsys, None, "report", out)
+    code, _, err = bakeoff_cli(monkeypatch, capsys, None, "report", out, "--write")
     assert "deciding again" in err and code == 0, err[-3000:]
     again = _evaluation(out)
     assert again["verdict"] == "pass" and again["rule"]["current"]["margin"] == 0.5 and not again["rule"]["changed"]

@@ -69,7 +69,11 @@ def test_report_decides_again_when_a_job_output_changed_after_the_verdict(passed
     tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
     # Rewritten after the job finished (by hand, or by another job): its numbers are never used.
     _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())
-    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json")
+    # Deciding again writes into the run directory: refused unless asked for, with one line saying how.
+    refused = _bakeoff(monkeypatch, capsys, "report", out, "--json")
+    assert refused.returncode == 2 and f"`bakeoff report {out} --write`" in refused.stderr, refused.stderr[-2000:]
+    assert json.loads((out / "evaluation" / "evaluation.json").read_text())["verdict"] == "pass"
+    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", "--write")
     assert "its jobs changed after the verdict was written; deciding again" in proc.stderr, proc.stderr
     assert proc.stdout.startswith("{"), proc.stderr[-3000:]
     ev = json.loads(proc.stdout)
@@ -106,33 +110,37 @@ def _read_only(directory: Path):
         subprocess.run(["umount", str(directory)], check=True)
 
 
-def test_report_of_a_read_only_run_directory_writes_elsewhere_and_changes_nothing(passed_run, tmp_path, monkeypatch,
-                                                                                  capsys):
+def _snapshot(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))}
+
+
+def test_report_of_a_run_directory_writes_nothing_into_it_unless_asked(passed_run, tmp_path, monkeypatch, capsys):
     root = _fresh_copy(passed_run, tmp_path)
     out = root / "out"
     (tmp_path / "cwd").mkdir()
-    before = {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()}
+    before = _snapshot(root)
+    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", cwd=tmp_path / "cwd")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["files"]["report"] == str(out / "evaluation" / "report.html")  # its own
+    assert _snapshot(root) == before and not list((tmp_path / "cwd").iterdir())
     with _read_only(root):
         proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", cwd=tmp_path / "cwd")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert f"{out / 'evaluation'} is read-only: the report goes to {tmp_path / 'cwd' / 'bakeoff-report-out'}" \
-            in proc.stderr
-        files, elsewhere_dir = json.loads(proc.stdout)["files"], tmp_path / "cwd" / "bakeoff-report-out"
-        assert Path(files["report"]).resolve() == (elsewhere_dir / "report.html").resolve()
-        assert json.loads((elsewhere_dir / "evaluation.json").read_text())["verdict"] == "pass"
-        assert {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()} == before
-        # A changed job needs the verdict decided again, which writes: one line saying what to do.
+        assert proc.returncode == 0 and json.loads(proc.stdout)["verdict"] == "pass", proc.stderr[-3000:]
         tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
     elsewhere = _bakeoff(monkeypatch, capsys, "report", out, "--out", tmp_path / "asked")
     assert elsewhere.returncode == 0 and (tmp_path / "asked" / "report.html").exists(), elsewhere.stderr[-3000:]
-    assert {p: p.stat().st_mtime_ns for p in (out / "evaluation").iterdir()} == before, "--out wrote in the run"
+    assert json.loads((tmp_path / "asked" / "evaluation.json").read_text())["verdict"] == "pass"
+    assert _snapshot(root) == before, "--out wrote in the run"
+    # A changed job needs the verdict decided again, which writes: one line saying what to do, asked or not.
     _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())
-    with _read_only(root):
-        refused = _bakeoff(monkeypatch, capsys, "report", out, cwd=tmp_path / "cwd")
-    assert refused.returncode == 2, refused.stderr[-3000:]
-    lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and "is read-only, so it cannot be decided again there" in lines[0], refused.stderr
-    assert f"cp -r {out} DEST" in lines[0]
+    changed = _snapshot(root)
+    for args in ((), ("--write",)):
+        with _read_only(root):
+            refused = _bakeoff(monkeypatch, capsys, "report", out, *args, cwd=tmp_path / "cwd")
+        assert refused.returncode == 2, refused.stderr[-3000:]
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1 and ("--write`" in lines[0] if not args else "is read-only" in lines[0]), lines
+    assert _snapshot(root) == changed
 
 
 def _rewrite_member(tarball: Path, name: str, body: bytes) -> None:
@@ -165,7 +173,7 @@ def test_deciding_a_run_directory_again_runs_none_of_its_commands_or_code(passed
     _rewrite_member(bundle, "evaluate.py", f"open({str(ran_bundle)!r}, 'w').write('ran')\n".encode())
     (out / "evaluation" / "inputs.json").unlink()  # so report must decide again
 
-    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json")
+    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", "--write")
     assert not ran_command.exists() and not ran_bundle.exists(), proc.stderr[-2000:]
     assert proc.returncode == 0 and json.loads(proc.stdout)["verdict"] == "pass", proc.stderr[-3000:]
     assert "deciding again" in proc.stderr
@@ -190,7 +198,7 @@ def test_a_truncated_summary_is_a_lost_run_not_a_crash_or_a_stale_pass(passed_ru
     out = root / "out"
     tarball = next(out.glob("s3/**/Train-g5-s0-*/output/output.tar.gz"))
     _rewrite_summary(tarball, lambda raw: raw[: len(raw) // 2])
-    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json")
+    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", "--write")
     ev = json.loads(proc.stdout)
     run = next(r for r in ev["legs"]["g5"]["runs"] if r["seed"] == 0)
     assert run["status"] == "lost" and "not valid JSON" in run["reason"]
@@ -218,7 +226,7 @@ def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passe
         assert not (out / "evaluation" / stale).exists(), stale
     # `bakeoff report` never serves what is not there: it decides again from the jobs.
     monkeypatch.undo()
-    proc = _bakeoff(monkeypatch, capsys, "report", out)
+    proc = _bakeoff(monkeypatch, capsys, "report", out, "--write")
     assert proc.returncode == 0 and "it has no verdict" in proc.stderr, proc.stderr[-2000:]
 
 
@@ -232,6 +240,6 @@ def test_deciding_again_a_run_made_without_mlflow_logs_nothing_to_mlflow(tmp_pat
     assert not (out / "mlflow").exists()
     tarball = next(out.glob("s3/**/Train-m5-s1-*/output/output.tar.gz"))
     _rewrite_summary(tarball, lambda raw: json.dumps({**json.loads(raw), "metrics": {"val_mse": 9.0}}).encode())
-    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json")
+    proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", "--write")
     assert "deciding again" in proc.stderr and proc.returncode == 3, proc.stderr[-2000:]
     assert not (out / "mlflow").exists(), "deciding again made an MLflow store for a run that logged none"

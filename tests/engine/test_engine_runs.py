@@ -137,7 +137,7 @@ def test_the_report_says_when_the_jobs_shared_the_machine_and_deciding_again_kee
     assert "the jobs ran 2 at a time on this machine" in out + err
     # Deciding the directory again reads how its jobs ran from its plan.json, not from this command.
     (shared / "evaluation" / "evaluation.json").unlink()
-    code, out, err = bakeoff_cli(monkeypatch, capsys, None, "report", shared)
+    code, out, err = bakeoff_cli(monkeypatch, capsys, None, "report", shared, "--write")
     assert "deciding" in err.lower(), err[-2000:]
     assert code == 0 and json.loads((shared / "evaluation" / "evaluation.json").read_text())["speed"][
         "jobs_at_once"] == 2, err[-2000:]
@@ -148,7 +148,7 @@ def test_the_report_says_when_the_jobs_shared_the_machine_and_deciding_again_kee
     assert "at a time on this machine" not in (alone / "evaluation" / "report.md").read_text()
     # Decided again by a command whose own default would be side by side: still one at a time.
     (alone / "evaluation" / "evaluation.json").unlink()
-    code, _, err = bakeoff_cli(monkeypatch, capsys, None, "report", alone)
+    code, _, err = bakeoff_cli(monkeypatch, capsys, None, "report", alone, "--write")
     assert code == 0 and "jobs_at_once" not in json.loads(
         (alone / "evaluation" / "evaluation.json").read_text())["speed"], err[-2000:]
 

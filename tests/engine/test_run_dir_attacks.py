@@ -149,7 +149,7 @@ def test_report_sends_nothing_where_only_the_directorys_spec_says(finished, tmp_
     (out / "plan.json").write_text(json.dumps(plan))
     (out / "evaluation" / "evaluation.json").unlink()  # a re-decision
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    code, stdout, stderr = bakeoff_cli(monkeypatch, capsys, None, "report", out)
+    code, stdout, stderr = bakeoff_cli(monkeypatch, capsys, None, "report", out, "--write")
     assert code in (0, 1, 3), stderr[-2000:]
     assert victim.read_bytes() == before
     assert f"spec.json names sqlite:///{victim}" in stdout + stderr

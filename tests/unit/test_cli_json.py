@@ -3,6 +3,7 @@ help text on every option."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from moto_aws import API_BUCKET as BUCKET
 from moto_aws import ROLE, recorded_execution, session_with
@@ -54,10 +55,13 @@ def test_report_json_is_the_evaluation_with_its_files(tmp_path, cli):
 
     run = _run_dir(tmp_path)
     printed = _json(cli, "report", run)
-    result = report(run)
-    assert printed == result.model_dump(mode="json")
+    result = report(run).model_dump(mode="json")
+    rendered = Path(printed["files"].pop("report"))
+    assert result["files"].pop("report") and printed == result
     assert printed["verdict"] == "pass" and printed["legs"]  # the evaluation, as `report --json` always printed
-    assert printed["files"]["report"] == str(run / "evaluation" / "report.html")
+    # The run directory holds no report and is not written: one is rendered in a private folder.
+    assert rendered.name == "report.html" and rendered.exists() and not rendered.is_relative_to(run)
+    assert not (run / "evaluation" / "report.html").exists()
 
 
 def test_quiet_prints_nothing_and_the_exit_code_carries_the_verdict(tmp_path, cli):

@@ -58,6 +58,8 @@ class JobEnvironment:
     precompile: bool = _env_field("BAKEOFF_PRECOMPILE", False, doc="neuron_parallel_compile's run: not a result")
     # Set by the local platform (substitutions), never in a compiled request:
     emulated_on: str = _env_field("BAKEOFF_EMULATED_ON", "", doc="where a local run really ran")
+    leg_backend: str = _env_field("BAKEOFF_LEG_BACKEND", "",
+                                  doc="the leg's declared backend, when a local run emulates it with another")
     spec_hash: str = _env_field("BAKEOFF_SPEC_HASH", "", doc="the spec's hash (a tag on SageMaker)")
     job_key: str = _env_field("BAKEOFF_JOB_KEY", "", doc="the local job cache key")
     host_map: str = _env_field("BAKEOFF_HOST_MAP", "", doc="JSON: host name -> address, for local hosts")

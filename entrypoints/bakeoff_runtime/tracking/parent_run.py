@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff_runtime.contract.documents import Evaluation, LegFigures, MlflowConfig
+from bakeoff_runtime.tracking.job_files import attach_job_files
 from bakeoff_runtime.tracking.keys import Cleaner, clean_key
+from bakeoff_runtime.tracking.parent_extras import attach as attach_parent_extras
+from bakeoff_runtime.tracking.saved_view import LEGS_VIEW_ID, LEGS_VIEW_TAG, save_legs_view
 from bakeoff_runtime.tracking.sink import CHILD_PARAMS, MAX_TAG_CHARS, SHARED_TAG
 from bakeoff_runtime.verdict.validity import is_validity_check
 
@@ -45,26 +48,8 @@ PRIMARY_METRIC = "mlflow.experiment.primaryMetric.name"
 PRIMARY_METRIC_GREATER_IS_BETTER = "mlflow.experiment.primaryMetric.greaterIsBetter"
 
 
-# A saved view of the experiment's runs page, grouped by leg: MLflow 3 keeps saved views as experiment
-# tags `mlflow.sharedViewState.<id>` holding {name, createdAt, state} and opens one with
-# `?viewStateShareKey=<id>` (savedViewEnvelope.ts, useSavedViews.ts, useSharedExperimentViewState.ts
-# under mlflow/server/js/src/experiment-tracking/components/experiment-page/). A view keeps only
-# run-independent fields (no expanded or pinned runs), so it groups by the `bakeoff.leg` tag, which
-# every job's run and summary run carries: the charts then draw one bar or line per leg.
-LEGS_VIEW_ID = "bakeoff-legs"
-LEGS_VIEW_TAG = f"mlflow.sharedViewState.{LEGS_VIEW_ID}"
-LEGS_VIEW_STATE = {"groupBy": {"aggregateFunction": "average",
-                               "groupByKeys": [{"mode": "tag", "groupByData": "bakeoff.leg"}]},
-                   "useGroupedValuesInCharts": True, "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True}
-
-
-def save_legs_view(client, exp_id: str) -> None:
-    """The experiment's "Legs side by side" view in the runs page's Views menu (written once)."""
-    if LEGS_VIEW_TAG in (client.get_experiment(exp_id).tags or {}):
-        return
-    client.set_experiment_tag(exp_id, LEGS_VIEW_TAG, json.dumps({
-        "name": "Legs side by side (bakeoff)", "createdAt": int(time.time() * 1000),
-        "state": json.dumps(LEGS_VIEW_STATE)}))
+# The experiment's saved view (its runs table's columns and its charts): tracking/saved_view.py.
+__all__ = ["LEGS_VIEW_ID", "LEGS_VIEW_TAG", "save_legs_view", "log_parent"]
 
 
 def mark_training_experiment(client, exp_id: str, parity: Mapping[str, Any] | None = None) -> None:
@@ -81,9 +66,10 @@ def mark_training_experiment(client, exp_id: str, parity: Mapping[str, Any] | No
 
 
 def palette() -> list[str]:
-    """One colour per leg, in spec order: the report's, so a leg looks the same in both."""
+    """One colour per leg, in spec order: the report's (report/charts.py PALETTE, which its leg_colours
+    deals out in the same order), so a leg looks the same in both."""
     try:
-        from bakeoff_runtime.report import document as report
+        from bakeoff_runtime.report import charts as report
 
         found = getattr(report, "PALETTE", None)
         if isinstance(found, (list, tuple)) and found and all(isinstance(c, str) for c in found):
@@ -181,9 +167,6 @@ def backfill_child(client, exp_id: str, leg: str, figures: Mapping[str, Any], ru
             if len(batch) >= 900:
                 client.log_batch(run_id, metrics=batch)
                 batch = []
-        summaries = sorted(job_dir.rglob("summary.json"))
-        if summaries:
-            client.log_artifact(run_id, str(summaries[0]))
     if batch:
         client.log_batch(run_id, metrics=batch)
     status = _STATUS.get(run["status"], "FAILED")
@@ -208,7 +191,7 @@ def shared_hyperparameters(child_runs: list) -> tuple[dict[str, str], list[str]]
 
 
 def _upsert_summary(client, exp_id: str, key: str, parent_id: str, leg: str, fig: LegFigures, colour: str,
-                    parity_metric: str, children: list) -> str:
+                    parity_metric: str, children: list, verdict: str = "") -> str:
     from mlflow.entities import Metric, Param, RunTag
 
     name = f"{leg} (summary)"
@@ -216,7 +199,7 @@ def _upsert_summary(client, exp_id: str, key: str, parent_id: str, leg: str, fig
         f"tags.`bakeoff.parent_key` = '{key}' and tags.`bakeoff.role` = '{SUMMARY_ROLE}' "
         f"and tags.`bakeoff.leg` = '{leg}'"), max_results=1)
     tags = {"mlflow.parentRunId": parent_id, "mlflow.runColor": colour, "bakeoff.parent_key": key,
-            "bakeoff.role": SUMMARY_ROLE, "bakeoff.leg": leg, "mlflow.runName": name,
+            "bakeoff.role": SUMMARY_ROLE, "bakeoff.leg": leg, "mlflow.runName": name, "bakeoff.verdict": verdict,
             "mlflow.note.content": f"Mean over the {len(children)} runs of leg {leg}; the seeds' own runs are "
                                    f"{', '.join(c.info.run_name for c in children) or 'missing'}."}
     starts = [c.info.start_time for c in children if c.info.start_time]
@@ -227,7 +210,9 @@ def _upsert_summary(client, exp_id: str, key: str, parent_id: str, leg: str, fig
         run_id = client.create_run(exp_id, run_name=name, tags=Cleaner(name).tags(tags),
                                    start_time=min(starts) if starts else None).info.run_id
         data = client.get_run(run_id).data
-    params = {"leg": leg, "backend": fig.get("backend"), "instance_type": fig.get("instance_type"),
+    ran = sorted({str(c.data.params["ran_on"]) for c in children if c.data.params.get("ran_on")})
+    params = {"leg": leg, "backend": fig.get("backend"), "ran_on": ", ".join(ran) or None,
+              "instance_type": fig.get("instance_type"),
               "precision": fig.get("precision"), "seeds": len(fig.get("runs") or []),
               "instance_count": fig.get("instance_count"), "throughput_unit": fig.get("throughput_unit"),
               "emulated_on": fig.get("emulated_on"),
@@ -309,7 +294,7 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
         # experiment tags must not cost the parent run, its children's back-fill or the verdict's metrics.
         try:
             mark_training_experiment(client, exp_id, parity)
-            save_legs_view(client, exp_id)
+            save_legs_view(client, exp_id, str(parity["metric"]))
         except Exception as exc:
             print(f"[bakeoff] WARNING: MLflow experiment tags not set ({type(exc).__name__}: {exc}); the runs "
                   "are logged regardless", file=sys.stderr)
@@ -337,6 +322,12 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
                         print(f"[bakeoff] WARNING: cannot back-fill the MLflow run of {leg} seed {run['seed']}: "
                               f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
                 child_id = run.get("mlflow_run_id")
+                if child_id and run.get("job") and jobs_dir is not None:
+                    try:  # the job's metrics.jsonl and log on its run: files a run page opens
+                        attach_job_files(client, child_id, jobs_dir / str(run["job"]))
+                    except Exception as exc:
+                        print(f"[bakeoff] WARNING: cannot log the files of {run['job']} to its MLflow run: "
+                              f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
                 if child_id:
                     try:
                         by_leg.setdefault(leg, []).append(client.get_run(child_id))
@@ -377,14 +368,15 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
                 try:
                     client.log_batch(child.info.run_id, tags=[
                         RunTag("mlflow.parentRunId", run_id), RunTag("mlflow.runColor", colours[leg]),
-                        RunTag("bakeoff.spec_hash", str(evaluation.get("spec_hash")))])
+                        RunTag("bakeoff.spec_hash", str(evaluation.get("spec_hash"))),
+                        RunTag("bakeoff.verdict", verdict)])  # a column of the saved view, on every row
                 except Exception as exc:
                     print(f"[bakeoff] WARNING: cannot link MLflow run {child.info.run_id}: {exc}", file=sys.stderr)
         summaries = {}
         for leg, fig in evaluation["legs"].items():
             try:
                 summaries[leg] = _upsert_summary(client, exp_id, key, run_id, leg, fig, colours[leg],
-                                                 str(parity["metric"]), by_leg.get(leg, []))
+                                                 str(parity["metric"]), by_leg.get(leg, []), verdict)
             except Exception as exc:
                 print(f"[bakeoff] WARNING: cannot write the MLflow summary run of {leg}: "
                       f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
@@ -415,6 +407,11 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
             for path in extra_artifacts:
                 if Path(path).exists():
                     client.log_artifact(run_id, str(path))
+            try:  # the decision as an image, the legs as a table: views of what is already there
+                attach_parent_extras(client, run_id, evaluation)
+            except Exception as exc:
+                print(f"[bakeoff] WARNING: the MLflow parent run has no decision image or legs table: "
+                      f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
         except Exception:
             # Never left RUNNING: the run says it is incomplete, and the error is reported below.
             client.set_terminated(run_id, "FAILED")

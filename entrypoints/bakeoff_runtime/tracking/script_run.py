@@ -16,6 +16,7 @@ from typing import Any
 
 from bakeoff_runtime.contract import MLFLOW_WRITES_ENV, JobEnvironment, TrainingEnv
 from bakeoff_runtime.contract.script_mode import LEG_HP, SEED_HP
+from bakeoff_runtime.tracking.identity import mlflow_identity
 from bakeoff_runtime.tracking.script_writes import RECORD_FILE, own_values, read_record
 from bakeoff_runtime.tracking.sink import MlflowSink
 
@@ -31,13 +32,15 @@ class ScriptRun:
                 "instance_type": job.instance_type or env.instance_type, "instance_count": env.host_count,
                 "emulated_on": job.emulated_on or None, "job_key": job.job_key or None,
                 "spec_hash": job.spec_hash or None, "mode": "script"}
-        tags = {f"bakeoff.{k}": str(v) for k, v in info.items() if v not in (None, "")}
+        tags = {f"bakeoff.{k}": str(v) for k, v in mlflow_identity(info, job.leg_backend).items()
+                if v not in (None, "")}
         tags["mlflow.runName"] = f"{leg}-s{seed}"
         self.experiment = job.mlflow_experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME")
         self.sink = MlflowSink(os.environ.get("MLFLOW_TRACKING_URI"), self.experiment, f"{leg}-s{seed}", tags,
                                params={**{k: v for k, v in hps.items() if not k.startswith("bakeoff_")},
                                        "leg": leg, "seed": seed, "arguments": " ".join(arguments)},
-                               artifact_location=job.mlflow_artifact_location or None, job_key=job.job_key or None)
+                               artifact_location=job.mlflow_artifact_location or None, job_key=job.job_key or None,
+                               datasets={name: str(path) for name, path in env.channels.items() if name != "code"})
         self.ours: set[str] = set()
         self.record = env.output_dir / RECORD_FILE
         self.record.unlink(missing_ok=True)  # an earlier attempt's: this script's writes only

@@ -44,7 +44,8 @@ BATCH = 500  # metric values per log_batch at most: one round trip per burst, no
 CLIENT_ENV = MLFLOW_CLIENT_ENV
 
 # What identifies a job or differs between legs by design (the batch split follows the devices).
-CHILD_PARAMS = ("leg", "backend", "instance_type", "precision", "seed", "instance_count", "world_size",
+# `backend` is the leg's declared backend, `ran_on` the adapter and machine that ran the job (tracking/identity.py).
+CHILD_PARAMS = ("leg", "backend", "ran_on", "instance_type", "precision", "seed", "instance_count", "world_size",
                 "per_device_batch_size", "gradient_accumulation_steps", "emulated_on")
 SHARED_TAG = "bakeoff.hyperparameters"
 MAX_TAG_CHARS = 8000  # MLflow's limit on a tag value (mlflow/utils/validation.py MAX_TAG_VAL_LENGTH)
@@ -148,9 +149,11 @@ class Client:
 class MlflowSink:
     def __init__(self, tracking_uri: str | None, experiment: str | None, run_name: str,
                  tags: dict[str, str], params: dict[str, Any], artifact_location: str | None = None,
-                 maxsize: int = 10_000, job_key: str | None = None, begin: bool = True):
+                 maxsize: int = 10_000, job_key: str | None = None, begin: bool = True,
+                 datasets: dict[str, str] | None = None):
         """`begin=False`: the run is made only on `begin()` (or not at all, on `abandon()`); the client
-        process starts now either way."""
+        process starts now either way. `datasets`: the job's data channels (name -> directory), logged as the
+        run's dataset inputs (tracking/run_inputs.py)."""
         self.enabled = bool(tracking_uri) and bool(experiment)
         self.tracking_uri = tracking_uri
         self.experiment = experiment
@@ -159,6 +162,7 @@ class MlflowSink:
         self.params = params
         self.artifact_location = artifact_location
         self.job_key = job_key
+        self.datasets = dict(datasets or {})
         self.replaced: list[str] = []
         self.wait_s = 0.0
         self.run_id: str | None = None
@@ -287,7 +291,7 @@ class MlflowSink:
             return
         child_params, shared_tag = split_params(self.params, self.tags)
         send({"tracking_uri": self.tracking_uri, "experiment": self.experiment, "run_name": self.run_name,
-              "artifact_location": self.artifact_location, "job_key": self.job_key,
+              "artifact_location": self.artifact_location, "job_key": self.job_key, "datasets": self.datasets,
               "tags": self._clean.tags({**self.tags, **shared_tag}), "params": self._clean.params(child_params)})
         pending: list = []
         while True:
@@ -494,6 +498,7 @@ def serve() -> None:
     except Exception as exc:
         return answer(error=f"cannot reach tracking store {uri!r} ({exc.__class__.__name__}: {exc})")
     answer(ready=True)
+    monitor = _record_inputs(client, run_id, uri, config.get("datasets") or {})
 
     pending: list = []
     while (line := pipe.next()) is not None:
@@ -516,10 +521,26 @@ def serve() -> None:
                 if os.path.exists(payload):
                     client.log_artifact(run_id, payload)
             elif kind == "end":
+                from bakeoff_runtime.tracking.run_inputs import finish_system_metrics
+
+                finish_system_metrics(monitor)
+                monitor = None
                 client.set_terminated(run_id, status=payload)
         except Exception as exc:
             return answer(error=f"logging to {uri!r} failed ({exc.__class__.__name__}: {exc})")
     answer(ended=True)
+
+
+def _record_inputs(client, run_id: str, uri: str, datasets: dict[str, str]) -> Any:
+    """The run's dataset inputs and its system-metrics monitor (returned): extras, so never an error answer."""
+    from bakeoff_runtime.tracking.run_inputs import log_datasets, start_system_metrics
+
+    try:
+        log_datasets(client, run_id, datasets)
+    except Exception as exc:
+        print(f"[bakeoff] MLflow: the run's datasets were not logged ({type(exc).__name__}: {exc})",
+              file=sys.stderr, flush=True)
+    return start_system_metrics(run_id, uri)
 
 
 def _earlier_attempts(client, exp_id: str, job_key: str | None) -> list:

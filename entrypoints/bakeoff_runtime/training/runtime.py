@@ -108,7 +108,10 @@ class Runtime:
         if job.precompile:
             info["precompile"] = True  # neuron_parallel_compile's run: its figures are not results
         self.info = info
-        tags = {f"bakeoff.{k}": str(v) for k, v in info.items() if v not in (None, "")}
+        from bakeoff_runtime.tracking.identity import mlflow_identity
+
+        tags = {f"bakeoff.{k}": str(v) for k, v in mlflow_identity(info, job.leg_backend).items()
+                if v not in (None, "")}
         tags["mlflow.runName"] = f"{self.leg}-s{self.seed}"
         self.sink = None
         if self.rank == 0:
@@ -121,6 +124,7 @@ class Runtime:
                 params=dict(sorted(hps.items())),
                 artifact_location=job.mlflow_artifact_location or None,
                 job_key=job.job_key or None, begin=False,
+                datasets={name: str(path) for name, path in env.channels.items() if name != "code"},
             )
         try:
             self._start_backend(env, environ)
