@@ -266,6 +266,9 @@ def decision_metrics(evaluation: Evaluation) -> dict[str, float]:
 
 def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
                extra_artifacts: tuple[Path, ...] | list[Path] = (), jobs_dir: Path | None = None) -> dict[str, Any]:
+    """The bake-off's parent run, its jobs' runs linked under it (or back-filled where a job could not log),
+    a summary run per leg, the verdict's tags and figures and the evaluation's files. Never raises: the
+    verdict never depends on MLflow."""
     tracking_uri, experiment = cfg.get("tracking_uri"), cfg.get("experiment")
     if not tracking_uri or not experiment:
         return {"enabled": False}
@@ -281,7 +284,6 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
         from bakeoff_runtime.tracking.install import use_installed_mlflow
 
         use_installed_mlflow()
-        from mlflow.entities import Metric, Param, RunTag
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=tracking_uri)
@@ -299,61 +301,13 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
             print(f"[bakeoff] WARNING: MLflow experiment tags not set ({type(exc).__name__}: {exc}); the runs "
                   "are logged regardless", file=sys.stderr)
         colours = leg_colours(list(evaluation["legs"]))
-
         # The jobs' runs first: the parent starts when the first job did, so MLflow shows
         # the bake-off's real duration rather than the evaluation's.
-        children: list[str] = []
-        backfilled: list[str] = []
-        by_leg: dict[str, list] = {}
-        for leg, fig in evaluation["legs"].items():
-            for run in fig["runs"]:
-                child = _find_child(client, exp_id, run) if run.get("job") else None
-                if child is not None:
-                    run["mlflow_run_id"] = child.info.run_id
-                    if child.info.status == "RUNNING":  # its process died before it could end the run
-                        client.set_terminated(child.info.run_id, _STATUS.get(run["status"], "FAILED"))
-                elif run.get("job"):
-                    try:
-                        backfilled_id = backfill_child(client, exp_id, leg, fig, run, jobs_dir)
-                        run["mlflow_run_id"] = backfilled_id
-                        run["mlflow_backfilled"] = True
-                        backfilled.append(backfilled_id)
-                    except Exception as exc:
-                        print(f"[bakeoff] WARNING: cannot back-fill the MLflow run of {leg} seed {run['seed']}: "
-                              f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
-                child_id = run.get("mlflow_run_id")
-                if child_id and run.get("job") and jobs_dir is not None:
-                    try:  # the job's metrics.jsonl and log on its run: files a run page opens
-                        attach_job_files(client, child_id, jobs_dir / str(run["job"]))
-                    except Exception as exc:
-                        print(f"[bakeoff] WARNING: cannot log the files of {run['job']} to its MLflow run: "
-                              f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
-                if child_id:
-                    try:
-                        by_leg.setdefault(leg, []).append(client.get_run(child_id))
-                        children.append(child_id)
-                    except Exception as exc:  # a child logged to another store
-                        print(f"[bakeoff] WARNING: cannot read MLflow run {run['mlflow_run_id']}: {exc}",
-                              file=sys.stderr)
+        by_leg, children, backfilled = _job_runs(client, exp_id, evaluation, jobs_dir)
         child_runs = [c for runs in by_leg.values() for c in runs]
         starts = [c.info.start_time for c in child_runs if c.info.start_time]
-
         verdict = str(evaluation["verdict"])
-        note = (f"**Verdict: {verdict}** on `{parity['metric']}` (margin {parity['margin']}, baseline "
-                f"{parity['baseline']}). {evaluation.get('summary') or ''}\n\n"
-                f"Legs side by side: the `(summary)` runs; every seed: the `LEG-sN` runs. "
-                f"Speed and cost: {(evaluation.get('speed') or {}).get('label') or 'measured'}.")
-        tags = {"bakeoff.parent_key": key, "bakeoff.name": str(evaluation.get("bakeoff")),
-                "bakeoff.spec_hash": str(evaluation.get("spec_hash")), "bakeoff.role": "parent",
-                "bakeoff.verdict": verdict, "mlflow.runName": f"{evaluation.get('bakeoff')}",
-                "bakeoff.failed_checks": str(evaluation.get("failed_checks")),
-                "bakeoff.summary": str(evaluation.get("summary") or "")[:MAX_TAG_CHARS],
-                "mlflow.note.content": note[:MAX_TAG_CHARS],
-                # Throughput and cost are emulated on a local run: say so where they are read.
-                "bakeoff.speed_and_cost": str((evaluation.get("speed") or {}).get("label", "")),
-                # What was measured, a tag per check: filterable in the runs table (tags.`bakeoff.measured.same-model`).
-                **{f"bakeoff.measured.{c['name'].replace(':', '.')}": str(c["status"])
-                   for c in evaluation.get("checks", []) if is_validity_check(c)}}
+        tags = _parent_tags(evaluation, key)
         found = client.search_runs([exp_id], filter_string=f"tags.`bakeoff.parent_key` = '{key}' and "
                                    "tags.`bakeoff.role` = 'parent'", max_results=1)
         if found:
@@ -362,16 +316,7 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
             run_id = client.create_run(exp_id, run_name=str(evaluation.get("bakeoff")),
                                        tags=Cleaner("parent run").tags(tags),
                                        start_time=min(starts) if starts else None).info.run_id
-
-        for leg, runs in by_leg.items():
-            for child in runs:
-                try:
-                    client.log_batch(child.info.run_id, tags=[
-                        RunTag("mlflow.parentRunId", run_id), RunTag("mlflow.runColor", colours[leg]),
-                        RunTag("bakeoff.spec_hash", str(evaluation.get("spec_hash"))),
-                        RunTag("bakeoff.verdict", verdict)])  # a column of the saved view, on every row
-                except Exception as exc:
-                    print(f"[bakeoff] WARNING: cannot link MLflow run {child.info.run_id}: {exc}", file=sys.stderr)
+        _link_children(client, run_id, by_leg, colours, evaluation)
         summaries = {}
         for leg, fig in evaluation["legs"].items():
             try:
@@ -380,43 +325,8 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
             except Exception as exc:
                 print(f"[bakeoff] WARNING: cannot write the MLflow summary run of {leg}: "
                       f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
-
-        shared, differing = shared_hyperparameters(child_runs)
-        params: dict[str, Any] = {"parity.metric": parity["metric"], "parity.margin": parity["margin"],
-                                  "parity.alpha": parity["alpha"], "parity.baseline": parity["baseline"],
-                                  "legs": ",".join(evaluation["legs"]), "runs": len(children), **shared}
-        if differing:
-            tags["bakeoff.hyperparameters_differ"] = ",".join(differing)[:MAX_TAG_CHARS]
-        now = int(time.time() * 1000)
-        # One metric: each of the parent's metrics is a chart of one bar. The legs' figures are on
-        # their summary runs, the checks in tags, the bake-off's duration is the run's own.
-        metrics = {"verdict_pass": 1.0 if verdict == "pass" else 0.0, **decision_metrics(evaluation)}
-        projection = evaluation.get("projection")
-        if projection:
-            tags["bakeoff.decision"] = str(projection["sentence"])[:MAX_TAG_CHARS]
-        data = client.get_run(run_id).data
-        # Written once: a re-evaluation logs only the figures that changed.
-        metrics = {k: v for k, v in metrics.items() if data.metrics.get(k) != v}
-        clean = Cleaner("parent run")
-        params = clean.params(params)
-        try:
-            client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in clean.metrics(metrics).items()],
-                             params=[Param(k, v) for k, v in params.items() if k not in data.params],
-                             tags=[RunTag(k, v) for k, v in clean.tags(tags).items()])
-            client.log_artifact(run_id, str(evaluation_path))
-            for path in extra_artifacts:
-                if Path(path).exists():
-                    client.log_artifact(run_id, str(path))
-            try:  # the decision as an image, the legs as a table: views of what is already there
-                attach_parent_extras(client, run_id, evaluation)
-            except Exception as exc:
-                print(f"[bakeoff] WARNING: the MLflow parent run has no decision image or legs table: "
-                      f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
-        except Exception:
-            # Never left RUNNING: the run says it is incomplete, and the error is reported below.
-            client.set_terminated(run_id, "FAILED")
-            raise
-        client.set_terminated(run_id, "FINISHED")
+        _log_parent_record(client, run_id, evaluation, tags, child_runs, len(children), evaluation_path,
+                           extra_artifacts)
         return {"enabled": True, "parent_run_id": run_id, "experiment_id": str(exp_id), "children": children,
                 "backfilled": backfilled, "summary_runs": summaries,
                 "compare_path": compare_path(str(exp_id), list(summaries.values())),
@@ -424,3 +334,126 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
     except Exception as exc:  # the verdict never depends on MLflow
         print(f"[bakeoff] WARNING: MLflow parent run not logged: {exc.__class__.__name__}: {exc}", file=sys.stderr)
         return {"enabled": True, "error": f"{exc.__class__.__name__}: {exc}"}
+
+
+def _job_runs(client: Any, exp_id: str, evaluation: Evaluation,
+              jobs_dir: Path | None) -> tuple[dict[str, list], list[str], list[str]]:
+    """Each job's run (found, or back-filled from its files where the job could not log), ended if its
+    process died first, with the job's files attached: (leg -> its runs, run ids, back-filled run ids)."""
+    children: list[str] = []
+    backfilled: list[str] = []
+    by_leg: dict[str, list] = {}
+    for leg, fig in evaluation["legs"].items():
+        for run in fig["runs"]:
+            child = _find_child(client, exp_id, run) if run.get("job") else None
+            if child is not None:
+                run["mlflow_run_id"] = child.info.run_id
+                if child.info.status == "RUNNING":  # its process died before it could end the run
+                    client.set_terminated(child.info.run_id, _STATUS.get(run["status"], "FAILED"))
+            elif run.get("job"):
+                try:
+                    backfilled_id = backfill_child(client, exp_id, leg, fig, run, jobs_dir)
+                    run["mlflow_run_id"] = backfilled_id
+                    run["mlflow_backfilled"] = True
+                    backfilled.append(backfilled_id)
+                except Exception as exc:
+                    print(f"[bakeoff] WARNING: cannot back-fill the MLflow run of {leg} seed {run['seed']}: "
+                          f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
+            child_id = run.get("mlflow_run_id")
+            if child_id and run.get("job") and jobs_dir is not None:
+                try:  # the job's metrics.jsonl and log on its run: files a run page opens
+                    attach_job_files(client, child_id, jobs_dir / str(run["job"]))
+                except Exception as exc:
+                    print(f"[bakeoff] WARNING: cannot log the files of {run['job']} to its MLflow run: "
+                          f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
+            if child_id:
+                try:
+                    by_leg.setdefault(leg, []).append(client.get_run(child_id))
+                    children.append(child_id)
+                except Exception as exc:  # a child logged to another store
+                    print(f"[bakeoff] WARNING: cannot read MLflow run {run['mlflow_run_id']}: {exc}",
+                          file=sys.stderr)
+    return by_leg, children, backfilled
+
+
+def _parent_tags(evaluation: Evaluation, key: str) -> dict[str, str]:
+    """The parent run's tags: what it is, its verdict and note, and a tag per validity check."""
+    parity = evaluation["parity"]
+    verdict = str(evaluation["verdict"])
+    note = (f"**Verdict: {verdict}** on `{parity['metric']}` (margin {parity['margin']}, baseline "
+            f"{parity['baseline']}). {evaluation.get('summary') or ''}\n\n"
+            f"Legs side by side: the `(summary)` runs; every seed: the `LEG-sN` runs. "
+            f"Speed and cost: {(evaluation.get('speed') or {}).get('label') or 'measured'}.")
+    tags = {"bakeoff.parent_key": key, "bakeoff.name": str(evaluation.get("bakeoff")),
+            "bakeoff.spec_hash": str(evaluation.get("spec_hash")), "bakeoff.role": "parent",
+            "bakeoff.verdict": verdict, "mlflow.runName": f"{evaluation.get('bakeoff')}",
+            "bakeoff.failed_checks": str(evaluation.get("failed_checks")),
+            "bakeoff.summary": str(evaluation.get("summary") or "")[:MAX_TAG_CHARS],
+            "mlflow.note.content": note[:MAX_TAG_CHARS],
+            # Throughput and cost are emulated on a local run: say so where they are read.
+            "bakeoff.speed_and_cost": str((evaluation.get("speed") or {}).get("label", "")),
+            # What was measured, a tag per check: filterable in the runs table (tags.`bakeoff.measured.same-model`).
+            **{f"bakeoff.measured.{c['name'].replace(':', '.')}": str(c["status"])
+               for c in evaluation.get("checks", []) if is_validity_check(c)}}
+    projection = evaluation.get("projection")
+    if projection:
+        tags["bakeoff.decision"] = str(projection["sentence"])[:MAX_TAG_CHARS]
+    return tags
+
+
+def _link_children(client: Any, run_id: str, by_leg: dict[str, list], colours: dict[str, str],
+                   evaluation: Evaluation) -> None:
+    """Each job's run under the parent, in its leg's colour, with the verdict (a column of the saved view,
+    on every row)."""
+    from mlflow.entities import RunTag
+
+    for leg, runs in by_leg.items():
+        for child in runs:
+            try:
+                client.log_batch(child.info.run_id, tags=[
+                    RunTag("mlflow.parentRunId", run_id), RunTag("mlflow.runColor", colours[leg]),
+                    RunTag("bakeoff.spec_hash", str(evaluation.get("spec_hash"))),
+                    RunTag("bakeoff.verdict", str(evaluation["verdict"]))])
+            except Exception as exc:
+                print(f"[bakeoff] WARNING: cannot link MLflow run {child.info.run_id}: {exc}", file=sys.stderr)
+
+
+def _log_parent_record(client: Any, run_id: str, evaluation: Evaluation, tags: dict[str, str], child_runs: list,
+                       runs: int, evaluation_path: Path, extra_artifacts: tuple[Path, ...] | list[Path]) -> None:
+    """The parent's params, metrics, tags and files, then its end (FAILED, never left RUNNING, if they
+    cannot be written: the error goes on to the caller)."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    parity = evaluation["parity"]
+    shared, differing = shared_hyperparameters(child_runs)
+    params: dict[str, Any] = {"parity.metric": parity["metric"], "parity.margin": parity["margin"],
+                              "parity.alpha": parity["alpha"], "parity.baseline": parity["baseline"],
+                              "legs": ",".join(evaluation["legs"]), "runs": runs, **shared}
+    if differing:
+        tags["bakeoff.hyperparameters_differ"] = ",".join(differing)[:MAX_TAG_CHARS]
+    now = int(time.time() * 1000)
+    # One metric: each of the parent's metrics is a chart of one bar. The legs' figures are on
+    # their summary runs, the checks in tags, the bake-off's duration is the run's own.
+    metrics = {"verdict_pass": 1.0 if evaluation["verdict"] == "pass" else 0.0, **decision_metrics(evaluation)}
+    data = client.get_run(run_id).data
+    # Written once: a re-evaluation logs only the figures that changed.
+    metrics = {k: v for k, v in metrics.items() if data.metrics.get(k) != v}
+    clean = Cleaner("parent run")
+    params = clean.params(params)
+    try:
+        client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in clean.metrics(metrics).items()],
+                         params=[Param(k, v) for k, v in params.items() if k not in data.params],
+                         tags=[RunTag(k, v) for k, v in clean.tags(tags).items()])
+        client.log_artifact(run_id, str(evaluation_path))
+        for path in extra_artifacts:
+            if Path(path).exists():
+                client.log_artifact(run_id, str(path))
+        try:  # the decision as an image, the legs as a table: views of what is already there
+            attach_parent_extras(client, run_id, evaluation)
+        except Exception as exc:
+            print(f"[bakeoff] WARNING: the MLflow parent run has no decision image or legs table: "
+                  f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
+    except Exception:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    client.set_terminated(run_id, "FINISHED")
