@@ -10,6 +10,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import jsii
 from aws_cdk import Annotations, CfnOutput, DefaultStackSynthesizer, Duration, RemovalPolicy, Size, Stack, Token
@@ -185,60 +186,15 @@ class BakeoffPipeline(Construct):
         self._check_parameters(schedule_parameters, "schedule_parameters")
         allowed = [check_data_uri(u, "allowed_data_uris") for u in allowed_data_uris]
 
-        # --- storage ----------------------------------------------------------------
+        # --- storage, the MLflow tracking server, the execution role -------------------
         self.access_logs_bucket = None
         if bucket is None:
-            destroy = removal_policy == RemovalPolicy.DESTROY
-            self.access_logs_bucket = s3.Bucket(
-                self, "AccessLogs", encryption=s3.BucketEncryption.S3_MANAGED,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True,
-                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED, versioned=True,
-                removal_policy=removal_policy, auto_delete_objects=destroy,
-                lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))])
-            bucket = s3.Bucket(
-                self, "Artifacts", encryption=s3.BucketEncryption.S3_MANAGED,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
-                server_access_logs_bucket=self.access_logs_bucket, server_access_logs_prefix="artifacts/",
-                removal_policy=removal_policy, auto_delete_objects=destroy,
-                lifecycle_rules=[
-                    s3.LifecycleRule(id="expire-compile-caches", prefix=f"{prefix}/compile-cache/",
-                                     expiration=Duration.days(compile_cache_expiry_days),
-                                     noncurrent_version_expiration=Duration.days(1)),
-                    s3.LifecycleRule(id="expire-noncurrent-versions",
-                                     noncurrent_version_expiration=Duration.days(30),
-                                     abort_incomplete_multipart_upload_after=Duration.days(7)),
-                ])
-            for b in (bucket, self.access_logs_bucket):
-                # A retained bucket keeps its policy (TLS only, log delivery): without this the
-                # policy is deleted with the stack and the orphan accepts plain HTTP.
-                b.policy.apply_removal_policy(removal_policy)
-            # DESTROY: CDK's auto-delete-objects provider empties them first, every version and
-            # delete marker (aws-cdk-lib custom-resource-handlers aws-s3/auto-delete-objects-handler:
-            # ListObjectVersions, then DeleteObjects of Versions and DeleteMarkers), so a versioned
-            # bucket with objects no longer fails the delete. cdk-nag's AwsSolutions pack reports
-            # nothing on that provider (its role and function are plain CfnResources).
+            bucket = self._own_buckets(prefix, removal_policy, compile_cache_expiry_days)
         self.bucket = bucket
-
-        # --- MLflow -----------------------------------------------------------------
         self.mlflow_server = None
         mlflow_arn = None
         if mlflow_tracking_server:
-            self._check_mlflow_version(mlflow_version)
-            mlflow_role = iam.Role(self, "MlflowRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-                                   description=f"MLflow tracking server of bake-off {spec.name}")
-            artifacts = bucket.arn_for_objects(f"{prefix}/mlflow/*")
-            self._attach(mlflow_role, Grant("Artifacts", [iam.PolicyStatement(
-                sid="MlflowArtifacts",
-                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
-                resources=[artifacts])], "mlflow-artifacts", [artifacts]))
-            mlflow_role.add_to_policy(iam.PolicyStatement(
-                actions=["s3:ListBucket", "s3:GetBucketLocation"], resources=[bucket.bucket_arn]))
-            self.mlflow_server = sagemaker.CfnMlflowTrackingServer(
-                self, "MlflowServer", tracking_server_name=self.pipeline_name,
-                artifact_store_uri=f"s3://{bucket.bucket_name}/{prefix}/mlflow",
-                role_arn=mlflow_role.role_arn, tracking_server_size=mlflow_server_size,
-                mlflow_version=mlflow_version, automatic_model_registration=False)
-            mlflow_arn = self.mlflow_server.attr_tracking_server_arn
+            mlflow_arn = self._mlflow_tracking_server(bucket, prefix, mlflow_server_size, mlflow_version)
         self.mlflow_arn = mlflow_arn
 
         # --- execution role ---------------------------------------------------------
@@ -259,6 +215,51 @@ class BakeoffPipeline(Construct):
         self.allow_data_uris(*allowed, *[v for k, v in schedule_parameters.items() if k in self._data_parameters])
 
         # --- assets and the definition -----------------------------------------------
+        inline_text, definition_key = self._deploy_assets(stack, tokenized, bucket, role, mlflow_arn, prefix,
+                                                          inline_definition_limit, deployment_memory_mb,
+                                                          deployment_storage)
+        inline = definition_key is None
+
+        # --- the pipeline -----------------------------------------------------------
+        body = ({"PipelineDefinitionBody": inline_text} if inline else
+                {"PipelineDefinitionS3Location": {"Bucket": bucket.bucket_name, "Key": definition_key}})
+        self.definition_inline = inline
+        self.definition_key = definition_key
+        self.pipeline = sagemaker.CfnPipeline(
+            self, "Pipeline", pipeline_name=self.pipeline_name, role_arn=role.role_arn,
+            pipeline_definition=body, pipeline_description=f"bakeoff {spec.name}: {spec.description}"[:3072],
+            # A JSON-typed property in CDK's L1: written as given, so in CloudFormation's own casing
+            # (AWS::SageMaker::Pipeline ParallelismConfiguration: {"MaxParallelExecutionSteps": Integer}).
+            parallelism_configuration={"MaxParallelExecutionSteps": spec.max_parallel_steps},
+            tags=[{"key": "bakeoff:name", "value": spec.name},
+                  {"key": "bakeoff:stack", "value": stack.stack_name}])
+        self.pipeline.node.add_dependency(self.assets)
+        if self._own_role:  # the role's policies exist before anything can run as it
+            _depend_on_policies(self.pipeline, role)
+
+        self.schedule_rule = None
+        if schedule is not None:
+            self.schedule_rule = self.add_schedule(schedule, schedule_parameters)
+        self.notification_rules: list[events.Rule] = []
+        if notify is not None:
+            self.add_notification(notify)
+
+        CfnOutput(self, "PipelineName", value=self.pipeline_name,
+                  description="the SageMaker pipeline's name (bakeoff start NAME --region REGION)")
+        CfnOutput(self, "PipelineArn", value=self.pipeline_arn)
+        CfnOutput(self, "StartCommand", value=f"bakeoff start {self.pipeline_name} --region {region}")
+        CfnOutput(self, "BucketName", value=bucket.bucket_name)
+        CfnOutput(self, "RoleArn", value=role.role_arn)
+        if mlflow_arn:
+            CfnOutput(self, "MlflowTrackingServerArn", value=mlflow_arn)
+
+    def _deploy_assets(self, stack: Stack, tokenized: TokenizedDefinition, bucket: s3.IBucket, role: iam.IRole,
+                       mlflow_arn: str | None, prefix: str, inline_definition_limit: int,
+                       deployment_memory_mb: int, deployment_storage: Size | None) -> tuple[Any, str | None]:
+        """The assets deployed to the bucket (those naming the bucket, role or tracking server rendered at
+        deploy time under keys of this stack's own), and the definition: (its inline text, or the key it is
+        deployed under when it is too large for the template)."""
+        spec, region = self.spec, self.region
         values = tokenized.values(bucket.bucket_name, role.role_arn, mlflow_arn)
         identity = "\0".join([region, nag_text(stack, stack.account), self.pipeline_name,
                               json.dumps(stack.resolve(values), sort_keys=True)])
@@ -294,39 +295,61 @@ class BakeoffPipeline(Construct):
             prune=False, retain_on_delete=True, extract=True, memory_limit=deployment_memory_mb,
             ephemeral_storage_size=self._deployment_storage(total, deployment_storage))
         self._acknowledge_deployment(stack, bucket)
+        return inline_text, definition_key
 
-        # --- the pipeline -----------------------------------------------------------
-        body = ({"PipelineDefinitionBody": inline_text} if inline else
-                {"PipelineDefinitionS3Location": {"Bucket": bucket.bucket_name, "Key": definition_key}})
-        self.definition_inline = inline
-        self.definition_key = definition_key
-        self.pipeline = sagemaker.CfnPipeline(
-            self, "Pipeline", pipeline_name=self.pipeline_name, role_arn=role.role_arn,
-            pipeline_definition=body, pipeline_description=f"bakeoff {spec.name}: {spec.description}"[:3072],
-            # A JSON-typed property in CDK's L1: written as given, so in CloudFormation's own casing
-            # (AWS::SageMaker::Pipeline ParallelismConfiguration: {"MaxParallelExecutionSteps": Integer}).
-            parallelism_configuration={"MaxParallelExecutionSteps": spec.max_parallel_steps},
-            tags=[{"key": "bakeoff:name", "value": spec.name},
-                  {"key": "bakeoff:stack", "value": stack.stack_name}])
-        self.pipeline.node.add_dependency(self.assets)
-        if self._own_role:  # the role's policies exist before anything can run as it
-            _depend_on_policies(self.pipeline, role)
+    def _own_buckets(self, prefix: str, removal_policy: RemovalPolicy,
+                     compile_cache_expiry_days: int) -> s3.IBucket:
+        """The artifacts bucket and its access-log bucket, TLS only, versioned, with lifecycle rules."""
+        destroy = removal_policy == RemovalPolicy.DESTROY
+        self.access_logs_bucket = s3.Bucket(
+            self, "AccessLogs", encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED, versioned=True,
+            removal_policy=removal_policy, auto_delete_objects=destroy,
+            lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))])
+        bucket = s3.Bucket(
+            self, "Artifacts", encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
+            server_access_logs_bucket=self.access_logs_bucket, server_access_logs_prefix="artifacts/",
+            removal_policy=removal_policy, auto_delete_objects=destroy,
+            lifecycle_rules=[
+                s3.LifecycleRule(id="expire-compile-caches", prefix=f"{prefix}/compile-cache/",
+                                 expiration=Duration.days(compile_cache_expiry_days),
+                                 noncurrent_version_expiration=Duration.days(1)),
+                s3.LifecycleRule(id="expire-noncurrent-versions",
+                                 noncurrent_version_expiration=Duration.days(30),
+                                 abort_incomplete_multipart_upload_after=Duration.days(7)),
+            ])
+        for b in (bucket, self.access_logs_bucket):
+            # A retained bucket keeps its policy (TLS only, log delivery): without this the
+            # policy is deleted with the stack and the orphan accepts plain HTTP.
+            b.policy.apply_removal_policy(removal_policy)
+        # DESTROY: CDK's auto-delete-objects provider empties them first, every version and
+        # delete marker (aws-cdk-lib custom-resource-handlers aws-s3/auto-delete-objects-handler:
+        # ListObjectVersions, then DeleteObjects of Versions and DeleteMarkers), so a versioned
+        # bucket with objects no longer fails the delete. cdk-nag's AwsSolutions pack reports
+        # nothing on that provider (its role and function are plain CfnResources).
+        return bucket
 
-        self.schedule_rule = None
-        if schedule is not None:
-            self.schedule_rule = self.add_schedule(schedule, schedule_parameters)
-        self.notification_rules: list[events.Rule] = []
-        if notify is not None:
-            self.add_notification(notify)
-
-        CfnOutput(self, "PipelineName", value=self.pipeline_name,
-                  description="the SageMaker pipeline's name (bakeoff start NAME --region REGION)")
-        CfnOutput(self, "PipelineArn", value=self.pipeline_arn)
-        CfnOutput(self, "StartCommand", value=f"bakeoff start {self.pipeline_name} --region {region}")
-        CfnOutput(self, "BucketName", value=bucket.bucket_name)
-        CfnOutput(self, "RoleArn", value=role.role_arn)
-        if mlflow_arn:
-            CfnOutput(self, "MlflowTrackingServerArn", value=mlflow_arn)
+    def _mlflow_tracking_server(self, bucket: s3.IBucket, prefix: str, size: str, version: str) -> str:
+        """The SageMaker MLflow tracking server and its role (artifacts under the prefix only); its ARN."""
+        spec = self.spec
+        self._check_mlflow_version(version)
+        mlflow_role = iam.Role(self, "MlflowRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+                               description=f"MLflow tracking server of bake-off {spec.name}")
+        artifacts = bucket.arn_for_objects(f"{prefix}/mlflow/*")
+        self._attach(mlflow_role, Grant("Artifacts", [iam.PolicyStatement(
+            sid="MlflowArtifacts",
+            actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+            resources=[artifacts])], "mlflow-artifacts", [artifacts]))
+        mlflow_role.add_to_policy(iam.PolicyStatement(
+            actions=["s3:ListBucket", "s3:GetBucketLocation"], resources=[bucket.bucket_arn]))
+        self.mlflow_server = sagemaker.CfnMlflowTrackingServer(
+            self, "MlflowServer", tracking_server_name=self.pipeline_name,
+            artifact_store_uri=f"s3://{bucket.bucket_name}/{prefix}/mlflow",
+            role_arn=mlflow_role.role_arn, tracking_server_size=size,
+            mlflow_version=version, automatic_model_registration=False)
+        return self.mlflow_server.attr_tracking_server_arn
 
     # --- policies -----------------------------------------------------------------------
     def _attach(self, role: iam.IRole, grant: Grant, scope: Construct | None = None) -> None:
