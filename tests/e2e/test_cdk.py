@@ -231,7 +231,8 @@ def _mlflow_client_calls():
 
 def test_every_mlflow_call_the_jobs_make_has_its_action_in_the_synthesized_role():
     calls = _mlflow_client_calls()
-    assert {f for f, _ in calls} == {"parent_run.py", "sink.py", "script_run.py"}, calls
+    assert {f for f, _ in calls} == {"parent_run.py", "parent_extras.py", "run_inputs.py", "sink.py",
+                                     "script_run.py"}, calls
     unknown = {(f, m) for f, m in calls if m not in MLFLOW_CLIENT_ACTIONS}
     assert not unknown, f"MlflowClient calls without a sagemaker-mlflow action in policies.py: {unknown}"
     # The local-only store helper stays local: nothing else imports it.

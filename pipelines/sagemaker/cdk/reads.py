@@ -15,7 +15,7 @@ VPC_ACTIONS = (
     "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
 )
 # Each MlflowClient method the jobs and the Evaluate step call on a SageMaker tracking server
-# (entrypoints/bakeoff_runtime/tracking/sink.py, parent_run.py, script_run.py), and the
+# (entrypoints/bakeoff_runtime/tracking/sink.py, parent_run.py, parent_extras.py, run_inputs.py, script_run.py), and the
 # sagemaker-mlflow action of the REST call it makes (mlflow/store/tracking/rest_store.py:
 # set_terminated is UpdateRun; log_artifact reads the run (GetRun) for its artifact URI and writes
 # to S3 with the role's own S3 grant). Actions as the Service Authorization Reference names them,
@@ -29,6 +29,14 @@ MLFLOW_CLIENT_ACTIONS = {
     "create_run": ("CreateRun",), "get_run": ("GetRun",), "search_runs": ("SearchRuns",),
     "log_batch": ("LogBatch",), "set_tag": ("SetTag",), "set_terminated": ("UpdateRun",),
     "delete_run": ("DeleteRun",), "get_metric_history": ("GetMetricHistory",), "log_artifact": ("GetRun",),
+    # A job's datasets (tracking/run_inputs.py): the REST LogInputs call (AWS's managed
+    # SageMakerStudioProjectRoleMachineLearningPolicy grants sagemaker-mlflow:LogInputs by that name).
+    "log_inputs": ("LogInputs",),
+    # The parent's legs table and decision image (tracking/parent_extras.py): MLflow's log_table reads the run
+    # (GetRun) for its artifact URI, lists and downloads an earlier table from the artifact store (S3, the
+    # role's own grant), writes the new one (log_artifact) and records it in a tag (SetTag):
+    # mlflow/tracking/client.py MlflowClient.log_table and list_artifacts.
+    "list_artifacts": ("GetRun",), "log_table": ("GetRun", "SetTag"),
 }
 # A script-mode script shares its job's run through MLflow's fluent API: mlflow.start_run() resumes it
 # (GetRun, then UpdateRun to mark it running: mlflow/tracking/fluent.py), and the script may log single
