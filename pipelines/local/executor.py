@@ -130,6 +130,9 @@ class LocalExecutor:
                ENV["mlflow_experiment"]: self.spec.experiment,
                ENV["mlflow_artifact_location"]: (store / "artifacts").as_uri()}
         if not (store / "mlflow.db").exists():
+            # The seconds before the first job of a new run directory (MLflow's imports and its schema): said,
+            # so that they do not read as a hang.
+            self.progress.note(f"MLflow: creating the run's local store ({store}); the jobs start after")
             self._prepare_mlflow_store(env, store)
         return env
 
@@ -223,8 +226,6 @@ class LocalExecutor:
             file, line = locate(self.spec, ("parity", "metric"))
             raise SpecError(f"{unreachable}; no job was started", file=file, line=line, field="parity.metric")
         self.out.mkdir(parents=True, exist_ok=True)
-        self.progress.note(f"preparing {self.out}: the plan, the code bundle, this machine's stand-ins for SageMaker "
-                           "(the first jobs start after)")
         with RunLock(self.out), _forward_signals(self):
             result = self._run()
         return result

@@ -11,10 +11,16 @@ def test_tiny_bakeoff_runs_both_backends(tiny_run):
     proc, out = tiny_run["proc"], tiny_run["out"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     # Each leg told where it runs here: a GPU hidden from legs that do not run on one, XLA from all but trn.
+    assert "local: leg trn1: 1 x ml.trn1.2xlarge (neuron) -> 1 process on local xla:cpu (PJRT_DEVICE=CPU, " \
+           "CUDA_VISIBLE_DEVICES=\"\")" in proc.stderr, proc.stderr[:2000]
+    assert "local: leg p4d: 1 x ml.p4d.24xlarge (cuda) -> 1 process on local cpu (USE_TORCH_XLA=0, " \
+           "CUDA_VISIBLE_DEVICES=\"\")" in proc.stderr, proc.stderr[:2000]
+    # ... and the run directory has every substitution, the batching and the backend each leg runs as.
+    said = json.loads((out / "substitutions.json").read_text())["substitutions"]
     assert "leg trn1: 1 x ml.trn1.2xlarge (neuron, 2 processes per host) -> 1 host x 1 process on local " \
-           "xla:cpu (PJRT_DEVICE=CPU, CUDA_VISIBLE_DEVICES=\"\")" in proc.stderr
+           "xla:cpu (PJRT_DEVICE=CPU, CUDA_VISIBLE_DEVICES=\"\")" in "\n".join(said)
     assert "leg p4d: 1 x ml.p4d.24xlarge (cuda, 8 processes per host) -> 1 host x 1 process on local cpu " \
-           "(USE_TORCH_XLA=0, CUDA_VISIBLE_DEVICES=\"\"), BAKEOFF_BACKEND=cpu" in proc.stderr
+           "(USE_TORCH_XLA=0, CUDA_VISIBLE_DEVICES=\"\"), BAKEOFF_BACKEND=cpu" in "\n".join(said)
     ev = json.loads((out / "evaluation" / "evaluation.json").read_text())
     # fp32 on xla:cpu and eager CPU, paired by seed: the same numerics to ~1e-4, well inside 0.2.
     assert ev["verdict"] == "pass", ev["summary"]
