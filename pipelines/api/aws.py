@@ -383,10 +383,13 @@ def _report_of(evaluation: Mapping[str, Any], source: str, path: Path, html: Pat
 
 
 def _writable(directory: Path) -> bool:
-    """Whether a file can be made in `directory`, found by making one: os.access answers yes
-    for root on a read-only mount, and permissions are not the only thing that refuses."""
+    """Whether a file can be made in `directory` (or, where it does not exist yet, in the nearest folder above
+    it that does), found by making one: os.access answers yes for root on a read-only mount, and permissions
+    are not the only thing that refuses."""
     import tempfile
 
+    while not directory.exists() and directory.parent != directory:
+        directory = directory.parent  # an interrupted run has no evaluation/ yet: deciding it makes one
     try:
         fd, probe = tempfile.mkstemp(prefix=".bakeoff-write-probe-", dir=directory)
     except OSError:
