@@ -104,7 +104,7 @@ class Substitutions:
     # --- the list, as printed -------------------------------------------------------------
     def brief(self) -> list[str]:
         """What a person at the terminal needs before the bars: what each leg runs on here, and its own
-        `local:` block (describe() has every substitution; the run directory keeps them in local.txt)."""
+        `local:` block (describe() has every substitution; the run directory keeps them in substitutions.json)."""
         lines = []
         for leg in self.plan.legs:
             emu = self.emulation[leg.name]
