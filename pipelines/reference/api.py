@@ -1,0 +1,56 @@
+"""The Python API reference: every name `pipelines` exports (its `__all__`), rendered by mkdocstrings from
+the docstrings of the module that defines it, grouped by that module."""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+
+from pipelines.reference.markdown import GENERATED
+
+# What each module's group is called on the page; a module not named here is titled by its path.
+GROUPS = {
+    "pipelines.api": "Verbs",
+    "pipelines.api:types": "What the verbs return",
+    "pipelines.spec.model": "The spec's models",
+    "pipelines.spec.loader": "Reading a spec",
+    "pipelines.errors": "Errors",
+    "pipelines.local": "The local engine",
+    "pipelines.plan.model": "The plan",
+    "pipelines.plan.corpus": "The built-in corpus",
+}
+
+
+def exported() -> dict[str, str]:
+    """Each exported name (`pipelines.__all__`, less `__version__`) and the module that defines it."""
+    import pipelines
+
+    return {name: pipelines._EXPORTS[name] for name in pipelines.__all__ if not name.startswith("__")}
+
+
+def _group(name: str, module: str) -> str:
+    # pipelines.api holds the verbs and their results: two groups, functions first.
+    if module == "pipelines.api":
+        import pipelines
+
+        return module + (":types" if inspect.isclass(getattr(pipelines, name)) else "")
+    return module
+
+
+def page(names: Iterable[tuple[str, str]] | None = None) -> str:
+    items = sorted(exported().items() if names is None else names, key=lambda item: (item[1], item[0]))
+    items = sorted(items, key=lambda item: _group(*item))  # stable: names stay sorted within a group
+    out = [GENERATED, "# Python API\n\n",
+           "Everything `import pipelines` exports, from the docstrings. Each verb does what the CLI command "
+           "of its name does and returns a frozen pydantic model that serialises to the JSON "
+           "`bakeoff COMMAND --json` prints; nothing prints. Errors are the classes under "
+           "[Errors](#pipelines-errors), each with the CLI's [exit code](exit-codes.md).\n\n"
+           "```python\nfrom pipelines import load_spec, run_local\n"
+           "result = run_local(load_spec(\"bakeoff.yaml\"), \"runs/demo\")\nprint(result.verdict)\n```\n\n"]
+    group = None
+    for name, where in items:
+        if _group(name, where) != group:
+            group = _group(name, where)
+            anchor = group.replace(".", "-").replace(":", "-")
+            out.append(f"## {GROUPS.get(group, where)} {{ #{anchor} }}\n\n`{where}`\n\n")
+        out.append(f"::: {where}.{name}\n    options:\n      heading_level: 3\n\n")
+    return "".join(out)
