@@ -4,8 +4,7 @@
 The contract says of each `*_ENV` constant who sets it and who reads it, in the comment above it
 ("set by -> read by: what it does"). The ones "the user's shell" sets are for users; the rest (a job's
 configuration, `JobEnvironment`, and the plumbing between bakeoff's own processes) bakeoff sets itself. Read
-from the source, since comments are not kept at run time; the module is not imported, so nothing it would
-import is.
+from the source, since comments are not kept at run time.
 """
 from __future__ import annotations
 
@@ -14,10 +13,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bakeoff_runtime.contract.environment import ENV_PREFIX
 from pipelines.reference.markdown import GENERATED, cell, code, table
 
 USER = "The user's shell"
-PREFIX = "BAKEOFF_"
 
 
 def contract_source() -> Path:
@@ -44,7 +43,7 @@ def declared(source: str | None = None) -> list[Variable]:
     for node in ast.parse(text).body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id.endswith("_ENV") and isinstance(node.value, ast.Constant)
-                and isinstance(node.value.value, str) and node.value.value.startswith(PREFIX)):
+                and isinstance(node.value.value, str) and node.value.value.startswith(ENV_PREFIX)):
             continue
         above: list[str] = []
         for line in reversed(lines[:node.lineno - 1]):
@@ -73,7 +72,7 @@ def _sentence(text: str) -> str:
 def page() -> str:
     rows = [(code(v.name), cell(_sentence(v.what)), cell(v.read_by)) for v in user_facing()]
     return (GENERATED + "# Environment variables\n\n"
-            "The variables a user may set in the shell that runs `bakeoff`. Every other `BAKEOFF_*` variable "
+            "The variables a user may set in the shell that runs `bakeoff`. Every other `" + ENV_PREFIX + "*` variable "
             "is set by bakeoff itself, for a training job or between its own processes, and is not for users "
             "to set.\n\n"
             + table(("Variable", "What it does", "Read by"), rows)
