@@ -92,8 +92,8 @@ def page(schema: dict[str, Any] | None = None) -> str:
     places = _places(found)
     out = [GENERATED, "# Spec fields\n\n",
            "Every field a bake-off spec (YAML) can hold, model by model, from the spec's JSON Schema "
-           "(`bakeoff schema` prints it). Default `required`: the spec must give the field; —: an empty list or map, "
-           "or a nested model with its own fields' defaults. Any field can be set from "
+           "(`bakeoff schema` prints it). A default of `required` means the spec must give the field; — means an "
+           "empty list or map, or a nested model whose fields have their own defaults. Any field can be set from "
            "the command line with `--set PATH=VALUE` (e.g. `--set training.max_steps=50`).\n\n"]
     for model, body in found.items():
         out.append(f"## {model} {{ #{model.lower()} }}\n\n")
@@ -109,6 +109,8 @@ def page(schema: dict[str, Any] | None = None) -> str:
         for field, prop in body.get("properties", {}).items():
             default = "required" if field in required else (code(json.dumps(prop["default"])) if "default" in prop
                                                            else "—")
-            rows.append((code(field), type_text(prop), default, _limits(prop), cell(prop.get("description", ""))))
-        out.append(table(("Field", "Type", "Default", "Limits", "Description"), rows) + "\n")
+            limits = _limits(prop)
+            about = cell(prop.get("description", "")) + (f" Limits: {limits}." if limits else "")
+            rows.append((code(field), type_text(prop), default, about.strip()))
+        out.append(table(("Field", "Type", "Default", "Description"), rows) + "\n")
     return "".join(out)
