@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from pipelines.reference.markdown import GENERATED, cell, code, slug, table
 
-USAGE_WIDTH = 100  # the usage lines' width, whatever terminal builds the docs
+USAGE_WIDTH = 80  # the usage lines' width (fits the page's code block), whatever terminal builds the docs
 
 
 def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("bakeoff",),
