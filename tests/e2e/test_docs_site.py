@@ -38,3 +38,18 @@ def test_the_site_builds_strictly_offline(tmp_path):
     assert "## Unreleased" not in (site / "changelog.html").read_text()  # CHANGELOG.md included, as HTML
     assert 'id="unreleased"' in (site / "changelog.html").read_text()
     assert "fonts.googleapis.com" not in (site / "index.html").read_text()
+
+
+def test_a_broken_anchor_fails_the_build(tmp_path):
+    """The strict build is not a formality: the same site with one link to a missing #anchor does not build."""
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    with (tmp_path / "docs" / "troubleshooting.md").open("a") as page:
+        page.write("\n[a field](reference/spec.md#no-such-model)\n")
+    config = (ROOT / "mkdocs.yml").read_text().replace("docs_dir: docs", f"docs_dir: {tmp_path / 'docs'}").replace(
+        "  - pipelines/reference/mkdocs_hook.py", f"  - {ROOT / 'pipelines' / 'reference' / 'mkdocs_hook.py'}")
+    (tmp_path / "mkdocs.yml").write_text(config)
+    mkdocs = str(Path(sys.executable).with_name("mkdocs"))
+    proc = subprocess.run([mkdocs, "build", "--strict", "-f", str(tmp_path / "mkdocs.yml"), "--site-dir",
+                           str(tmp_path / "site")], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode != 0
+    assert "does not contain an anchor '#no-such-model'" in proc.stderr, proc.stderr[-4000:]
