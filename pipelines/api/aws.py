@@ -220,6 +220,9 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
     SageMaker's step cache serves them and only the new seeds train (checked before each update).
     Stops at pass or fail, or at `max_seeds` (default 4x the first round) with inconclusive and its
     recommendation. The group-sequential design (alpha spent per look) is in each round's evaluation."""
+    from pipelines.extras import require_stats
+
+    require_stats("bakeoff start --until-decided")  # before the first round deploys
     from pipelines.sagemaker import more_seeds
 
     loaded = as_spec(spec)

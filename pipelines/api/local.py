@@ -36,6 +36,10 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
     from pipelines.advice.seeds import design_warnings, seed_warnings
     from pipelines.plan.model import build_plan
 
+    if previous_run is not None:  # its spread is weighed with the statistics of the stats extra
+        from pipelines.extras import require_stats
+
+        require_stats("bakeoff validate --from")
     loaded = as_spec(spec, overrides)
     plan = build_plan(loaded)
     _check_compiles(loaded, plan)
@@ -90,6 +94,9 @@ def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.Pa
     `from_run` is a previous run directory whose paired spread and job hours size the plan (without it,
     the plan is the pilot to run); `max_seeds` caps the sequential (`until_decided`) design. Returns a
     frozen BudgetPlan (`.model_dump(mode="json")` is `bakeoff plan --json`)."""
+    from pipelines.extras import require_stats
+
+    require_stats("bakeoff plan")
     try:
         from pipelines.advice.budget import plan_budget
     except ImportError:

@@ -28,7 +28,9 @@ def project(target: ExecutionLike | os.PathLike[str], decision: Mapping[str, Any
     from the defaults). Writes evaluation.json with the projection, and report.html, to `out_dir`
     (default `./bakeoff-project-NAME`): the run directory is read, never written."""
     from pipelines.api.aws import render_report, report
+    from pipelines.extras import require_stats
 
+    require_stats("bakeoff project")  # before the execution is read
     source = report(target, render=False, out_dir=Path(_scratch(target, out_dir)), region=region, session=session,
                     profile=profile, progress=progress)
     evaluation = dict(source.evaluation)

@@ -303,6 +303,22 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _needs_stats(exc: BaseException, args) -> bool:
+    """Whether `exc` came from importing numpy or scipy, the stats extra, on a path the API's own checks
+    (pipelines/extras.py) do not cover; if so, says the extra's install line as they do (exit 2)."""
+    from pipelines.extras import STATS_MODULES, missing_stats, stats_line
+
+    seen: BaseException | None = exc
+    while seen is not None and not (isinstance(seen, ModuleNotFoundError)
+                                    and (seen.name or "").split(".")[0] in STATS_MODULES):
+        seen = seen.__cause__ or seen.__context__
+    if seen is None:
+        return False
+    missing = missing_stats() or ((seen.name or "").split(".")[0],)
+    print(f"bakeoff: error: {stats_line(f'bakeoff {args.command}', missing)}", file=sys.stderr)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     from pipelines.cli.completion import autocomplete
@@ -317,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except BakeoffError as exc:
+        if _needs_stats(exc, args):
+            return EXIT_BAD_INPUT
         import os
 
         from bakeoff_runtime.contract import DEBUG_ENV
@@ -344,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except Exception as exc:  # a bug or the machine: one line, exit 4, the traceback only on request
+        if _needs_stats(exc, args):
+            return EXIT_BAD_INPUT
         import os
 
         from bakeoff_runtime.contract import DEBUG_ENV

@@ -4,6 +4,7 @@ throughput and spread, the compile cache's cold and warm starts, and the costs `
 from __future__ import annotations
 
 import json
+from statistics import fmean, stdev
 from typing import Any, cast
 
 from bakeoff_runtime.contract.documents import (
@@ -18,7 +19,6 @@ from bakeoff_runtime.contract.documents import (
     Spread,
     run_metric,
 )
-from bakeoff_runtime.verdict import stats
 from bakeoff_runtime.verdict import sweeps as scaling
 from bakeoff_runtime.verdict.runs import COMPLETED, DIVERGED, FAILED, LOST, _finite
 
@@ -130,10 +130,17 @@ def _run_row(run: dict, count: int, per_hour: float | None, metric: str, target,
 
 
 def _spread(values: list[float]) -> Spread:
-    d = stats.describe(values)
-    rel = (d["max"] - d["min"]) / d["mean"] if d["n"] > 1 and d["mean"] else None
-    return {"mean": d["mean"], "std": d["std"], "cv": d["cv"], "min": d["min"], "max": d["max"], "n": d["n"],
-            "relative_range": rel}
+    """stats.describe's figures less its t interval, in the standard library: `recost` (a report of a SageMaker
+    execution) then runs on bakeoff's core, without the stats extra's numpy and scipy."""
+    vals = [float(v) for v in values]
+    n = len(vals)
+    if n == 0:
+        return {"mean": None, "std": None, "cv": None, "min": None, "max": None, "n": 0, "relative_range": None}
+    mean = fmean(vals)
+    sd = stdev(vals) if n > 1 else None
+    cv = (sd / abs(mean)) if sd is not None and mean != 0 else None
+    rel = (max(vals) - min(vals)) / mean if n > 1 and mean else None
+    return {"mean": mean, "std": sd, "cv": cv, "min": min(vals), "max": max(vals), "n": n, "relative_range": rel}
 
 
 def _throughput(rows: list[RunRow]) -> LegThroughput:
@@ -154,6 +161,8 @@ def _throughput(rows: list[RunRow]) -> LegThroughput:
 
 def _leg_figures(name: str, leg_cfg: LegConfig, runs: list[dict], parity: dict, target,
                  emulated: bool) -> LegFigures:
+    from bakeoff_runtime.verdict import stats  # numpy: here, so that `recost` runs without it
+
     metric = parity["metric"]
     price: Price | dict[str, Any] = leg_cfg.get("price") or {}
     per_hour = price.get("usd_per_hour")
