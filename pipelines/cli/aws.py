@@ -48,7 +48,8 @@ def cmd_synth(args) -> int:
     if args.mlflow_server:
         from pipelines.errors import SpecError
 
-        raise SpecError("--mlflow-server goes with --cdk-out (the construct creates the server)", field="--mlflow-server")
+        raise SpecError("--mlflow-server goes with --cdk-out (the construct creates the server)",
+                        field="--mlflow-server")
     result = api.synth(args.spec, overrides=args.overrides, bucket=args.bucket, role_arn=args.role,
                        region=args.region)
     if args.json:

@@ -207,11 +207,14 @@ def test_the_python_package_jsii_pacmak_builds_deploys_the_same(inline, tmp_path
     with zipfile.ZipFile(wheel) as z:
         z.extractall(site)
     bundle_dir = bundle(tmp_path, "seeds=3")
+    # From Python, the type union takes a topic, and a list a list.
     script = f"""
 import aws_cdk as cdk, bakeoff_cdk_construct as b
+from aws_cdk import aws_sns as sns
 app = cdk.App(outdir={str(tmp_path / 'py.jsii')!r})
 stack = cdk.Stack(app, {STACK!r}, env=cdk.Environment(region={REGION!r}))
-b.BakeoffPipeline(stack, "Bakeoff", bundle_dir={str(bundle_dir)!r})
+b.BakeoffPipeline(stack, "Bakeoff", bundle_dir={str(bundle_dir)!r},
+                  notify=sns.Topic(stack, "Outcomes", enforce_ssl=True), allowed_data_uris={ALLOWED!r})
 app.synth()
 """
     env = _env()
@@ -219,6 +222,10 @@ app.synth()
     _run([sys.executable, "-c", script], cwd=tmp_path, env=env, timeout=300)
     template = Template.from_json(json.loads((tmp_path / "py.jsii" / f"{STACK}.template.json").read_text()))
     assert definition(template) == definition(ts)
+    topic = next(iter(of_type(template, "AWS::SNS::Topic")))
+    rules = [r["Properties"] for r in of_type(template, "AWS::Events::Rule").values()]
+    assert len(rules) == 4 and all(r["Targets"][0]["Arn"] == {"Ref": topic} for r in rules)
+    assert sum(s.get("Sid", "").startswith("ReadObjects") for s in statements(template).values()) == len(ALLOWED)
 
 
 def test_the_committed_api_reference_is_current(built, tmp_path):
@@ -275,8 +282,8 @@ def resources(template, kind):
 
 def statements(template):
     """(policy's logical id, Sid) -> statement, for every IAM policy of the stack."""
-    return {(k, s.get("Sid", json.dumps(s, sort_keys=True))): s for k, p in resources(template, "AWS::IAM::Policy").items()
-            for s in p["PolicyDocument"]["Statement"]}
+    return {(k, s.get("Sid", json.dumps(s, sort_keys=True))): s
+            for k, p in resources(template, "AWS::IAM::Policy").items() for s in p["PolicyDocument"]["Statement"]}
 
 
 def nag_clean(outdir):
@@ -315,6 +322,7 @@ def server_notify_allowed(built, tmp_path_factory):
 
     def build(stack, spec):
         from aws_cdk import aws_sns as sns
+
         from bakeoff_cdk import BakeoffPipeline
 
         topic = sns.Topic(stack, "Outcomes", enforce_ssl=True)
@@ -361,6 +369,7 @@ def given_role(built, tmp_path_factory):
 
     def build(stack, spec):
         from aws_cdk import aws_iam as iam
+
         from bakeoff_cdk import BakeoffPipeline
 
         team = iam.Role(stack, "Team", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
@@ -378,7 +387,8 @@ def test_a_given_role_is_used_as_is_like_the_python_constructs(given_role):
     assert not [r for r in roles if r.startswith("BakeoffExecutionRole")]
     [team] = [r for r in roles if r.startswith("Team")]
     [pipeline] = resources(ts, "AWS::SageMaker::Pipeline").values()
-    assert pipeline["RoleArn"] == f"<{team}.Arn>" and f"<{team}.Arn>" in pipeline["PipelineDefinition"]["PipelineDefinitionBody"]
+    assert pipeline["RoleArn"] == f"<{team}.Arn>"
+    assert f"<{team}.Arn>" in pipeline["PipelineDefinition"]["PipelineDefinitionBody"]
     assert not [p for p in resources(ts, "AWS::IAM::Policy").values() if {"Ref": team} in p.get("Roles", [])
                 or f"<{team}>" in p.get("Roles", [])]  # nothing granted to it
     # What the given role must read is said, by both.

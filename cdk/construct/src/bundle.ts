@@ -1,4 +1,4 @@
-// The bundle `bakeoff synth --cdk-out DIR` writes (pipelines/sagemaker/cdk/bundle.py, format 1). Internal.
+// The bundle `bakeoff synth --cdk-out DIR` writes (pipelines/sagemaker/cdk/bundle.py, format 2). Internal.
 import * as fs from 'fs';
 import * as path from 'path';
 

@@ -44,7 +44,8 @@ def bundle_region(spec: BakeoffSpec, region: str | None) -> str:
     return region
 
 
-def write_bundle(spec: BakeoffSpec, out: Path, region: str | None = None, mlflow_server: bool = False) -> dict[str, Any]:
+def write_bundle(spec: BakeoffSpec, out: Path, region: str | None = None,
+                 mlflow_server: bool = False) -> dict[str, Any]:
     """Compile `spec` for `region` (default: its storage.region) into `out` (replaced); returns the manifest.
     `mlflow_server`: for a construct that creates a SageMaker MLflow tracking server the jobs track to."""
     from pipelines.sagemaker.compiler import compile_pipeline
@@ -74,7 +75,8 @@ def write_bundle(spec: BakeoffSpec, out: Path, region: str | None = None, mlflow
     start = grants.start_grants(definition, f"{prefix}/{spec.name}/evaluation", region)
     # The grants' reasons, those of CDK's BucketDeployment handler that deploys the assets, of the data
     # locations a stack may allow (allowedDataUris) and of the tracking server's artifacts.
-    used = ({g["reason"] for g in execution + start if g["reason"]} | {k for k in REASONS if k.startswith("deployment-")}
+    used = ({g["reason"] for g in execution + start if g["reason"]}
+            | {k for k in REASONS if k.startswith("deployment-")}
             | {"data-prefixes"} | ({"mlflow-artifacts"} if server else set()))
     manifest = {
         "format": FORMAT, "name": spec.name, "description": spec.description or "", "region": region,
