@@ -394,3 +394,27 @@ def test_a_given_role_is_used_as_is_like_the_python_constructs(given_role):
     # What the given role must read is said, by both.
     said = [w for w in warnings(ts_out) if "given, not made" in w]
     assert said and ALLOWED[1] in said[0] and [w for w in warnings(py_out) if "given, not made" in w]
+
+
+def test_the_repositorys_app_and_a_typescript_app_deploy_the_same_definition(built, tmp_path):
+    """`npx cdk synth` of cdk/app.py (the repository's Python app) and of a TypeScript app with the jsii construct,
+    from the same spec: both cdk-nag clean, the same pipeline definition byte for byte once deployed."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    shutil.copy(QUICKSTART, specs / QUICKSTART.name)
+    py_out = tmp_path / "app.out"
+    _npx("cdk", "synth", "-q", "-o", str(py_out), "-c", f"specDir={specs}", "-c", f"region={REGION}",
+         cwd=ROOT / "cdk", timeout=600)
+    stack = "Bakeoff-quickstart"  # the app's stack for the spec; the TypeScript app names its stack the same
+    py = Template.from_json(json.loads((py_out / f"{stack}.template.json").read_text()))
+    out = tmp_path / "bundle"
+    _run([str(Path(sys.executable).with_name("bakeoff")), "synth", str(specs / QUICKSTART.name), "--region", REGION,
+          "--cdk-out", str(out), "-q"], cwd=ROOT)
+    ts_out = tmp_path / "ts.out"
+    _npx("cdk", "synth", "-q", "--app", "node test-app/features.js", "-o", str(ts_out), "-c", f"bundleDir={out}",
+         "-c", f"region={REGION}", "-c", f"stackName={stack}", timeout=300)
+    ts = Template.from_json(json.loads((ts_out / f"{stack}.template.json").read_text()))
+    assert nag_clean(py_out) and nag_clean(ts_out)
+    assert definition(py) is None and definition(ts) is None  # five seeds: deployed through the bucket
+    assert deployed_definition(ts_out, ts) == deployed_definition(py_out, py)
+    assert resources(ts, "AWS::SageMaker::Pipeline") == resources(py, "AWS::SageMaker::Pipeline")
