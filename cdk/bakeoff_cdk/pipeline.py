@@ -22,8 +22,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from estimators.images import partition
 from pipelines.errors import SpecError
+from pipelines.sagemaker.cdk.mlflow_server import (  # noqa: F401 - kept importable from here
+    MLFLOW_CLIENT_FOR_SERVER,
+    MLFLOW_SERVER_VERSION,
+    MLFLOW_VERSION_PATTERN,
+    check_server_region,
+)
 from pipelines.spec.loader import load_spec
 from pipelines.spec.model import BakeoffSpec
 
@@ -58,19 +63,6 @@ _MIB = 1024 * 1024
 _LONGEST_BUCKET = 63
 _LONGEST_OWN_ROLE_ARN = len("arn:aws-us-gov:iam::123456789012:role/") + 64
 _LONGEST_ROLE_ARN = 2048
-# The tracking server's MLflow version, set explicitly: left out, SageMaker creates "the latest version", and
-# AWS recommends "always specifying the latest version explicitly because the underlying MLflow APIs can
-# change" (docs.aws.amazon.com/sagemaker/latest/dg/mlflow-create-tracking-server-cli.html). 3.0 is the newest
-# tracking server release AWS pairs with a client ("For tracking server 3.0.x, use mlflow==3.0.0",
-# docs.aws.amazon.com/sagemaker/latest/dg/mlflow-track-experiments.html); the jobs install that client
-# (entrypoints/bakeoff_runtime/tracking/mlflow-requirements*.txt), since MLflow's own servers "may not work with the
-# newer version of the SDK" (mlflow.org/docs/latest/self-hosting/migration).
-MLFLOW_SERVER_VERSION = "3.0"
-# AWS's client release for each tracking server version (the same mlflow-track-experiments page).
-MLFLOW_CLIENT_FOR_SERVER = {"2.13": "2.13.2", "2.16": "2.16.2", "3.0": "3.0.0"}
-# CloudFormation AWS::SageMaker::MlflowTrackingServer MlflowVersion: pattern ^\d+(\.\d+)+$, 1-32 characters;
-# changing it on a deployed stack "requires: Some interruptions" (the resource's CloudFormation reference).
-MLFLOW_VERSION_PATTERN = re.compile(r"^\d+(\.\d+)+$")
 
 
 @jsii.implements(s3deploy.ISource)
@@ -135,6 +127,10 @@ class BakeoffPipeline(Construct):
                  deployment_memory_mb: int = 512,
                  deployment_storage: Size | None = None) -> None:
         """
+        :param role: the SageMaker execution role, instead of one this construct makes. A given role gets no
+            grants: it must already allow what the role made here would (`bakeoff synth --cdk-out DIR` lists the
+            statements in DIR/manifest.json, executionGrants), and read `allowed_data_uris` (a synth warning
+            names them).
         :param pipeline_name: the SageMaker pipeline's name (and the MLflow tracking server's).
             Default `bakeoff-<spec name>-<8 hex of the stack name and construct path>`: stable
             for a stack, distinct between stacks. A stack output gives it.
@@ -165,12 +161,8 @@ class BakeoffPipeline(Construct):
         self.spec = spec
         stack = Stack.of(self)
         self.region = region = stack_region(stack, spec)
-        if mlflow_tracking_server and partition(region) not in ("aws", "aws-us-gov"):
-            # sagemaker-mlflow's client resolves tracking servers in these partitions only
-            # (mlflow_sagemaker_helpers._get_dns_suffix, aws_facts.md section 8).
-            raise SpecError(f"a SageMaker MLflow tracking server cannot be used from {region}: the "
-                            "sagemaker-mlflow client supports the aws and aws-us-gov partitions only",
-                            field="mlflow_tracking_server")
+        if mlflow_tracking_server:
+            check_server_region(region, "mlflow_tracking_server")
         prefix = spec.storage.prefix
         self.pipeline_name = pipeline_name or default_pipeline_name(stack, self, spec)
         if not NAME_PATTERN.match(self.pipeline_name):

@@ -45,6 +45,11 @@ def cmd_synth(args) -> int:
 
     if args.cdk_out:
         return _synth_cdk_bundle(args)
+    if args.mlflow_server:
+        from pipelines.errors import SpecError
+
+        raise SpecError("--mlflow-server goes with --cdk-out (the construct creates the server)",
+                        field="--mlflow-server")
     result = api.synth(args.spec, overrides=args.overrides, bucket=args.bucket, role_arn=args.role,
                        region=args.region)
     if args.json:
@@ -71,7 +76,8 @@ def _synth_cdk_bundle(args) -> int:
     if args.bucket or args.role or args.output:
         raise SpecError("no --bucket, --role or --output with it: the construct creates the bucket and role",
                         field="--cdk-out")
-    manifest = write_bundle(as_spec(args.spec, args.overrides), Path(args.cdk_out), region=args.region)
+    manifest = write_bundle(as_spec(args.spec, args.overrides), Path(args.cdk_out), region=args.region,
+                            mlflow_server=args.mlflow_server)
     if args.json:
         sys.stdout.write(json.dumps(manifest, sort_keys=True) + "\n")
     elif not args.quiet:
@@ -244,6 +250,9 @@ def register(sub) -> None:
     p.add_argument("--cdk-out", metavar="DIR", help="write a bundle for the CDK construct (cdk/construct) into DIR: "
                                                    "the definition with the bucket and role left to the stack, its "
                                                    "assets and what the execution role needs (DIR is replaced)")
+    p.add_argument("--mlflow-server", action="store_true",
+                   help="with --cdk-out: the jobs track to a SageMaker MLflow tracking server the construct creates "
+                        "(its mlflowTrackingServer: true)")
     output_args(p, "print the pipeline's name, bucket, assets (key, sha256, size) and definition as one JSON "
                    "object instead of the bare definition")
     p.set_defaults(func=cmd_synth)

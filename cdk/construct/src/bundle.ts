@@ -1,4 +1,4 @@
-// The bundle `bakeoff synth --cdk-out DIR` writes (pipelines/sagemaker/cdk/bundle.py, format 1). Internal.
+// The bundle `bakeoff synth --cdk-out DIR` writes (pipelines/sagemaker/cdk/bundle.py, format 2). Internal.
 import * as fs from 'fs';
 import * as path from 'path';
 
@@ -17,7 +17,7 @@ export interface Manifest {
   readonly region: string;
   readonly prefix: string;
   readonly maxParallelSteps: number | null;
-  readonly sentinels: { bucket: string; role: string };
+  readonly sentinels: { bucket: string; role: string; mlflow: string | null };
   readonly parameters: Record<string, string>;
   readonly dataParameters: Record<string, string>;
   readonly executionGrants: GrantJson[];
@@ -27,9 +27,14 @@ export interface Manifest {
   readonly definition: string;
   readonly assets: string;
   readonly assetKeys: string[];
+  /** The folder of the assets that name the tracking server, each with the sha256 of its bundled body. */
+  readonly rendered: string;
+  readonly renderedAssets: { key: string; sha256: string }[];
+  /** With `--mlflow-server`: the server version the jobs' client is paired with, AWS's client for each. */
+  readonly mlflowServer: { version: string; clientForServer: Record<string, string> } | null;
 }
 
-export const FORMAT = 1;
+export const FORMAT = 2;
 
 export interface Bundle {
   readonly dir: string;
@@ -39,6 +44,8 @@ export interface Bundle {
   readonly assetsDir: string;
   /** Total bytes of the assets, to size the deployment's Lambda storage. */
   readonly assetBytes: number;
+  /** The assets rendered per stack (they name the tracking server). */
+  readonly rendered: { key: string; sha256: string; body: string }[];
 }
 
 export function readBundle(dir: string): Bundle {
@@ -57,7 +64,12 @@ export function readBundle(dir: string): Bundle {
   for (const key of manifest.assetKeys) {
     assetBytes += fs.statSync(path.join(assetsDir, key)).size;
   }
-  return { dir, manifest, text: fs.readFileSync(path.join(dir, manifest.definition), 'utf-8'), assetsDir, assetBytes };
+  const rendered = manifest.renderedAssets.map(a => ({
+    ...a, body: fs.readFileSync(path.join(dir, manifest.rendered, a.key), 'utf-8'),
+  }));
+  return {
+    dir, manifest, text: fs.readFileSync(path.join(dir, manifest.definition), 'utf-8'), assetsDir, assetBytes, rendered,
+  };
 }
 
 /** Replace `${Name}` placeholders by `values[Name]` (CDK tokens stay tokens inside the string). */
@@ -74,4 +86,18 @@ export function fill(text: string, values: Record<string, string>): string {
 /** Every occurrence of `sentinel` in `text` replaced by `value` (a token string joins in). */
 export function replaceAll(text: string, sentinel: string, value: string): string {
   return text.split(sentinel).join(value);
+}
+
+/**
+ * `value` as Python's `json.dumps(value, sort_keys=True)` writes it (", " and ": " separators, non-ASCII escaped):
+ * cdk/bakeoff_cdk keys what it renders per stack by this text, and this construct keys it the same.
+ */
+export function pythonJson(value: any): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'string') {
+    return JSON.stringify(value).replace(/[\u0080-\uffff]/g, c => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  }
+  if (typeof value === 'number' || typeof value === 'boolean') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(pythonJson).join(', ')}]`;
+  return `{${Object.keys(value).sort().map(k => `${pythonJson(k)}: ${pythonJson(value[k])}`).join(', ')}}`;
 }

@@ -1,17 +1,21 @@
 // The BakeoffPipeline construct: deploys what `bakeoff synth --cdk-out DIR` wrote, as cdk/bakeoff_cdk does from
 // the spec: the bucket, the least-privilege execution role, the content-addressed assets and the pipeline.
 import * as crypto from 'crypto';
-import { CfnOutput, Duration, RemovalPolicy, Size, Stack, Token } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Size, Stack, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
 import * as sagemaker from 'aws-cdk-lib/aws-sagemaker';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct, IConstruct } from 'constructs';
 import { BakeoffPipelineBase, GATE_STEPS, IBakeoffPipeline, START_ACTIONS } from './base';
-import { Bundle, GrantJson, fill, readBundle, replaceAll } from './bundle';
+import { Bundle, GrantJson, fill, pythonJson, readBundle, replaceAll } from './bundle';
+import { checkDataUri, s3Read } from './data';
 import { EXECUTIONS_REASON, grantStart } from './grant';
+import { trackingServer } from './mlflow';
 import { Acknowledger, acknowledgeDeployment, nagId, nagText } from './nag';
+import { addOutcomeRules } from './notify';
 import { addSchedule, checkParameters } from './schedule';
 
 // Inline definitions count against the template (CloudFormation: 1 MB from S3); larger ones go through S3.
@@ -24,6 +28,8 @@ const NAME_PATTERN = /^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$/;
 // construct creates has a name of at most 64.
 const LONGEST_BUCKET = 63;
 const LONGEST_ROLE_ARN = 'arn:aws-us-gov:iam::123456789012:role/'.length + 64;
+// An IAM ARN is at most 2048 characters (a given role whose ARN is not known at synth).
+const LONGEST_ANY_ROLE_ARN = 2048;
 // CDK's BucketDeployment handler keeps each source zip in /tmp and unpacks it next to it (aws-s3-deployment
 // bucket-deployment-handler): twice the assets, plus room; Lambda's /tmp is 512 MiB to 10 GiB.
 const STORAGE_MIB = [512, 10_240];
@@ -45,6 +51,44 @@ export interface BakeoffPipelineProps {
    * @default an encrypted, versioned, TLS-only bucket with access logs
    */
   readonly bucket?: s3.IBucket;
+  /**
+   * The SageMaker execution role. A given role gets no grants from this construct: it must already allow what
+   * the bundle's `manifest.json` lists under `executionGrants` (with this stack's bucket, its own ARN and the
+   * pipeline's ARN for the `${...}` placeholders), and read any `allowedDataUris` (a synth warning names them).
+   * @default a role with exactly what the definition uses
+   */
+  readonly role?: iam.IRole;
+  /**
+   * `s3://bucket/prefix` locations a `*DataUri` pipeline parameter may be pointed at when an execution starts
+   * (`bakeoff start --param TrainDataUri=...`): the execution role may read them. The bundle's own channels and
+   * the values in `scheduleParameters` are allowed without being listed.
+   * @default none
+   */
+  readonly allowedDataUris?: string[];
+  /**
+   * An SNS topic, or any EventBridge target, told each execution's outcome (see `addNotification`).
+   * @default no notification
+   */
+  // A jsii type union (aws.github.io/jsii/specification/2-type-system): each language passes either.
+  readonly notify?: sns.ITopic | events.IRuleTarget;
+  /**
+   * Create a SageMaker MLflow tracking server the jobs track to (named as the pipeline, its artifacts under
+   * `<prefix>/mlflow/` of the bucket). The bundle must be written for it: `bakeoff synth SPEC --region REGION
+   * --cdk-out DIR --mlflow-server`.
+   * @default whether the bundle was written with `--mlflow-server`
+   */
+  readonly mlflowTrackingServer?: boolean;
+  /**
+   * The tracking server's size (CloudFormation `TrackingServerSize`: Small, Medium or Large).
+   * @default 'Small'
+   */
+  readonly mlflowServerSize?: string;
+  /**
+   * The tracking server's MLflow version (CloudFormation `MlflowVersion`); another than the bundle's is created
+   * as given, with a synth warning when the jobs' client is not the one AWS names for it.
+   * @default the version the jobs' MLflow client is paired with (the bundle's, "3.0")
+   */
+  readonly mlflowVersion?: string;
   /**
    * How long compile caches are kept in the bucket this construct creates.
    * @default Duration.days(30)
@@ -112,10 +156,19 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
   public readonly role: iam.IRole;
   /** Whether the definition sits in the template (else in the bucket). */
   public readonly definitionInline: boolean;
+  /**
+   * The MLflow tracking server's ARN, when this construct creates one.
+   * @default no tracking server
+   */
+  public readonly mlflowTrackingServerArn?: string;
 
   private readonly bundle: Bundle;
   private readonly pipeline: sagemaker.CfnPipeline;
   private readonly ack = new Acknowledger();
+  private readonly ownRole: boolean;
+  private readonly allowed = new Set<string>();
+  private readGrants = 0;
+  private notifications = 0;
 
   constructor(scope: Construct, id: string, props: BakeoffPipelineProps) {
     super(scope, id);
@@ -141,35 +194,82 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     });
     this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true);
     this.bucket = props.bucket ?? this.makeBucket(props);
-    const role = new iam.Role(this, 'ExecutionRole', {
-      assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
-      description: `SageMaker execution role of bake-off ${m.name}`,
-    });
+    const server = m.sentinels.mlflow && m.mlflowServer;
+    if ((props.mlflowTrackingServer ?? !!server) !== !!server) {
+      throw new Error(server ?
+        `bundle ${props.bundleDir} was written for an MLflow tracking server (--mlflow-server): leave ` +
+        'mlflowTrackingServer unset, or write the bundle without --mlflow-server' :
+        `bundle ${props.bundleDir} was written without an MLflow tracking server: write it with ` +
+        '`bakeoff synth SPEC --region REGION --cdk-out DIR --mlflow-server`');
+    }
+    if (server) {
+      this.mlflowTrackingServerArn = trackingServer(this, this.ack, {
+        name: this.pipelineName, specName: m.name, bucket: this.bucket, prefix: m.prefix,
+        size: props.mlflowServerSize ?? 'Small', version: props.mlflowVersion ?? server.version,
+        pinned: server.version, clientForServer: server.clientForServer, artifactsReason: m.reasons['mlflow-artifacts'],
+      }).attrTrackingServerArn;
+    }
+
+    // --- the execution role: made with exactly what the definition uses, or given ---------
+    this.ownRole = props.role === undefined;
+    let role: iam.IRole;
+    if (props.role) {
+      role = props.role;
+    } else {
+      const own = new iam.Role(this, 'ExecutionRole', {
+        assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
+        description: `SageMaker execution role of bake-off ${m.name}`,
+      });
+      role = own;
+    }
     this.role = role;
-    for (const g of m.executionGrants) this.attach(role, g);
+    if (role instanceof iam.Role && this.ownRole) for (const g of m.executionGrants) this.attach(role, g);
+    const scheduled = props.scheduleParameters ?? {};
+    checkParameters(scheduled, m.parameters);
+    this.allowDataUris(...(props.allowedDataUris ?? []).map(u => checkDataUri(u, 'allowedDataUris')),
+      ...Object.keys(scheduled).filter(k => k in m.dataParameters).map(k => scheduled[k]));
 
     // --- the definition and the assets ---------------------------------------------------
     const bucketName = this.bucket.bucketName;
-    const text = replaceAll(replaceAll(bundle.text, m.sentinels.bucket, bucketName), m.sentinels.role, role.roleArn);
-    const bound = bundle.text.length +
-      count(bundle.text, m.sentinels.bucket) * (LONGEST_BUCKET - m.sentinels.bucket.length) +
-      count(bundle.text, m.sentinels.role) * (LONGEST_ROLE_ARN - m.sentinels.role.length);
+    const values: Record<string, string> = { [m.sentinels.bucket]: bucketName, [m.sentinels.role]: role.roleArn };
+    if (m.sentinels.mlflow && this.mlflowTrackingServerArn) values[m.sentinels.mlflow] = this.mlflowTrackingServerArn;
+    // As cdk/bakeoff_cdk keys what it renders per stack (so a shared bucket never mixes two stacks'), to the byte.
+    const identity = [m.region, nagText(stack, stack.account), this.pipelineName,
+      pythonJson(stack.resolve(values))].join('\0');
+    const render = (body: string) => Object.entries(values).reduce((t, [k, v]) => replaceAll(t, k, v), body);
+    let sentinelText = bundle.text;
+    const rendered: { key: string; body: string }[] = [];
+    for (const asset of bundle.rendered) {
+      // The evaluation config names the tracking server: deployed under a key of this stack's own.
+      const key = asset.key.replace(/\/[0-9a-f]{64}\//, `/${sha256(asset.sha256 + '\0' + identity)}/`);
+      sentinelText = replaceAll(sentinelText, asset.key, key);
+      rendered.push({ key, body: render(asset.body) });
+    }
+    const longestMlflow = `arn:aws-us-gov:sagemaker:${m.region}:123456789012:mlflow-tracking-server/${this.pipelineName}`;
+    const roleLength = this.ownRole ? LONGEST_ROLE_ARN :
+      Token.isUnresolved(role.roleArn) ? LONGEST_ANY_ROLE_ARN : role.roleArn.length;
+    const bound = sentinelText.length +
+      count(sentinelText, m.sentinels.bucket) * Math.max(0, LONGEST_BUCKET - m.sentinels.bucket.length) +
+      count(sentinelText, m.sentinels.role) * Math.max(0, roleLength - m.sentinels.role.length) +
+      (m.sentinels.mlflow ? count(sentinelText, m.sentinels.mlflow) *
+        Math.max(0, longestMlflow.length - m.sentinels.mlflow.length) : 0);
     if (bound > MAX_DEFINITION_CHARS) {
       throw new Error(`the pipeline definition could be ${bound} characters once deployed, more than ` +
         `CreatePipeline takes (${MAX_DEFINITION_CHARS}); use fewer seeds or legs`);
     }
+    const text = render(sentinelText);
     const size = JSON.stringify(stack.resolve(text)).length;
     this.definitionInline = size <= (props.inlineDefinitionLimit ?? INLINE_DEFINITION_LIMIT);
-    const sources = [s3deploy.Source.asset(bundle.assetsDir)];
     let definitionKey: string | undefined;
     if (!this.definitionInline) {
-      const identity = [m.region, nagText(stack, stack.account), this.pipelineName,
-        JSON.stringify(stack.resolve([bucketName, role.roleArn]))].join('\0');
-      definitionKey = `${m.prefix}/${m.name}/definition/${sha256(bundle.text + '\0' + identity)}.json`;
-      // Deploy-time values become BucketDeployment markers the handler replaces as it unpacks.
-      sources.push(s3deploy.Source.data(definitionKey, text));
+      definitionKey = `${m.prefix}/${m.name}/definition/${sha256(sentinelText + '\0' + identity)}.json`;
+      rendered.push({ key: definitionKey, body: text });
     }
-    const total = bundle.assetBytes + (this.definitionInline ? 0 : bundle.text.length);
+    // Deploy-time values become BucketDeployment markers the handler replaces as it unpacks: Source.data takes a
+    // string with tokens and its SourceConfig carries them as `markers` (aws-cdk-lib aws-s3-deployment source.d.ts,
+    // SourceConfig.markers "A set of markers to substitute in the source content").
+    const sources = [s3deploy.Source.asset(bundle.assetsDir), ...rendered.map(r => s3deploy.Source.data(r.key, r.body))];
+    const total = bundle.assetBytes + rendered.reduce((n, r) => n + Buffer.byteLength(r.body), 0);
     const assets = new s3deploy.BucketDeployment(this, 'Assets', {
       sources, destinationBucket: this.bucket, prune: false, retainOnDelete: true, extract: true,
       memoryLimit: props.deploymentMemoryLimit ?? 512, ephemeralStorageSize: storage(total, props.deploymentStorage),
@@ -188,8 +288,9 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
       tags: [{ key: 'bakeoff:name', value: m.name }, { key: 'bakeoff:stack', value: stack.stackName }],
     });
     pipeline.node.addDependency(assets);
-    dependOnPolicies(pipeline, role);
+    if (role instanceof iam.Role && this.ownRole) dependOnPolicies(pipeline, role);
     if (props.schedule) this.addSchedule(props.schedule, props.scheduleParameters);
+    if (props.notify) this.addNotification(props.notify);
 
     new CfnOutput(this, 'PipelineName', {
       value: this.pipelineName, description: "the SageMaker pipeline's name (bakeoff start NAME --region REGION)",
@@ -198,6 +299,46 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     new CfnOutput(this, 'StartCommand', { value: `bakeoff start ${this.pipelineName} --region ${m.region}` });
     new CfnOutput(this, 'BucketName', { value: bucketName });
     new CfnOutput(this, 'RoleArn', { value: role.roleArn });
+    if (this.mlflowTrackingServerArn) new CfnOutput(this, 'MlflowTrackingServerArn', { value: this.mlflowTrackingServerArn });
+  }
+
+  /**
+   * Let the execution role read these `s3://bucket/prefix` locations, so a `*DataUri` pipeline parameter may
+   * point at them when an execution starts. A given role is not changed: a synth warning names what it must read.
+   */
+  public allowDataUris(...uris: string[]): void {
+    const m = this.bundle.manifest;
+    const known = new Set([...Object.values(m.dataParameters), ...this.allowed]);
+    const fresh = [...new Set(uris.map(u => checkDataUri(u, 'allowedDataUris')))].filter(u => !known.has(u)).sort();
+    if (!fresh.length) return;
+    for (const u of fresh) this.allowed.add(u);
+    if (!this.ownRole || !(this.role instanceof iam.Role)) {
+      Annotations.of(this).addWarningV2('bakeoff:data-uris',
+        `the execution role was given, not made: let it read ${fresh.join(', ')}`);
+      return;
+    }
+    this.readGrants += 1;
+    const read = s3Read(fresh);
+    const policy = new iam.Policy(this.role, `ReadAllowedData${this.readGrants > 1 ? this.readGrants : ''}`,
+      { statements: read.statements });
+    this.role.attachInlinePolicy(policy);
+    const stack = Stack.of(this);
+    for (const w of read.wildcards) {
+      this.ack.acknowledge(policy, nagId('AwsSolutions-IAM5', `Resource::${nagText(stack, w)}`),
+        m.reasons['data-prefixes']);
+    }
+  }
+
+  /**
+   * Tell `target` each execution's outcome, from SageMaker's own pipeline events: a topic gets one line per
+   * outcome (pass; fail or inconclusive with the gate's reason; a failed step that leaves the execution without a
+   * verdict), another EventBridge target the event itself. Call it again for another target.
+   */
+  public addNotification(target: sns.ITopic | events.IRuleTarget): events.Rule[] {
+    const scope = new Construct(this, `Notify${this.notifications || ''}`);
+    this.notifications += 1;
+    return addOutcomeRules(scope, this.pipelineArn, `bakeoff pipeline ${this.pipelineName}`,
+      this.bundle.manifest.gateSteps, target);
   }
 
   /**
@@ -224,7 +365,8 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
    */
   public addSchedule(schedule: events.Schedule, parameters: Record<string, string> = {}): events.CfnRule {
     const m = this.bundle.manifest;
-    checkParameters(parameters, m.parameters, m.dataParameters);
+    checkParameters(parameters, m.parameters);
+    this.allowDataUris(...Object.keys(parameters).filter(k => k in m.dataParameters).map(k => parameters[k]));
     return addSchedule(this, this.pipeline, this.pipelineName, this.pipelineArn,
       `Starts bake-off ${m.name} on a schedule`, schedule, parameters);
   }
@@ -260,6 +402,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     return {
       'AWS::Partition': stack.partition, 'AWS::AccountId': stack.account, 'BucketArn': this.bucket.bucketArn,
       'RoleArn': this.role?.roleArn ?? '', 'PipelineArn': this.pipelineArn,
+      'MlflowArn': this.mlflowTrackingServerArn ?? '',
     };
   }
 

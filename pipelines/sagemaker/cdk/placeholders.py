@@ -13,6 +13,7 @@ TAG = "bakeoff-cdk-sentinel-7f3a"
 
 PARTITION, ACCOUNT = "${AWS::Partition}", "${AWS::AccountId}"
 BUCKET_ARN, ROLE_ARN, PIPELINE_ARN = "${BucketArn}", "${RoleArn}", "${PipelineArn}"
+MLFLOW_ARN = "${MlflowArn}"  # the tracking server a construct creates (a bundle written with mlflow_server)
 
 
 def role_sentinel(region: str) -> str:
