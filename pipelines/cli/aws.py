@@ -312,8 +312,7 @@ def register(sub) -> None:
     output_args(p, "print the execution's state after the request as JSON")
     p.set_defaults(func=cmd_stop)
 
-    p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution",
-                       epilog="exit codes: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 could not run")
+    p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution")
     p.add_argument("target", help="run directory (local) or pipeline execution ARN (SageMaker)")
     p.add_argument("--open", action="store_true", help="open report.html in a browser")
     p.add_argument("--out", help="where to write evaluation.json and the report (default: an execution ARN's "
