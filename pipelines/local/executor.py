@@ -31,6 +31,7 @@ from bakeoff_runtime.tracking import net as mlflow_net
 from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
 from pipelines.hashing import digest, file_sha256
 from pipelines.names import GATE_STEP, PREFLIGHT_STEP
+from pipelines.params import PARAMETERS
 from pipelines.plan.emulation import gpu_available
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.model import BakeoffSpec
@@ -184,7 +185,7 @@ class LocalExecutor:
         try:
             params = parameter_values(compiled.definition, self.parameters)
         except KeyError as exc:
-            raise SpecError(str(exc.args[0]), field="--param") from None
+            raise SpecError(str(exc.args[0]), field=PARAMETERS) from None
         self._resolve_rule(params)
         return plan, compiled, store, subs, params
 
@@ -206,7 +207,7 @@ class LocalExecutor:
         try:
             self._rule = resolved_rule(self.spec, params)
         except ValueError as exc:
-            raise SpecError(str(exc), field="--param") from None
+            raise SpecError(str(exc), field=PARAMETERS) from None
         return self._rule
 
     # --- the run --------------------------------------------------------------------------
