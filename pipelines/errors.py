@@ -42,7 +42,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
              (("run", "parity holds (pass)"), ("report", "parity holds (pass)"),
               ("start", "started; with --wait, succeeded; with --until-decided, pass"),
               ("preflight", "no blocker"), ("wait", "the execution succeeded"),
-              ("status", "the execution has not failed"), ("retry", "started; with --wait, succeeded"))),
+              ("status", "the execution has not failed"), ("retry", "started; with --wait, succeeded"),
+              ("ui", "served until stopped (Ctrl-C or SIGTERM is how it ends)"))),
     ExitCode(EXIT_FAIL, "fail", "a no: parity fails, the execution did not succeed, or a preflight blocker",
              ("run", "report", "start", "retry", "wait", "status", "preflight"),
              (("run", "parity fails (fail)"), ("report", "parity fails (fail)"),
@@ -57,7 +58,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_COULD_NOT_RUN, "could_not_run", "could not run: an AWS call, a job runner, the evaluation step "
              "or the machine", COMMANDS),
     ExitCode(EXIT_INTERRUPTED, "interrupted", "interrupted (Ctrl-C, SIGINT): what finished is kept; `run` stops "
-             "its jobs first and a re-run into the same directory resumes", COMMANDS),
+             "its jobs first and a re-run into the same directory resumes", tuple(c for c in COMMANDS if c != "ui")),
     ExitCode(EXIT_TERMINATED, "terminated", "stopped by SIGTERM after stopping its jobs; a re-run into the same "
              "directory resumes", ("run",)),
 )
