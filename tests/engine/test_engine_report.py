@@ -122,6 +122,9 @@ def test_report_of_a_run_directory_writes_nothing_into_it_unless_asked(passed_ru
     proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", cwd=tmp_path / "cwd")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["report_path"] == str(out / "evaluation" / "report.html")  # its own
+    from pipelines import report
+
+    assert json.loads(proc.stdout) == report(out).model_dump(mode="json")  # the API's Report, exactly
     assert _snapshot(root) == before and not list((tmp_path / "cwd").iterdir())
     with _read_only(root):
         proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", cwd=tmp_path / "cwd")

@@ -65,6 +65,17 @@ def test_report_json_is_the_api_report(tmp_path, cli):
     assert not (run / "evaluation" / "report.html").exists()
 
 
+def test_project_json_is_the_api_projection(tmp_path, cli):
+    from pipelines import project
+
+    run = _run_dir(tmp_path)
+    printed = _json(cli, "project", run, "--steps", "1000", "--out", tmp_path / "cli")
+    result = project(run, {"production": {"steps": 1000}}, out_dir=tmp_path / "api").model_dump(mode="json")
+    for paths in (printed, result):
+        assert paths.pop("evaluation_path") and paths.pop("report_path") is not None
+    assert printed == result and printed["source"] == str(run)
+
+
 def test_quiet_prints_nothing_and_the_exit_code_carries_the_verdict(tmp_path, cli):
     for args in (("validate", QUICKSTART), ("instances",), ("report", _run_dir(tmp_path))):
         proc = cli(*args, "--quiet")
