@@ -46,6 +46,10 @@ class QuotaShortfall(SpecError):
         self.checks = checks
         super().__init__("\n".join(checks.problems))
 
+    def entries(self, cli: bool) -> list[dict[str, Any]]:
+        """One error per short quota."""
+        return [{"message": line, "file": None, "line": None, "field": None} for line in self.checks.problems]
+
 
 def _account_checks(spec: Any, compiled: Any, ops: Any, *, quotas: bool = True) -> AccountChecks:
     """The quota and MLflow checks of a compiled pipeline in `ops`'s region and account."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pipelines.cli.output import emit, output_args, stderr_line
+from pipelines.cli.output import emit, json_error, output_args, stderr_line
 
 REGION_HELP = "AWS region (default: the region the ARN or spec names, else AWS_DEFAULT_REGION or the profile's)"
 
@@ -93,6 +93,7 @@ def cmd_deploy(args) -> int:
             stderr_line(f"bakeoff: error: {line}")
         for line in exc.checks.warnings:
             stderr_line(f"bakeoff: warning: {line}")
+        json_error(args, exc)
         return exc.exit_code
 
     def text(r) -> None:

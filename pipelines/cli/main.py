@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from pipelines import __version__
-from pipelines.cli.output import LocalDisplay, emit, output_args
+from pipelines.cli.output import LocalDisplay, emit, json_error, output_args
 from pipelines.errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL, exit_codes_help  # noqa: F401
 from pipelines.errors import EXIT_PASS as EXIT_OK
 
@@ -317,19 +317,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _json_error(args_or_argv, exc: BaseException) -> None:
-    """Under --json, the error on stdout as well, so a program reading it learns why there is no result."""
-    wants = (getattr(args_or_argv, "json", False) if isinstance(args_or_argv, argparse.Namespace)
-             else "--json" in (args_or_argv or sys.argv[1:]))
-    if wants:
-        from pipelines.errors import error_json
-
-        try:
-            print(json.dumps(error_json(exc), indent=2, ensure_ascii=True), flush=True)
-        except BrokenPipeError:
-            pass
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     from pipelines.cli.completion import autocomplete
@@ -342,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
         from pipelines.errors import SpecError
 
-        _json_error(argv, SpecError(str(exc)))
+        json_error(argv, SpecError(str(exc)))
         return EXIT_BAD_INPUT
     if not getattr(args, "func", None):
         parser.print_help()
@@ -363,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
 
         for one in (exc.errors if isinstance(exc, SpecError) else [exc]):  # bad input: every error, a line each
             print(f"bakeoff: error: {plain(one.for_cli())}{hint}", file=sys.stderr)  # may quote a job's output
-        _json_error(args, exc)
+        json_error(args, exc)
         return exc.exit_code
     except KeyboardInterrupt as exc:
         import signal
@@ -371,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         signum = getattr(exc, "signum", signal.SIGINT)
         print(f"bakeoff: stopped by {signal.Signals(signum).name}; what finished is kept (a re-run into the same "
               "directory resumes)", file=sys.stderr)
-        _json_error(args, exc)
+        json_error(args, exc)
         return 128 + int(signum)
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
@@ -388,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         first = plain((str(exc).strip().splitlines() or [""])[0][:300])
         print(f"bakeoff: error: could not run: {type(exc).__name__}: {first} ({DEBUG_ENV}=1 shows the "
               "traceback)", file=sys.stderr)
-        _json_error(args, exc)
+        json_error(args, exc)
         return EXIT_COULD_NOT_RUN
 
 
