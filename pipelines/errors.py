@@ -133,7 +133,10 @@ class Words(str):
         return _render(self.parts, cli=True)
 
     def __add__(self, other: str) -> Words:
-        return Words(*self.parts, *(other.parts if isinstance(other, Words) else (other,)))
+        return Words(*self.parts, other)
+
+    def __radd__(self, other: str) -> Words:  # `"text " + words(...)`: Python asks the subclass first
+        return Words(other, *self.parts)
 
 
 def _render(parts: tuple[str | Param | Given | Either, ...], cli: bool) -> str:
@@ -148,6 +151,18 @@ def words(*parts: str | Param | Given | Either) -> Words:
 def for_reader(text: object, cli: bool) -> str:
     """`text` in its reader's terms: the command line's for `cli`, else the Python API's."""
     return text.cli() if cli and isinstance(text, Words) else str(text)
+
+
+class _FieldName(str):
+    """A field that is a parameter: its keyword as a str, and the Param (an error re-raised with
+    `field=exc.field` keeps naming the flag on the command line)."""
+
+    param: Param
+
+    def __new__(cls, param: Param) -> _FieldName:
+        made = super().__new__(cls, param.keyword)
+        made.param = param
+        return made
 
 
 def field_name(field: str | Param | None, cli: bool) -> str | None:
@@ -183,8 +198,9 @@ class SpecError(BakeoffError):
                  field: str | Param | None = None, *, also: tuple[SpecError, ...] = ()):
         # message and file may be Words (they name a parameter); field may be the Param itself
         self.message, self.file, self.line = message, file, line
-        self.param = field if isinstance(field, Param) else None
-        self.field = field_name(field, cli=False)
+        self.param = field if isinstance(field, Param) else getattr(field, "param", None)
+        # a str that remembers its Param
+        self.field: str | None = _FieldName(self.param) if self.param else field if isinstance(field, str) else None
         self.also = also  # the input's other errors, each with its own place: all are shown, one line each
         super().__init__(self._line(cli=False))
 

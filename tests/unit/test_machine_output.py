@@ -155,3 +155,17 @@ def test_plan_and_report_return_exported_typed_results(tmp_path):
     with pytest.raises(ValueError, match="schema 'someone.else/1'"):
         api.Report(verdict="pass", exit_code=0, source="x", evaluation_path="x", report_path=None,
                    evaluation={"schema": "someone.else/1", "verdict": "pass"})
+
+
+def test_words_keep_both_renderings_through_concatenation_and_re_raising():
+    from pipelines.errors import SpecError, words
+    from pipelines.params import FORCE, FRESH_START_REASON, OUT_DIR, OVERRIDES
+
+    text = "start over with `" + words(FRESH_START_REASON) + "` or re-run with " + words(FORCE) + " into a new " \
+        + words(OUT_DIR)
+    assert str(text) == "start over with `fresh_start='REASON'` or re-run with force=True into a new out_dir="
+    assert text.cli() == "start over with `--fresh-start REASON` or re-run with --force into a new --out"
+    first = SpecError(words("expected KEY=VALUE"), file=words(OVERRIDES.given("seeds")), field=OVERRIDES)
+    again = SpecError(first.message, file=first.file, line=first.line, field=first.field)  # as the loader re-raises
+    assert str(again) == "overrides=['seeds']: overrides: expected KEY=VALUE" and again.field == "overrides"
+    assert again.for_cli() == "--set seeds: --set: expected KEY=VALUE"
