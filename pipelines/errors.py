@@ -135,7 +135,9 @@ class Words(str):
     def __add__(self, other: str) -> Words:
         return Words(*self.parts, other)
 
-    def __radd__(self, other: str) -> Words:  # `"text " + words(...)`: Python asks the subclass first
+    # `"text " + words(...)`: a right operand whose type subclasses the left's and implements the reflected
+    # method is asked first (Python reference, datamodel, the note under object.__radd__); str has no __radd__.
+    def __radd__(self, other: str) -> Words:
         return Words(other, *self.parts)
 
 

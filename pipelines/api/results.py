@@ -26,7 +26,8 @@ else:
         return evaluation_from(body)  # its schema id: one this bakeoff reads
 
     # At run time a TypedDict is a dict; pydantic reads it as one (the contract's TypedDicts are typing's, which
-    # pydantic refuses before Python 3.12) and the contract's reader checks its schema id.
+    # pydantic refuses before Python 3.12: docs.pydantic.dev, "Types with Fields", TypedDict) and the contract's
+    # reader checks its schema id.
     EvaluationField = Annotated[dict[str, Any], AfterValidator(_an_evaluation)]
 
 

@@ -25,7 +25,7 @@ PACKAGES = ("pipelines", "estimators")
 # top-level module of `pipelines` has to be placed here (the test says so).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Leaves everything may use: errors, hashing, names, text hygiene, boto3 failures as one line.
-    ("base", ("pipelines.errors", "pipelines.hashing", "pipelines.names", "pipelines.terminal_text",
+    ("base", ("pipelines.errors", "pipelines.params", "pipelines.hashing", "pipelines.names", "pipelines.terminal_text",
               "pipelines.aws_session", "estimators")),
     # The spec: its models, where it comes from, what it derives.
     ("spec", ("pipelines.spec",)),
