@@ -117,7 +117,6 @@ class Either:
         return self.cli_text if cli else self.api
 
 
-
 class Words(str):
     """Message text that names parameters: as a str, the Python API's wording; `.cli()`, the command line's."""
 
