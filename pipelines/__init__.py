@@ -43,7 +43,7 @@ _API_VERBS = ("load_spec", "validate", "plan", "synth", "run_local", "preflight"
               "schema")
 _API_TYPES = ("Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Deployment", "Execution",
               "ExecutionStatus", "StepStatus", "Report", "Instances", "Images", "Preflight", "ProgressEvent",
-              "Decision", "Round", "Projection")
+              "Decision", "Round", "Projection", "BudgetPlan", "Evaluation")
 _ERRORS = ("BakeoffError", "SpecError", "AwsError", "RunError", "TimedOut", "Cancelled", "ParityError",
            "ParityFailed", "ParityInconclusive")
 

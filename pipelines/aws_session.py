@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from pipelines.errors import AwsError, SpecError
+from pipelines.errors import AwsError, SpecError, words
+from pipelines.params import PROFILE, REGION
 
 
 def _hint(code: str, message: str, action: str) -> str:
@@ -50,14 +51,14 @@ def aws(action: str):
         raise AwsError(f"cannot {action}: no AWS credentials found; configure them (aws configure, "
                        "AWS_PROFILE or an instance role)", code="NoCredentials", operation=action) from None
     except NoRegionError:
-        raise AwsError(f"cannot {action}: no AWS region set; pass --region or set AWS_DEFAULT_REGION",
+        raise AwsError(words(f"cannot {action}: no AWS region set; pass ", REGION, " or set AWS_DEFAULT_REGION"),
                        code="NoRegion", operation=action) from None
     except EndpointConnectionError as exc:
         raise AwsError(f"cannot {action}: cannot reach {exc.kwargs.get('endpoint_url')}; "
                        "check the network/region", code="EndpointConnectionError", operation=action) from None
     except ProfileNotFound as exc:
         raise SpecError(f"no AWS profile named {exc.kwargs.get('profile')!r} in the AWS config files",
-                        field="--profile") from None
+                        field=PROFILE) from None
     except ParamValidationError as exc:
         raise AwsError(f"cannot {action}: request refused before sending: {' '.join(str(exc).split())}",
                        code="ParamValidation", operation=action) from None

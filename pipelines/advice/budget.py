@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation
 from pipelines.advice.rounds import check_design, default_cap
-from pipelines.errors import SpecError
+from pipelines.errors import Either, SpecError, words
+from pipelines.params import FROM_RUN
 from pipelines.spec.model import BakeoffSpec
 
 SIM_REPS = 4000  # the sequential design's expected seeds: a fixed-seed simulation (deterministic)
@@ -27,8 +28,16 @@ SIM_REPS = 4000  # the sequential design's expected seeds: a fixed-seed simulati
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    def to_json(self, indent: int | None = 2) -> str:
+        """The plan as `bakeoff plan --json` prints it."""
+        import json
+
+        return json.dumps(self.model_dump(mode="json"), indent=indent, ensure_ascii=True)
+
 
 class LegCost(_Frozen):
+    """One leg's price and job hours, as the plan costs it."""
+
     name: str = Field(description="Leg name.")
     instance_type: str = Field(description="Instance type the leg runs on.")
     instance_count: int = Field(description="Instances per job.")
@@ -41,6 +50,8 @@ class LegCost(_Frozen):
 
 
 class Spend(_Frozen):
+    """What a design is expected to spend."""
+
     seeds_per_leg: float = Field(description="Seeds per leg (expected, for the sequential design).")
     jobs: float = Field(description="Training jobs (legs x seeds).")
     instance_hours: float = Field(description="Instance-hours of those jobs.")
@@ -48,12 +59,17 @@ class Spend(_Frozen):
 
 
 class Design(_Frozen):
+    """One way to run the bake-off (a fixed number of seeds, or sequential rounds) and its expected spend."""
+
     name: str = Field(description="fixed_80, fixed_95, sequential_if_equal, sequential_if_2x_margin, ...")
     what: str = Field(description="One sentence on the design and its operating point.")
     spend: Spend | None = Field(description="Its expected spend; None when the seeds needed exceed 100.")
 
 
 class BudgetPlan(_Frozen):
+    """`plan`: seeds per leg for 80% and 95% power, jobs, instance-hours and cost of the fixed and the
+    sequential design, before spending (`bakeoff plan --json` prints exactly this)."""
+
     bakeoff: str = Field(description="Bake-off name.")
     margin: float | None = Field(description="The margin in metric units (None: relative, no run to scale it).")
     alpha: float = Field(description="One-sided alpha of each test.")
@@ -74,12 +90,13 @@ def _evaluation(run: Path) -> Evaluation:
     try:
         return read_evaluation(path)
     except FileNotFoundError:
-        raise SpecError(f"--from {run}: no evaluation.json there (a run directory of `bakeoff run`, or a folder "
-                        "holding evaluation.json)") from None
+        raise SpecError(words(FROM_RUN.given(run), ": no evaluation.json there (a run directory of ",
+                              Either("`run_local`", "`bakeoff run`"), ", or a folder holding evaluation.json)")
+                        ) from None
     except DocumentError as exc:  # JSON, but not an evaluation this bakeoff reads
-        raise SpecError(f"--from {exc}") from None
+        raise SpecError(str(exc), field=FROM_RUN) from None
     except ValueError as exc:
-        raise SpecError(f"--from {path}: not JSON ({exc})") from None
+        raise SpecError(f"{path}: not JSON ({exc})", field=FROM_RUN) from None
 
 
 def _spread(ev: Evaluation) -> tuple[float | None, int, str]:

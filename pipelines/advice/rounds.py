@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipelines.errors import SpecError
+from pipelines.errors import SpecError, words
+from pipelines.params import MAX_SEEDS, UNTIL_DECIDED
 from pipelines.spec.model import BakeoffSpec
 
 if TYPE_CHECKING:
@@ -85,12 +86,12 @@ def cap_for_power(evaluation: Evaluation, first: int, spending: str, floor: int)
 
 def check_design(first: int, max_seeds: int) -> None:
     if first < 2:
-        raise SpecError(f"--until-decided needs at least 2 seeds in the first round (the spec has {first}): a "
-                        "spread needs two", field="seeds")
+        raise SpecError(words(UNTIL_DECIDED, f" needs at least 2 seeds in the first round (the spec has {first}): a "
+                        "spread needs two"), field="seeds")
     if max_seeds < first:
-        raise SpecError(f"--max-seeds {max_seeds} is below the first round's {first} seeds", field="--max-seeds")
+        raise SpecError(f"{max_seeds} is below the first round's {first} seeds", field=MAX_SEEDS)
     if max_seeds > 100:
-        raise SpecError(f"--max-seeds {max_seeds}: at most 100 seeds per leg", field="--max-seeds")
+        raise SpecError(f"{max_seeds}: at most 100 seeds per leg", field=MAX_SEEDS)
 
 
 def next_size(n: int, first: int, max_seeds: int) -> int:

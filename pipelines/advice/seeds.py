@@ -6,7 +6,8 @@ from pathlib import Path
 
 from bakeoff_runtime.contract.backend_table import row
 from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation
-from pipelines.errors import SpecError
+from pipelines.errors import Either, SpecError, words
+from pipelines.params import PREVIOUS_RUN
 from pipelines.spec.model import BakeoffSpec
 
 
@@ -18,12 +19,13 @@ def _previous_evaluation(path: Path) -> tuple[Evaluation, Path]:
                 return read_evaluation(candidate), candidate
             except DocumentError as exc:  # JSON, but not an evaluation this bakeoff reads
                 raise SpecError(str(exc).removeprefix(f"{candidate}: "), file=str(candidate),
-                                field="--from") from None
+                                field=PREVIOUS_RUN) from None
             except ValueError:
                 raise SpecError("is not valid JSON; give a run directory or its evaluation.json",
-                                file=str(candidate), field="--from") from None
-    raise SpecError("has no evaluation.json; give the --out directory of a previous `bakeoff run`",
-                    file=str(path), field="--from")
+                                file=str(candidate), field=PREVIOUS_RUN) from None
+    raise SpecError(words("has no evaluation.json; give the ", Either("out_dir of a previous `run_local`",
+                                                                     "--out directory of a previous `bakeoff run`")),
+                    file=str(path), field=PREVIOUS_RUN)
 
 
 def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:

@@ -26,6 +26,9 @@ from several threads with one session.
 """
 from __future__ import annotations
 
+from bakeoff_runtime.contract.documents import Evaluation
+from pipelines.advice.budget import BudgetPlan, Design, LegCost, Spend
+
 from .aws import account_checks, deploy, render_report, report, retry, start, start_until_decided, status, stop, wait
 from .catalog import images, instances, prices
 from .local import load_spec, plan, preflight, run_local, schema, synth, validate
@@ -70,11 +73,13 @@ __all__ = [
     "Result", "ProgressEvent", "Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Deployment",
     "Execution", "ExecutionStatus", "StepStatus", "Report", "Instances", "LegKind", "InstanceInfo", "Prices",
     "PriceRow", "Images", "ImageRow", "Preflight", "Decision", "Round", "AccountChecks", "QuotaCheck", "Projection",
-    "LegProjection", "LegComparison", "Interval",
+    "LegProjection", "LegComparison", "Interval", "BudgetPlan", "Design", "LegCost", "Spend",
+    # the evaluation `Report`, `RunSummary` and `Decision` carry (a TypedDict: at run time a dict)
+    "Evaluation",
     # the report writer `report` runs
     "render_report",
 ]
 #: The verbs: one per CLI command.
 VERBS = tuple(__all__[:20])
 #: The result types the verbs return.
-RESULTS = tuple(__all__[20:-1])
+RESULTS = tuple(__all__[20:-2])

@@ -12,10 +12,11 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation, whole_evaluation_problem
-from pipelines.errors import RunError, SpecError
+from pipelines.errors import Either, RunError, SpecError, words
+from pipelines.params import OUT_DIR, POLL, ROLE_ARN, STACK, WRITE
 
 from ._support import Progress, SpecLike, as_spec, note, ops_for, public
 from .results import (
@@ -44,6 +45,10 @@ class QuotaShortfall(SpecError):
     def __init__(self, checks: AccountChecks):
         self.checks = checks
         super().__init__("\n".join(checks.problems))
+
+    def entries(self, cli: bool) -> list[dict[str, Any]]:
+        """One error per short quota."""
+        return [{"message": line, "file": None, "line": None, "field": None} for line in self.checks.problems]
 
 
 def _account_checks(spec: Any, compiled: Any, ops: Any, *, quotas: bool = True) -> AccountChecks:
@@ -112,7 +117,7 @@ def deploy(spec: SpecLike | Synth, *, role_arn: str, bucket: str | None = None, 
     from .local import synth
 
     if not role_arn:
-        raise SpecError("--role is required (role_arn= in Python): the SageMaker execution role ARN the jobs run as")
+        raise SpecError(words(ROLE_ARN, " is required: the SageMaker execution role ARN the jobs run as"))
     if isinstance(spec, Synth):
         if spec._compiled is None:
             raise SpecError("this Synth was read back from JSON and carries no asset bodies; pass the spec")
@@ -180,7 +185,7 @@ def start(pipeline: SpecLike | Deployment | None = None, parameters: Mapping[str
     `max_parallel_steps` caps the steps this execution runs at once (the pipeline's own cap otherwise)."""
     if (pipeline is None) == (stack is None):
         raise SpecError("name the pipeline (a name, a spec or a deployment) or its CDK stack, one of the two",
-                        field="--stack")
+                        field=STACK)
     if stack is not None:
         ops = ops_for(session, region, profile)
         name = ops.stack_pipeline(stack)
@@ -227,7 +232,7 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
 
     loaded = as_spec(spec)
     if not role_arn:
-        raise SpecError("--role is required (role_arn= in Python): the SageMaker execution role ARN the jobs run as")
+        raise SpecError(words(ROLE_ARN, " is required: the SageMaker execution role ARN the jobs run as"))
     ops = ops_for(session, region or loaded.storage.region, profile)
     executions: list[str] = []
     # One round loop, the tested one: deploy, start (named round-N-seeds-A-B), wait, retry a round whose
@@ -288,7 +293,7 @@ def wait(execution: ExecutionLike, *, timeout_s: float = 7 * 86400, poll_s: floa
     arn, ops = _ops_of(execution, region, session, profile)
     if poll_s <= 0 or timeout_s < 0:
         raise SpecError(f"poll_s must be above 0 and timeout_s at least 0 (got {poll_s}, {timeout_s})",
-                        field="--poll")
+                        field=POLL)
     last: dict[str, Any] = {}
 
     def on_state(ex: dict[str, Any]) -> None:
@@ -351,8 +356,8 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
         check(run_dir)  # a run directory is data: a link in it would lead the report's writes outside it
         path = run_dir / "evaluation" / "evaluation.json"
         if write and out_dir is None and not _writable(path.parent):
-            raise SpecError(f"{path.parent} is read-only: --write cannot write there; leave --write out to read it, "
-                            "or give --out DIR")
+            raise SpecError(words(f"{path.parent} is read-only: ", WRITE, " cannot write there; leave ", WRITE,
+                                  " out to read it, or give ", OUT_DIR.given("DIR")))
         evaluation = _current_evaluation(run_dir, path, progress, write)
         source = str(run_dir)
         if out_dir is not None:
@@ -382,7 +387,16 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
 def _report_of(evaluation: Mapping[str, Any], source: str, path: Path, html: Path | None) -> Report:
     plain: dict[str, Any] = json.loads(json.dumps(evaluation, default=str))  # JSON values, as a reader gets them
     return Report(verdict=plain["verdict"], exit_code=exit_code_of(plain["verdict"]), source=source,
-                  evaluation_path=str(path), report_path=str(html) if html else None, evaluation=plain)
+                  evaluation_path=str(path), report_path=str(html) if html else None,
+                  evaluation=cast(Evaluation, plain))
+
+
+def _run_into(run_dir: object) -> Either:
+    return Either(f"`run_local(SPEC, {str(run_dir)!r})`", f"`bakeoff run SPEC --out {run_dir}`")
+
+
+def _report_written(run_dir: object) -> Either:
+    return Either(f"`report({str(run_dir)!r}, write=True)`", f"`bakeoff report {run_dir} --write`")
 
 
 def _writable(directory: Path) -> bool:
@@ -436,20 +450,21 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None, wr
             why = f"its evaluation.json cannot be read ({str(exc)[:200]})"
     if not (run_dir / "spec.json").exists() or not (run_dir / "pipeline.json").exists():
         if path.exists():
-            raise RunError(f"{run_dir}: {why}, and it holds no spec to decide again from; run `bakeoff run SPEC "
-                           f"--out {run_dir}`")
-        raise SpecError(f"no evaluation at {path}; run `bakeoff run SPEC --out {run_dir}` first")
+            raise RunError(words(f"{run_dir}: {why}, and it holds no spec to decide again from; run ",
+                                 _run_into(run_dir)))
+        raise SpecError(words(f"no evaluation at {path}; run ", _run_into(run_dir), " first"))
     from pipelines.local.executor import LocalExecutor
     from pipelines.spec.model import BakeoffSpec
 
     from ._support import EventProgress
 
     if not write:
-        raise SpecError(f"{run_dir}: {why}; deciding again writes into the run directory: `bakeoff report {run_dir} "
-                        f"--write` does, or copy it (cp -r {run_dir} DEST) and run `bakeoff report DEST --write`")
+        raise SpecError(words(f"{run_dir}: {why}; deciding again writes into the run directory: ",
+                              _report_written(run_dir), f" does, or copy it (cp -r {run_dir} DEST) and run ",
+                              _report_written("DEST")))
     if not _writable(run_dir):
-        raise SpecError(f"{run_dir}: {why}, and it is read-only, so it cannot be decided again there; copy it "
-                        f"somewhere writable (cp -r {run_dir} DEST) and run `bakeoff report DEST --write`")
+        raise SpecError(words(f"{run_dir}: {why}, and it is read-only, so it cannot be decided again there; copy it "
+                              f"somewhere writable (cp -r {run_dir} DEST) and run ", _report_written("DEST")))
     note(progress, f"{run_dir}: {why}; deciding again from its jobs")
     spec = BakeoffSpec.model_validate(json.loads((run_dir / "spec.json").read_text()))
     return LocalExecutor(spec, run_dir, progress=EventProgress(progress)).reevaluate().evaluation.copy()

@@ -5,13 +5,18 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from pipelines.errors import SpecError
+from pipelines.errors import Either, Param, SpecError, Words, words
+from pipelines.params import BUCKET, FROM_RUN, JOBS, PREVIOUS_RUN
 from pipelines.spec.model import BakeoffSpec
 
 from ._support import EventProgress, Progress, SpecLike, as_spec, public
 from .results import AssetInfo, LegPlan, Preflight, RunSummary, Synth, Validation, exit_code_of, path_or_none
+
+if TYPE_CHECKING:
+    from bakeoff_runtime.contract.documents import Evaluation
+    from pipelines.advice.budget import BudgetPlan
 
 
 @public
@@ -46,7 +51,7 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
     if previous_run is not None:
         found = _previous_record(Path(previous_run), Path.is_file)
         if found is not None:  # none: seed_warnings says there is no evaluation.json there
-            _check_previous_evaluation(found)
+            _check_previous_evaluation(found, PREVIOUS_RUN)
     warnings = seed_warnings(loaded, Path(previous_run) if previous_run else None) + design_warnings(loaded) \
         + plan.notes
     legs = tuple(LegPlan(name=leg.name, instance_type=leg.instance_type, instance_count=leg.instance_count,
@@ -88,7 +93,7 @@ def _check_compiles(spec: BakeoffSpec, plan: Any) -> None:
 
 @public
 def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.PathLike[str] | None = None,
-         max_seeds: int | None = None) -> Any:
+         max_seeds: int | None = None) -> BudgetPlan:
     """Seeds, jobs and cost of a verdict before spending (`bakeoff plan`): `pipelines.advice.budget.plan_budget`.
 
     `from_run` is a previous run directory whose paired spread and job hours size the plan (without it,
@@ -102,17 +107,17 @@ def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.Pa
     except ImportError:
         raise SpecError("planning the seeds and cost needs pipelines.advice.budget, which this install lacks") from None
     if from_run is not None and not Path(from_run).exists():
-        raise SpecError(f"--from {from_run}: no such run directory")
+        raise SpecError(words(FROM_RUN.given(from_run), ": no such run directory"))
     run = Path(from_run) if from_run is not None else None
     if run is not None:
         if not run.is_dir():  # the evaluation.json itself: planned from the folder that holds it
             if run.name != "evaluation.json" or _previous_record(run.parent, Path.exists) != run:
-                raise SpecError(f"--from {from_run}: not a run directory; give the --out directory of a previous "
-                                "`bakeoff run` (or the folder holding its evaluation.json)")
+                raise SpecError(words(FROM_RUN.given(from_run), ": not a run directory; give the ",
+                                      _PREVIOUS_OUT, " (or the folder holding its evaluation.json)"))
             run = run.parent
         found = _previous_record(run, Path.exists)
         if found is not None:  # none: plan_budget says there is no evaluation.json there
-            _check_previous_evaluation(found)
+            _check_previous_evaluation(found, FROM_RUN)
     return plan_budget(as_spec(spec, overrides), run, max_seeds=max_seeds)
 
 
@@ -122,7 +127,12 @@ def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.Pa
 # in the arithmetic that would have used it.
 MAX_RECORD_BYTES = 64 << 20  # an evaluation is kilobytes to a few megabytes (curves of many seeds)
 HUGE = 1e100  # no metric's mean or spread is larger; past it the planners' sums overflow to inf
-_FIX = "give the directory of a previous `bakeoff run` (--from reads the evaluation.json bakeoff wrote there)"
+_PREVIOUS_OUT = Either("out_dir of a previous `run_local`", "--out directory of a previous `bakeoff run`")
+
+
+def _fix(param: Param) -> Words:
+    return words("give the directory of a previous ", Either("`run_local`", "`bakeoff run`"), " (", param,
+                 " reads the evaluation.json bakeoff wrote there)")
 
 
 def _previous_record(run: Path, present: Any) -> Path | None:
@@ -133,7 +143,7 @@ def _previous_record(run: Path, present: Any) -> Path | None:
     return next((c for c in (run / "evaluation" / "evaluation.json", run / "evaluation.json") if present(c)), None)
 
 
-def _check_previous_evaluation(path: Path) -> Any:
+def _check_previous_evaluation(path: Path, param: Param) -> Any:
     """The evaluation at `path` as the planners read it, checked: a JSON object of a schema this bakeoff
     reads whose fields the planners use have their types and finite values. SpecError (exit 2) naming
     the file, line and field otherwise."""
@@ -142,36 +152,36 @@ def _check_previous_evaluation(path: Path) -> Any:
 
     from bakeoff_runtime.contract.documents import DocumentError, evaluation_from
 
-    where = str(path)
+    where, fix = str(path), _fix(param)
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
-            raise SpecError(f"not a file; {_FIX}", file=where, field="--from")
+            raise SpecError(words("not a file; ", fix), file=where, field=param)
         if info.st_size > MAX_RECORD_BYTES:
-            raise SpecError(f"{info.st_size:,} bytes is not an evaluation (at most {MAX_RECORD_BYTES:,}); {_FIX}",
-                            file=where, field="--from")
+            raise SpecError(words(f"{info.st_size:,} bytes is not an evaluation (at most {MAX_RECORD_BYTES:,}); ", fix),
+                            file=where, field=param)
         raw = path.read_bytes()
     except OSError as exc:
-        raise SpecError(f"cannot read it ({exc.strerror or exc}); {_FIX}", file=where, field="--from") from None
+        raise SpecError(words(f"cannot read it ({exc.strerror or exc}); ", fix), file=where, field=param) from None
     try:
         body = json.loads(raw, parse_constant=_no_constant)
     except RecursionError:
-        raise SpecError(f"nested too deeply to be an evaluation; {_FIX}", file=where, field="--from") from None
+        raise SpecError(words("nested too deeply to be an evaluation; ", fix), file=where, field=param) from None
     except json.JSONDecodeError as exc:
-        raise SpecError(f"not valid JSON ({exc.msg}); {_FIX}", file=where, line=exc.lineno, field="--from") from None
+        raise SpecError(words(f"not valid JSON ({exc.msg}); ", fix), file=where, line=exc.lineno, field=param) from None
     except _NotJson as exc:
-        raise SpecError(f"{exc.args[0]}, which JSON has not and bakeoff never writes; {_FIX}", file=where,
-                        line=_constant_line(raw, str(exc.args[1])), field="--from") from None
+        raise SpecError(words(f"{exc.args[0]}, which JSON has not and bakeoff never writes; ", fix), file=where,
+                        line=_constant_line(raw, str(exc.args[1])), field=param) from None
     except ValueError as exc:  # bytes that are not UTF-8 (UnicodeDecodeError)
-        raise SpecError(f"not JSON text ({exc}); {_FIX}", file=where, field="--from") from None
+        raise SpecError(words(f"not JSON text ({exc}); ", fix), file=where, field=param) from None
     try:
         evaluation = evaluation_from(body, where)
     except DocumentError as exc:
-        raise SpecError(f"{str(exc).removeprefix(where + ': ')}; {_FIX}", file=where, field="--from") from None
+        raise SpecError(words(f"{str(exc).removeprefix(where + ': ')}; ", fix), file=where, field=param) from None
     problem = _record_problem(evaluation)
     if problem is not None:
         loc, message = problem
-        raise SpecError(f"{message}; {_FIX}", file=where, line=_json_line(raw, loc),
+        raise SpecError(words(f"{message}; ", fix), file=where, line=_json_line(raw, loc),
                         field="".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip("."))
     return evaluation
 
@@ -308,8 +318,7 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
     the bake-off could not run."""
     loaded = as_spec(spec, overrides)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise SpecError(f"jobs {jobs!r}: give a whole number of training jobs to run at once, 1 or more",
-                        field="--jobs")
+        raise SpecError(f"{jobs!r}: give a whole number of training jobs to run at once, 1 or more", field=JOBS)
     options: dict[str, Any] = {"force": force, "jobs": jobs, "mlflow": mlflow, "rule_change": rule_change,
                                "fresh_start": fresh_start,
                                "parameters": dict(parameters or {}), "progress": EventProgress(progress),
@@ -336,7 +345,7 @@ def _summary(result: Any, tracking_uri: str | None = None) -> RunSummary:
                       executed=tuple(result.executed), skipped=tuple(result.skipped),
                       mlflow_parent_run_id=(evaluation.get("mlflow") or {}).get("parent_run_id"),
                       mlflow_tracking_uri=tracking_uri,
-                      evaluation=evaluation)
+                      evaluation=cast("Evaluation", evaluation))
 
 
 @public
@@ -355,7 +364,7 @@ def synth(spec: SpecLike, *, overrides: Sequence[str] = (), bucket: str | None =
         from pipelines.spec.model import BUCKET_RE
 
         if not BUCKET_RE.match(bucket):
-            raise SpecError(f"{bucket!r} is not an S3 bucket name", field="--bucket")
+            raise SpecError(f"{bucket!r} is not an S3 bucket name", field=BUCKET)
     compiled = compile_pipeline(loaded, bucket=bucket, role_arn=role_arn, region=region)
     check_definition(compiled.definition)
     result = Synth(pipeline_name=compiled.name, bucket=compiled.bucket, role_arn=compiled.role_arn,

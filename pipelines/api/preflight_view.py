@@ -5,6 +5,7 @@ from typing import Any
 
 from bakeoff_runtime.contract.backend_table import row
 from pipelines.errors import SpecError
+from pipelines.params import LEGS
 from pipelines.spec.model import BakeoffSpec
 from pipelines.terminal_text import data
 
@@ -23,7 +24,7 @@ def legs_to_check(spec: BakeoffSpec, names: list[str] | None) -> list[str]:
         known = {leg.name for leg in spec.legs}
         for n in names:
             if n not in known:
-                raise SpecError(f"no leg named {n!r} (legs: {', '.join(sorted(known))})", field="--leg")
+                raise SpecError(f"no leg named {n!r} (legs: {', '.join(sorted(known))})", field=LEGS)
         return names
     trn = [leg.name for leg in spec.legs if row(leg.backend_name).accelerator == "neuron"]
     return trn or [spec.legs[0].name]

@@ -33,7 +33,7 @@ def project(target: ExecutionLike | os.PathLike[str], decision: Mapping[str, Any
     require_stats("bakeoff project")  # before the execution is read
     source = report(target, render=False, out_dir=Path(_scratch(target, out_dir)), region=region, session=session,
                     profile=profile, progress=progress)
-    evaluation = dict(source.evaluation)
+    evaluation: dict[str, Any] = dict(source.evaluation)
     given = _decision_of(evaluation, decision)
     try:
         checked = _Given.model_validate({"decision": given}).decision  # errors named as the spec's field

@@ -9,11 +9,26 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, RootModel, model_serializer, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, RootModel
 
 from pipelines.errors import VERDICT_EXIT, verdict_error
+
+if TYPE_CHECKING:
+    # The evaluation as the Evaluate step writes it: the one definition both sides use
+    # (bakeoff_runtime.contract.documents.Evaluation, a TypedDict mypy checks every key of).
+    from bakeoff_runtime.contract.documents import Evaluation as EvaluationField
+else:
+    def _an_evaluation(body: dict[str, Any]) -> dict[str, Any]:
+        from bakeoff_runtime.contract.documents import evaluation_from
+
+        return evaluation_from(body)  # its schema id: one this bakeoff reads
+
+    # At run time a TypedDict is a dict; pydantic reads it as one (the contract's TypedDicts are typing's, which
+    # pydantic refuses before Python 3.12: docs.pydantic.dev, "Types with Fields", TypedDict) and the contract's
+    # reader checks its schema id.
+    EvaluationField = Annotated[dict[str, Any], AfterValidator(_an_evaluation)]
 
 
 class Result(BaseModel):
@@ -134,7 +149,8 @@ class RunSummary(Result):
     mlflow_parent_run_id: str | None = None
     mlflow_tracking_uri: str | None = Field(None, description="the spec's MLflow server; None: the run "
                                                               "directory's own store (`bakeoff ui OUT_DIR`)")
-    evaluation: dict[str, Any] = Field(repr=False)
+    evaluation: EvaluationField = Field(repr=False, description="evaluation.json: the verdict, every check, each "
+                                        "leg's runs and figures (bakeoff_runtime.contract.documents.Evaluation)")
 
     def raise_for_verdict(self) -> RunSummary:
         """Raise ParityFailed or ParityInconclusive (carrying the evaluation) unless the verdict is a pass;
@@ -227,33 +243,17 @@ class ExecutionStatus(Result):
 
 
 class Report(Result):
-    """`report`: the verdict and evaluation of a run directory or an execution, and its files.
-
-    Serialised, it is the evaluation itself (as `bakeoff report --json` always printed) with one more
-    key, `files`, holding the paths and where it came from."""
+    """`report`: the verdict and evaluation of a run directory or an execution, and its files
+    (`bakeoff report --json` prints exactly this)."""
 
     verdict: Literal["pass", "fail", "inconclusive"]
     exit_code: int = Field(description="the CLI's exit code for this verdict: 0 pass, 1 fail, 3 inconclusive")
     source: str = Field(description="the run directory or execution ARN it was read from")
-    evaluation_path: str
-    report_path: str | None
-    evaluation: dict[str, Any] = Field(repr=False)
-
-    @model_serializer(mode="plain")
-    def _as_evaluation(self) -> dict[str, Any]:
-        return {**self.evaluation, "files": {"source": self.source, "evaluation": self.evaluation_path,
-                                             "report": self.report_path, "exit_code": self.exit_code}}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_evaluation(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "files" in data and "evaluation" not in data:
-            evaluation = {k: v for k, v in data.items() if k != "files"}
-            files = data["files"]
-            return {"verdict": evaluation.get("verdict"), "exit_code": files.get("exit_code"),
-                    "source": files.get("source"), "evaluation_path": files.get("evaluation"),
-                    "report_path": files.get("report"), "evaluation": evaluation}
-        return data
+    evaluation_path: str = Field(description="the evaluation.json read (or written, with `write`)")
+    report_path: str | None = Field(description="report.html: the run directory's own, or one rendered for this "
+                                                "call")
+    evaluation: EvaluationField = Field(repr=False, description="evaluation.json: the verdict, every check, each "
+                                        "leg's runs and figures (bakeoff_runtime.contract.documents.Evaluation)")
 
     def raise_for_verdict(self) -> Report:
         """Raise ParityFailed or ParityInconclusive (carrying the evaluation) unless the verdict is a pass;
@@ -281,7 +281,7 @@ class Decision(Result):
     pipeline_name: str
     region: str
     rounds: tuple[Round, ...]
-    evaluation: dict[str, Any] = Field(repr=False, description="evaluation.json of the last round")
+    evaluation: EvaluationField = Field(repr=False, description="evaluation.json of the last round")
 
 
 class InstanceInfo(Result):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pipelines.cli.output import emit, output_args, stderr_line
+from pipelines.cli.output import emit, json_error, output_args, stderr_line
 
 REGION_HELP = "AWS region (default: the region the ARN or spec names, else AWS_DEFAULT_REGION or the profile's)"
 
@@ -99,6 +99,7 @@ def cmd_deploy(args) -> int:
             stderr_line(f"bakeoff: error: {line}")
         for line in exc.checks.warnings:
             stderr_line(f"bakeoff: warning: {line}")
+        json_error(args, exc)
         return exc.exit_code
 
     def text(r) -> None:
@@ -321,8 +322,7 @@ def register(sub) -> None:
     output_args(p, "print the execution's state after the request as JSON")
     p.set_defaults(func=cmd_stop)
 
-    p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution",
-                       epilog="exit codes: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 could not run")
+    p = sub.add_parser("report", help="the bake-off summary of a run dir or a pipeline execution")
     p.add_argument("target", help="run directory (local) or pipeline execution ARN (SageMaker)")
     p.add_argument("--open", action="store_true", help="open report.html in a browser")
     p.add_argument("--out", help="where to write evaluation.json and the report (default: an execution ARN's "

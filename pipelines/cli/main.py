@@ -7,14 +7,27 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from pipelines import __version__
-from pipelines.cli.output import LocalDisplay, emit, output_args
-from pipelines.errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL  # noqa: F401
+from pipelines.cli.output import LocalDisplay, emit, json_error, output_args
+from pipelines.errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL, exit_codes_help  # noqa: F401
 from pipelines.errors import EXIT_PASS as EXIT_OK
 
-EXIT_CODES_HELP = ("exit codes: 0 parity holds (pass), 1 parity fails (fail), 2 bad input, "
-                   "3 inconclusive (the verdict says what would decide it), 4 could not run")
+EXIT_CODES_HELP = exit_codes_help()  # every code (pipelines.errors.EXIT_CODES); each command's epilog lists its own
+
+
+class _UsageError(Exception):
+    """argparse refused the command line (exit 2): raised instead of exiting, so `--json` can say so on stdout."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str):
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
 
 
 def _console():
@@ -201,7 +214,7 @@ def cmd_ui(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="bakeoff",
         description="Decide by measurement whether a model should train on AWS Trainium or NVIDIA GPUs: "
                     "the same training code on every leg, several seeds each, a parity verdict and the cost.",
@@ -209,8 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"bakeoff {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("run", help="run the whole bake-off on this machine (trn legs on PyTorch/XLA's CPU device)",
-                       epilog=EXIT_CODES_HELP)
+    p = sub.add_parser("run", help="run the whole bake-off on this machine (trn legs on PyTorch/XLA's CPU device)")
     _spec_arg(p)
     p.add_argument("--out", required=True, help="run directory (jobs, evaluation, MLflow store)")
     p.add_argument("--force", action="store_true", help="re-run jobs whose inputs did not change")
@@ -300,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_init(sub)
     register_completion(sub)
+    for name, command in sub.choices.items():  # each command's epilog: the exit codes it can return
+        command.epilog = f"{command.epilog} {exit_codes_help(name)}" if command.epilog else exit_codes_help(name)
     return ap
 
 
@@ -324,7 +338,15 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.cli.completion import autocomplete
 
     autocomplete(parser)  # a shell completing this line: print its completions and exit
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:  # as argparse reports it, and under --json on stdout too
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+        from pipelines.errors import SpecError
+
+        json_error(argv, SpecError(str(exc)))
+        return EXIT_BAD_INPUT
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
@@ -345,11 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         from pipelines.terminal_text import plain
 
         for one in (exc.errors if isinstance(exc, SpecError) else [exc]):  # bad input: every error, a line each
-            print(f"bakeoff: error: {plain(one)}{hint}", file=sys.stderr)  # may quote a job's output
-        if getattr(args, "json", False):  # a program reading stdout learns why there is no result
-            from pipelines.errors import error_json
-
-            print(json.dumps(error_json(exc), indent=2))
+            print(f"bakeoff: error: {plain(one.for_cli())}{hint}", file=sys.stderr)  # may quote a job's output
+        json_error(args, exc)
         return exc.exit_code
     except KeyboardInterrupt as exc:
         import signal
@@ -357,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         signum = getattr(exc, "signum", signal.SIGINT)
         print(f"bakeoff: stopped by {signal.Signals(signum).name}; what finished is kept (a re-run into the same "
               "directory resumes)", file=sys.stderr)
+        json_error(args, exc)
         return 128 + int(signum)
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
@@ -375,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         first = plain((str(exc).strip().splitlines() or [""])[0][:300])
         print(f"bakeoff: error: could not run: {type(exc).__name__}: {first} ({DEBUG_ENV}=1 shows the "
               "traceback)", file=sys.stderr)
+        json_error(args, exc)
         return EXIT_COULD_NOT_RUN
 
 

@@ -41,6 +41,24 @@ def stderr_line(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def json_error(args_or_argv, exc: BaseException) -> None:
+    """Under --json, the error on stdout as well (`pipelines.errors.error_json`), so a program reading it
+    learns why there is no result. `args_or_argv`: the parsed arguments, or the command line argparse refused."""
+    import argparse
+
+    wants = (getattr(args_or_argv, "json", False) if isinstance(args_or_argv, argparse.Namespace)
+             else "--json" in (args_or_argv if args_or_argv is not None else sys.argv[1:]))
+    if wants:
+        import json
+
+        from pipelines.errors import error_json
+
+        try:
+            print(json.dumps(error_json(exc), indent=2, ensure_ascii=True), flush=True)
+        except BrokenPipeError:
+            pass
+
+
 def emit(args, result: Any, text: Callable[[Any], None]) -> int:
     """Print `result`: its JSON with --json, nothing with --quiet, else `text(result)`."""
     if getattr(args, "json", False):

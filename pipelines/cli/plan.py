@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from pipelines.cli.output import emit, output_args
 
 
 def cmd_plan(args) -> int:
@@ -11,11 +12,7 @@ def cmd_plan(args) -> int:
 
     # The command is a shell over the façade: its --json is the façade's result, nothing else.
     plan = api.plan(args.spec, overrides=args.overrides, from_run=args.previous, max_seeds=args.max_seeds)
-    if args.json:
-        print(json.dumps(plan.model_dump(mode="json"), indent=2))
-    else:
-        print("\n".join(render(plan)))
-    return 0
+    return emit(args, plan, lambda p: print("\n".join(render(p))))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,5 +25,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "plan from its paired spread and job hours; without it, the pilot to run")
     p.add_argument("--max-seeds", type=int, metavar="N", help="the sequential design's cap on seeds per leg "
                    "(default 4 x the spec's seeds)")
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    output_args(p, "print the plan as JSON (what the Python API's `plan` returns)")
     p.set_defaults(func=cmd_plan)

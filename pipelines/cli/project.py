@@ -88,8 +88,7 @@ def register(sub) -> None:
                                        "interval, and when the porting pays back, from a finished run",
                        epilog="what the flags leave out comes from the spec's `decision:` section the run was "
                               "evaluated under, then the defaults (the bake-off's own size, as many instances, "
-                              "once a quarter, on demand, no porting effort). exit codes: 0 projected, 2 bad "
-                              "input, 4 could not run")
+                              "once a quarter, on demand, no porting effort).")
     p.add_argument("target", help="run directory (local) or pipeline execution ARN (SageMaker)")
     size = p.add_argument_group("the production run")
     size.add_argument("--tokens", type=float, metavar="N", help="tokens one production run trains on")

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.documents import Attempt, Evaluation, summary_or_none
 from bakeoff_runtime.tracking import net as mlflow_net
-from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError
+from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError, words
 from pipelines.hashing import digest, file_sha256
 from pipelines.names import GATE_STEP, PREFLIGHT_STEP
+from pipelines.params import FORCE, OUT_DIR, PARAMETERS, RULE_CHANGE_WHY, run_into
 from pipelines.plan.emulation import gpu_available
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.model import BakeoffSpec
@@ -184,7 +185,7 @@ class LocalExecutor:
         try:
             params = parameter_values(compiled.definition, self.parameters)
         except KeyError as exc:
-            raise SpecError(str(exc.args[0]), field="--param") from None
+            raise SpecError(str(exc.args[0]), field=PARAMETERS) from None
         self._resolve_rule(params)
         return plan, compiled, store, subs, params
 
@@ -206,7 +207,7 @@ class LocalExecutor:
         try:
             self._rule = resolved_rule(self.spec, params)
         except ValueError as exc:
-            raise SpecError(str(exc), field="--param") from None
+            raise SpecError(str(exc), field=PARAMETERS) from None
         return self._rule
 
     # --- the run --------------------------------------------------------------------------
@@ -350,8 +351,8 @@ class LocalExecutor:
                 raise ValueError("it has no Steps")
             return definition
         except (OSError, ValueError) as exc:
-            raise RunError(f"{path}: not a pipeline definition bakeoff wrote ({exc}); run `bakeoff run SPEC --out "
-                           f"{self.out}` to decide it again") from None
+            raise RunError(words(f"{path}: not a pipeline definition bakeoff wrote ({exc}); run `", run_into(self.out),
+                                 "` to decide it again")) from None
 
     def _uploaded_bundle(self, definition: dict[str, Any], store: LocalS3):
         """The code bundle the jobs ran, read as data: it tells the plan what the jobs were (their
@@ -365,8 +366,8 @@ class LocalExecutor:
             return Bundle.from_tar_gz(store.path(channel["DataSource"]["S3DataSource"]["S3Uri"]).read_bytes(),
                                       str(script))
         except (OSError, ValueError, KeyError, TypeError, StopIteration, tarfile.TarError) as exc:
-            raise RunError(f"{self.out}: the code bundle its jobs ran cannot be read ({type(exc).__name__}: "
-                           f"{exc}); run `bakeoff run SPEC --out {self.out}` to decide it again") from None
+            raise RunError(words(f"{self.out}: the code bundle its jobs ran cannot be read ({type(exc).__name__}: "
+                                 f"{exc}); run `", run_into(self.out), "` to decide it again")) from None
 
     def _run(self) -> RunResult:
         plan, compiled, store, subs, params = self._prepare()
@@ -526,8 +527,8 @@ class LocalExecutor:
             except OSError:
                 now = None
             if now != sha:
-                raise RunError(f"job {name}'s output ({path}) changed after the job ended: a process wrote it during "
-                               "the run; no verdict was written (re-run that job with --force)")
+                raise RunError(words(f"job {name}'s output ({path}) changed after the job ended: a process wrote it "
+                                     "during the run; no verdict was written (re-run that job with ", FORCE, ")"))
 
 
     # --- the parity rule ------------------------------------------------------------------
@@ -556,10 +557,10 @@ class LocalExecutor:
             # Finished jobs whose rule cannot be read: a truncated file must not let a rule chosen
             # after the data through unnoticed.
             if not self.rule_change:
-                raise SpecError(f"finished jobs are kept but the rule they ran under is not recorded ({path.name} "
-                                f"{unreadable}), so this rule may have been chosen after seeing them. Run into a "
-                                f"new --out, re-run the jobs with --force, or pass --rule-change 'WHY' to decide "
-                                f"under this rule and say why", file=str(path))
+                raise SpecError(words(f"finished jobs are kept but the rule they ran under is not recorded "
+                                      f"({path.name} {unreadable}), so this rule may have been chosen after seeing "
+                                      "them. Run into a new ", OUT_DIR, ", re-run the jobs with ", FORCE, ", or pass ",
+                                      RULE_CHANGE_WHY, " to decide under this rule and say why"), file=str(path))
             self.progress.note(f"parity rule not recorded for the finished jobs ({path.name} {unreadable}); "
                                f"deciding under this one: {self.rule_change}")
             write_json_atomically(path, {"rule": None, "note": f"the recorded rule was lost ({path.name} {unreadable})",
@@ -570,10 +571,10 @@ class LocalExecutor:
         changed = ", ".join(f"{k} {recorded.get(k)!r} -> {current.get(k)!r}" for k in current
                             if recorded.get(k) != current.get(k))
         if not self.rule_change:
-            raise SpecError(f"the parity rule changed after its jobs ran ({changed}); deciding finished runs under "
-                            f"a rule chosen after seeing them is not a test. Keep the rule, run into a new --out, "
-                            f"re-run the jobs with --force, or pass --rule-change 'WHY' to re-decide and show both "
-                            f"rules", file=str(path))
+            raise SpecError(words(f"the parity rule changed after its jobs ran ({changed}); deciding finished runs "
+                                  "under a rule chosen after seeing them is not a test. Keep the rule, run into a new ",
+                                  OUT_DIR, ", re-run the jobs with ", FORCE, ", or pass ", RULE_CHANGE_WHY,
+                                  " to re-decide and show both rules"), file=str(path))
         self.progress.note(f"parity rule changed after the data ({changed}): {self.rule_change}")
         write_json_atomically(path, {"rule": recorded, "note": "fixed before the jobs of this directory ran",
                                  "changed_to": current, "reason": self.rule_change}, sort_keys=True)

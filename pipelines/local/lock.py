@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines.errors import SpecError
+from pipelines.errors import SpecError, words
+from pipelines.params import OUT_DIR
 
 from .files import write_json_atomically
 from .run_dir import check, open_no_follow
@@ -53,8 +54,8 @@ class RunLock:
             holder = _holder(self.path)
             who = (f"pid {holder.get('pid')} on {holder.get('host')}, `{holder.get('command')}`, since "
                    f"{holder.get('since')}") if holder else "another process"
-            raise SpecError(f"this run directory is in use by {who}; wait for it to finish or give another "
-                            "--out", file=str(self.run_dir)) from None
+            raise SpecError(words(f"this run directory is in use by {who}; wait for it to finish or give another ",
+                                  OUT_DIR), file=str(self.run_dir)) from None
         self._fd = fd
         write_json_atomically(self.path, {"pid": os.getpid(), "host": socket.gethostname(),
                                           "command": " ".join(sys.argv),

@@ -23,8 +23,9 @@ from typing import Any
 
 from bakeoff_runtime.contract.documents import Evaluation, Looks
 from bakeoff_runtime.report.formatting import seed_span
-from pipelines.errors import SpecError
+from pipelines.errors import SpecError, words
 from pipelines.names import definition_training_steps
+from pipelines.params import FORCE, OUT_DIR
 
 from .files import write_json_atomically
 
@@ -48,12 +49,13 @@ def read(out: Path) -> list[dict[str, Any]]:
     except FileNotFoundError:
         return []
     except (OSError, ValueError) as exc:
-        raise SpecError(f"the record of the decisions already taken on this directory cannot be read ({exc}), so a "
-                        "new one could be a look nobody counted; run into a new --out", file=str(path)) from None
+        raise SpecError(words(f"the record of the decisions already taken on this directory cannot be read ({exc}), "
+                              "so a new one could be a look nobody counted; run into a new ", OUT_DIR),
+                        file=str(path)) from None
     looks = body.get("looks") if isinstance(body, dict) else None
     if not isinstance(looks, list) or not all(isinstance(x, dict) and isinstance(x.get("jobs"), dict)
                                               and isinstance(x.get("seeds"), list) for x in looks):
-        raise SpecError("not the record of looks bakeoff writes; run into a new --out", file=str(path))
+        raise SpecError(words("not the record of looks bakeoff writes; run into a new ", OUT_DIR), file=str(path))
     return looks
 
 
@@ -117,9 +119,9 @@ def require(out: Path, finished: bool) -> None:
     if path.exists():
         return
     if finished:
-        raise SpecError("the record of the decisions taken on this directory's finished jobs is missing, so a "
-                        "decision now could be a look nobody counted; decide in a new --out, or re-run the jobs "
-                        "here with --force (fresh data, a first look)", file=str(path))
+        raise SpecError(words("the record of the decisions taken on this directory's finished jobs is missing, so a "
+                              "decision now could be a look nobody counted; decide in a new ", OUT_DIR, ", or re-run "
+                              "the jobs here with ", FORCE, " (fresh data, a first look)"), file=str(path))
     write_json_atomically(path, {"schema": SCHEMA, "looks": []}, sort_keys=True)
 
 

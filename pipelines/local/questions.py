@@ -35,8 +35,9 @@ from bakeoff_runtime.contract import STATE_DIR_ENV
 from bakeoff_runtime.contract.documents import Attempt, Evaluation
 from bakeoff_runtime.report.formatting import seed_span
 from bakeoff_runtime.verdict.stage_figures import FIXED, TWO_STAGE, stage_record  # numpy-free: see that module
-from pipelines.errors import SpecError
+from pipelines.errors import SpecError, words
 from pipelines.hashing import digest
+from pipelines.params import FRESH_START_REASON
 
 from .files import write_json_atomically
 
@@ -154,7 +155,7 @@ def begin(question: Question, out: Path, jobs: dict[str, str], seeds: list[int],
             raise SpecError(
                 f"this question's stage 1 ({_where(last)}) was inconclusive; its stage 2 needs fresh seeds, none of "
                 f"them decided before, but these reuse {len(shared)} of its seeds: run fresh seeds (e.g. `{hint}`), or "
-                "start the question over with `--fresh-start REASON` (recorded in the report)",
+                "start the question over with `" + words(FRESH_START_REASON) + "` (recorded in the report)",
                 file=str(_path(question)))
         ended = {"pass": "was decided `pass`", "fail": "was decided `fail`"}.get(
             last["verdict"], "ended `inconclusive` with its design spent" + (
@@ -163,8 +164,8 @@ def begin(question: Question, out: Path, jobs: dict[str, str], seeds: list[int],
         raise SpecError(
             f"this question {ended} ({_where(last)}, {last.get('decided_at')}); deciding it again on other seeds is "
             f"an attempt nobody counts (false passes and false fails then exceed alpha): start it over on purpose "
-            f"with `--fresh-start REASON` (recorded in the report beside attempt {last['number']}), or change the "
-            "question (its legs, rule or training setup)", file=str(_path(question)))
+            "with `" + words(FRESH_START_REASON) + f"` (recorded in the report beside attempt {last['number']}), or "
+            "change the question (its legs, rule or training setup)", file=str(_path(question)))
 
 
 def _attempt(question: Question, a: dict[str, Any], attempts: list[dict[str, Any]]) -> Attempt:
@@ -174,8 +175,8 @@ def _attempt(question: Question, a: dict[str, Any], attempts: list[dict[str, Any
     if out["stage"] == 2:
         first = next((x for x in attempts if x["number"] == a.get("continues")), None)
         if first is None or not first.get("figures"):
-            raise SpecError("this attempt continues a stage 1 whose figures were not recorded; start the question "
-                            "over with `--fresh-start REASON`", file=str(_path(question)))
+            raise SpecError(words("this attempt continues a stage 1 whose figures were not recorded; start the "
+                                  "question over with `", FRESH_START_REASON, "`"), file=str(_path(question)))
         out["stage1"] = first["figures"]
     return out
 

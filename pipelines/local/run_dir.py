@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipelines.errors import SpecError
+from pipelines.errors import SpecError, words
+from pipelines.params import OUT_DIR
 
 # Where bakeoff lays links of its own: a job's data channels (pipelines/local/jobs.lay_out), on each host.
 _CHANNEL_PARTS = ("opt", "ml", "input", "data")
@@ -53,7 +54,7 @@ def check(run_dir: Path) -> None:
                 continue
             raise LinkInRunDir(f"{Path(run_dir) / Path(*rel)} is a symbolic link (to {os.readlink(path)}): bakeoff "
                                "writes only inside a run directory, never through a link in it; remove the link, "
-                               "or give another --out", file=str(root))
+                               "or give another " + words(OUT_DIR), file=str(root))
 
 
 def inside(run_dir: Path, path: Path) -> Path:
@@ -73,7 +74,7 @@ def inside(run_dir: Path, path: Path) -> Path:
         if current.is_symlink():
             raise LinkInRunDir(f"{current} is a symbolic link (to {os.readlink(current)}): bakeoff writes only "
                                "inside a run directory, never through a link in it; remove the link, or give "
-                               "another --out", file=str(run_dir))
+                               "another " + words(OUT_DIR), file=str(run_dir))
         if not current.exists():
             break
     return base / rel
@@ -88,6 +89,6 @@ def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
 
         if exc.errno == errno.ELOOP:
             raise LinkInRunDir(f"{path} is a symbolic link (to {os.readlink(path)}): bakeoff never writes through "
-                               "a link in a run directory; remove it, or give another --out",
+                               "a link in a run directory; remove it, or give another " + words(OUT_DIR),
                                file=str(path.parent)) from None
         raise

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from pipelines.errors import SpecError
+from pipelines.errors import SpecError, words
+from pipelines.params import OUT_DIR
 from pipelines.plan.secret_scan import HEAD_BYTES, describe, scan_head
 
 _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".pytest_cache", ".mypy_cache",
@@ -255,11 +256,11 @@ def _files_under(root: Path, prefix: str = "", skipped: list[str] | None = None,
         # into the next one's bundle, which then never matches a finished job again.
         for marker in sorted(root.rglob(RUN_DIR_MARKER)):
             if marker.parent.resolve() == root.resolve():
-                raise SpecError(f"{root} is a bakeoff run directory (it holds {RUN_DIR_MARKER}: `bakeoff run --out` "
-                                "named the source dir itself), so every run's jobs would be packed into the next "
-                                f"one's code: give --out a folder of its own (e.g. runs/NAME beside the spec, or "
-                                f"inside the source dir, which is left out), and delete {marker} if no run uses it",
-                                field="entrypoint.source_dir")
+                raise SpecError(words(f"{root} is a bakeoff run directory (it holds {RUN_DIR_MARKER}: ", OUT_DIR,
+                                      " named the source dir itself), so every run's jobs would be packed into the "
+                                      "next one's code: give ", OUT_DIR, " a folder of its own (e.g. runs/NAME beside "
+                                      "the spec, or inside the source dir, which is left out), and delete "
+                                      f"{marker} if no run uses it"), field="entrypoint.source_dir")
             excluded.append(marker.parent.resolve())
             skipped.append(f"{marker.parent.relative_to(root).as_posix()}/ (a bakeoff run directory)")
     for path in sorted(root.rglob("*")):

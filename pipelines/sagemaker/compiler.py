@@ -17,8 +17,9 @@ from typing import Any
 
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.rule import MARGIN_PARAMETER
-from pipelines.errors import SpecError
+from pipelines.errors import SpecError, words
 from pipelines.names import pipeline_name as _pipeline_name
+from pipelines.params import REGION, ROLE_ARN
 from pipelines.plan.corpus import prepare_corpus
 from pipelines.plan.model import Plan, build_plan
 from pipelines.spec.loader import spec_base_dir
@@ -138,7 +139,7 @@ def _with_region(spec: BakeoffSpec, region: str) -> BakeoffSpec:
     try:
         moved = BakeoffSpec.model_validate(data)
     except ValidationError as exc:
-        raise format_validation_error(exc, "--region", {}) from None
+        raise format_validation_error(exc, words(REGION.given(region)), {}) from None
     return moved.sourced(Provenance(spec.provenance.path))  # the lines are the file's, not the moved spec's
 
 
@@ -167,7 +168,7 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
     role = role_arn or PLACEHOLDER_ROLE
     if not ROLE_ARN_RE.match(role):
         raise SpecError(f"role {role!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)",
-                        field="--role")
+                        field=ROLE_ARN)
     prefix = spec.storage.prefix
     shash = plan.spec_hash
 

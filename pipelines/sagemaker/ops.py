@@ -15,7 +15,8 @@ from typing import Any
 from bakeoff_runtime.contract import parse_training_step_name
 from bakeoff_runtime.contract.documents import Evaluation, evaluation_from
 from pipelines.aws_session import aws, region_of
-from pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut
+from pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut, words
+from pipelines.params import BUCKET, MAX_PARALLEL, PARAMETERS, STACK
 
 from .compiler import CompiledPipeline
 
@@ -80,9 +81,9 @@ class SageMakerOps:
             return names[0]
         if not names:
             raise SpecError(f"stack {stack} in {self.region} has no PipelineName output: is it a stack with a "
-                            "BakeoffPipeline construct?", field="--stack")
-        raise SpecError(f"stack {stack} deploys {len(names)} pipelines ({', '.join(names)}): name one of them "
-                        "instead of --stack", field="--stack")
+                            "BakeoffPipeline construct?", field=STACK)
+        raise SpecError(words(f"stack {stack} deploys {len(names)} pipelines ({', '.join(names)}): name one of them "
+                              "instead of ", STACK), field=STACK)
 
     # --- deploy ---------------------------------------------------------------------
     def upload_assets(self, compiled: CompiledPipeline, progress: Callable[[str], None] = lambda m: None) -> dict:
@@ -94,8 +95,8 @@ class SageMakerOps:
                 self.s3.head_bucket(Bucket=compiled.bucket)
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
-                    raise AwsError(f"S3 bucket {compiled.bucket!r} does not exist; create it (or deploy the CDK "
-                                   "stack) or pass --bucket with one that does", code="NoSuchBucket",
+                    raise AwsError(words(f"S3 bucket {compiled.bucket!r} does not exist; create it (or deploy the "
+                                         "CDK stack) or pass ", BUCKET, " with one that does"), code="NoSuchBucket",
                                    operation=f"reach bucket {compiled.bucket}") from None
                 raise
         for asset in compiled.assets:
@@ -164,8 +165,7 @@ class SageMakerOps:
         from .execution_labels import check_description, check_display_name
 
         if max_parallel_steps is not None and max_parallel_steps < 1:
-            raise SpecError(f"--max-parallel {max_parallel_steps}: at least 1 step must run at a time",
-                            field="--max-parallel")
+            raise SpecError(f"{max_parallel_steps}: at least 1 step must run at a time", field=MAX_PARALLEL)
         labels: dict[str, Any] = {
             "PipelineExecutionDisplayName": check_display_name(display_name),
             "PipelineExecutionDescription": check_description(description),
@@ -178,7 +178,7 @@ class SageMakerOps:
         unknown = sorted(set(parameters or {}) - known)
         if unknown:
             raise SpecError(f"unknown pipeline parameter(s) {', '.join(unknown)}; this pipeline has: "
-                            f"{', '.join(sorted(known))}", field="--param")
+                            f"{', '.join(sorted(known))}", field=PARAMETERS)
         with aws(f"start pipeline {pipeline}"):
             return self.sm.start_pipeline_execution(PipelineName=pipeline, PipelineParameters=params,
                                                     **{k: v for k, v in labels.items() if v is not None})[

@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from pipelines.errors import SpecError
+from pipelines.errors import Either, SpecError, Words, words
+from pipelines.params import OVERRIDES
 from pipelines.spec.model import BakeoffSpec, SpecFieldError
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a few KB; anything near this is not one
@@ -340,15 +341,15 @@ def _shown_arg(text: str) -> str:
     return out if len(out) <= SHOWN_CHARS else f"{out[:SHOWN_CHARS]}... ({len(text):,} characters)"
 
 
-def _where(item: str) -> str:
-    return f"--set {_shown_arg(item)}"
+def _where(item: str) -> Words:
+    return words(OVERRIDES.given(_shown_arg(item)))
 
 
 def _parts(key: str, item: str) -> list[str | int]:
     """`legs[1].precision`, `legs.1.precision` and `legs.trn1.precision` alike."""
     if not _KEY.fullmatch(key):
-        raise SpecError(f"'{_shown_arg(key)}' is not a field path (names with dots, a list index as .1 or [1]), e.g. "
-                        "--set training.max_steps=50", file=_where(item))
+        raise SpecError(words(f"'{_shown_arg(key)}' is not a field path (names with dots, a list index as .1 or [1]), "
+                              "e.g. ", OVERRIDES.given("training.max_steps=50")), file=_where(item))
     parts: list[str | int] = [int(t[1:-1]) if t.startswith("[") else (int(t) if t.isdigit() else t)
                               for t in _PART.findall(key)]
     if len(parts) > MAX_DEPTH:
@@ -380,11 +381,12 @@ def _value(raw: str, item: str) -> Any:
     try:
         return parse_value(raw, _where(item))
     except SpecError as exc:
-        hint = "; quote it, e.g. --set 'seeds=[1, 2]'" if exc.message.startswith("not valid YAML") else ""
+        # a shell splits an unquoted value; a Python string arrives whole
+        hint = Either("", "; quote it, e.g. --set 'seeds=[1, 2]'") if exc.message.startswith("not valid YAML") else ""
         message = exc.message.replace("not valid YAML: ", "the value is not valid YAML (", 1)
         if message != exc.message:
             message += ")"
-        raise SpecError(message + hint, file=exc.file) from None
+        raise SpecError(words(message, hint), file=exc.file) from None
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -397,7 +399,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> tuple[dict[st
     touched: list[tuple[str, str]] = []
     for item in overrides or []:
         if not isinstance(item, str) or "=" not in item:
-            raise SpecError("expected KEY=VALUE, e.g. --set training.max_steps=50", file=_where(str(item)))
+            raise SpecError(words("expected KEY=VALUE, e.g. ", OVERRIDES.given("training.max_steps=50")),
+                            file=_where(str(item)))
         key, raw = item.split("=", 1)
         value = _value(raw, item)
         parts = _parts(key.strip(), item)

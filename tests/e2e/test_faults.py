@@ -97,6 +97,32 @@ def test_sigterm_during_the_evaluation_ends_the_run_not_hangs_it(tmp_path):
     assert not (out / "evaluation" / "evaluation.json").exists()
 
 
+def test_ctrl_c_stops_the_running_job_and_exits_130_with_the_error_as_json(tmp_path):
+    # Ctrl-C is SIGINT to the foreground process: bakeoff stops its job's process group first, as for SIGTERM,
+    # and exits 128 + 2 as a shell reports an interrupted command; under --json stdout says so as one object.
+    spec = _spec(tmp_path, plant="slow", seeds=1)
+    out = tmp_path / "out"
+    exe = Path(sys.executable).with_name("bakeoff")
+    run = subprocess.Popen([str(exe), "run", str(spec), "--out", str(out), "--no-mlflow", "--jobs", "1", "--json"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for(lambda: (out / "jobs" / "m5-s0" / "opt" / "ml" / "model" / "metrics.jsonl").exists(),
+                  what="the first job to train")
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 130, stderr[-2000:]
+    assert "stopped by SIGINT" in stderr and "Traceback" not in stderr
+    body = json.loads(stdout)
+    assert body["exit_code"] == 130 and body["error"] == "Interrupted" and body["message"] == "stopped by SIGINT"
+    assert not processes_using(out), "a job outlived `bakeoff run`"
+    job = _job(out, "m5-s0")
+    assert job["status"] == "failed" and "interrupted" in job["reason"], job
+    assert not (out / "evaluation" / "evaluation.json").exists()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_kill_9_of_bakeoff_run_leaves_no_job_running_and_a_rerun_finds_nothing_of_it(tmp_path):
     # A job that has stopped printing: no broken pipe would ever end it.

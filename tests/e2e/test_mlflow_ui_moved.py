@@ -68,5 +68,5 @@ def test_a_copied_and_moved_run_directory_serves_its_report_from_where_it_is_now
         stop(proc)
     report = bakeoff("report", moved, "--json")
     assert report.returncode in (0, 1, 3), report.stderr[-2000:]
-    assert json.loads(report.stdout)["files"]["report"] == str(moved / "evaluation" / "report.html")
+    assert json.loads(report.stdout)["report_path"] == str(moved / "evaluation" / "report.html")
     assert _snapshot(moved) == before, "bakeoff ui or bakeoff report wrote into the run directory"

@@ -76,7 +76,7 @@ def test_report_decides_again_when_a_job_output_changed_after_the_verdict(passed
     proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", "--write")
     assert "its jobs changed after the verdict was written; deciding again" in proc.stderr, proc.stderr
     assert proc.stdout.startswith("{"), proc.stderr[-3000:]
-    ev = json.loads(proc.stdout)
+    ev = json.loads(proc.stdout)["evaluation"]
     run = next(r for r in ev["legs"]["m5"]["runs"] if r["seed"] == 1)
     assert run["status"] == "lost" and run["failure_kind"] == "changed-output", run
     assert "its outputs changed after it finished (summary.json does not match" in run["reason"]
@@ -121,7 +121,10 @@ def test_report_of_a_run_directory_writes_nothing_into_it_unless_asked(passed_ru
     before = _snapshot(root)
     proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", cwd=tmp_path / "cwd")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout)["files"]["report"] == str(out / "evaluation" / "report.html")  # its own
+    assert json.loads(proc.stdout)["report_path"] == str(out / "evaluation" / "report.html")  # its own
+    from pipelines import report
+
+    assert json.loads(proc.stdout) == report(out).model_dump(mode="json")  # the API's Report, exactly
     assert _snapshot(root) == before and not list((tmp_path / "cwd").iterdir())
     with _read_only(root):
         proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", cwd=tmp_path / "cwd")
@@ -199,7 +202,7 @@ def test_a_truncated_summary_is_a_lost_run_not_a_crash_or_a_stale_pass(passed_ru
     tarball = next(out.glob("s3/**/Train-g5-s0-*/output/output.tar.gz"))
     _rewrite_summary(tarball, lambda raw: raw[: len(raw) // 2])
     proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", "--write")
-    ev = json.loads(proc.stdout)
+    ev = json.loads(proc.stdout)["evaluation"]
     run = next(r for r in ev["legs"]["g5"]["runs"] if r["seed"] == 0)
     assert run["status"] == "lost" and "not valid JSON" in run["reason"]
     assert ev["verdict"] == "inconclusive" and proc.returncode == 3

@@ -10,6 +10,7 @@ trn1 codes are made up (no public listing we found has them).
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -165,6 +166,12 @@ def test_a_short_quota_stops_deploy_before_anything_is_created(cli, tmp_path, ca
     assert "needs 3 at once (3 of its steps use it, at most 4 steps run at once)" in err
     assert ops.s3.list_objects_v2(Bucket=BUCKET)["KeyCount"] == 0  # nothing uploaded
     assert ops.sm.list_pipelines()["PipelineSummaries"] == []  # nothing created
+    _listing(sq, [_quota(name, 0 if name == P4D else value) for name, value in ENOUGH.items()])
+    assert main(["deploy", str(spec), "--role", ROLE, "--bucket", BUCKET, "--json"]) == 2
+    body = json.loads(capsys.readouterr().out)  # a program reading stdout learns why: one error per short quota
+    assert body["exit_code"] == 2 and body["error"] == "QuotaShortfall"
+    assert [e["message"] for e in body["errors"]] == [line.removeprefix("bakeoff: error: ")
+                                                      for line in err.splitlines() if line.startswith("bakeoff: ")]
 
     _listing(sq, [_quota(name, 2 if name == P4D else value) for name, value in ENOUGH.items()])
     with pytest.raises(SpecError) as caught:  # the Python API: a SpecError (exit 2) carrying the checks

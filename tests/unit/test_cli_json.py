@@ -50,18 +50,30 @@ def _run_dir(tmp_path, verdict_values=([2.40, 2.41, 2.40], [2.41, 2.40, 2.41])):
     return run
 
 
-def test_report_json_is_the_evaluation_with_its_files(tmp_path, cli):
-    from pipelines import report
+def test_report_json_is_the_api_report(tmp_path, cli):
+    from pipelines import Report, report
 
     run = _run_dir(tmp_path)
     printed = _json(cli, "report", run)
-    result = report(run).model_dump(mode="json")
-    rendered = Path(printed["files"].pop("report"))
-    assert result["files"].pop("report") and printed == result
-    assert printed["verdict"] == "pass" and printed["legs"]  # the evaluation, as `report --json` always printed
+    result = report(run)
+    rendered = Path(printed.pop("report_path"))
+    assert result.report_path and printed == result.model_dump(mode="json", exclude={"report_path"})
+    assert Report.model_validate({**printed, "report_path": str(rendered)}).evaluation == result.evaluation
+    assert printed["verdict"] == printed["evaluation"]["verdict"] == "pass" and printed["evaluation"]["legs"]
     # The run directory holds no report and is not written: one is rendered in a private folder.
     assert rendered.name == "report.html" and rendered.exists() and not rendered.is_relative_to(run)
     assert not (run / "evaluation" / "report.html").exists()
+
+
+def test_project_json_is_the_api_projection(tmp_path, cli):
+    from pipelines import project
+
+    run = _run_dir(tmp_path)
+    printed = _json(cli, "project", run, "--steps", "1000", "--out", tmp_path / "cli")
+    result = project(run, {"production": {"steps": 1000}}, out_dir=tmp_path / "api").model_dump(mode="json")
+    for paths in (printed, result):
+        assert paths.pop("evaluation_path") and paths.pop("report_path") is not None
+    assert printed == result and printed["source"] == str(run)
 
 
 def test_quiet_prints_nothing_and_the_exit_code_carries_the_verdict(tmp_path, cli):

@@ -24,10 +24,10 @@ PACKAGES = ("pipelines", "estimators")
 # its own layer or a lower one, never a higher one. Subpackages are placed whole by their prefix; a new
 # top-level module of `pipelines` has to be placed here (the test says so).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # Leaves everything may use: errors, hashing, names, text hygiene, boto3 failures as one line, the stats
-    # extra's install line.
-    ("base", ("pipelines.errors", "pipelines.hashing", "pipelines.names", "pipelines.terminal_text",
-              "pipelines.aws_session", "pipelines.extras", "estimators")),
+    # Leaves everything may use: errors, parameter names, hashing, names, text hygiene, boto3 failures as one
+    # line, the stats extra's install line.
+    ("base", ("pipelines.errors", "pipelines.params", "pipelines.hashing", "pipelines.names",
+              "pipelines.terminal_text", "pipelines.aws_session", "pipelines.extras", "estimators")),
     # The spec: its models, where it comes from, what it derives.
     ("spec", ("pipelines.spec",)),
     # What the spec becomes before anything runs: the plan and its inputs.

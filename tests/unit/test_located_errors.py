@@ -197,7 +197,7 @@ def test_report_on_an_interrupted_run_renders_what_exists(cli, interrupted_run):
     proc = cli("report", interrupted_run, "--json", "--write")  # deciding it writes the verdict into it
     assert "could not run" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.returncode == 3, proc.stderr[-2000:]  # the seeds that never ran decide nothing
-    evaluation = json.loads(proc.stdout)
+    evaluation = json.loads(proc.stdout)["evaluation"]
     assert evaluation["verdict"] == "inconclusive"
     assert all(len(leg["runs"]) == 2 for leg in evaluation["legs"].values())
     assert "never ran here (g5-s1, m5-s1)" in proc.stderr, proc.stderr[-2000:]

@@ -554,7 +554,11 @@ class FixedDesign(TypedDict):
     planned_sigma: NotRequired[float]    # its 80% upper confidence limit, what the seeds are planned on
 
 
-class Evaluation(ScalingSections):
+class Evaluation(TypedDict):
+    """evaluation.json, as the Evaluate step writes it and `report`, `run_local` and `start_until_decided`
+    return it (their `evaluation`): the verdict and its cause, the parity rule it was decided under, every
+    check, each leg's runs and figures, cost, and where the spec declares one, the projection."""
+
     schema: str
     verdict: str                      # pass | fail | inconclusive
     summary: str
@@ -579,6 +583,10 @@ class Evaluation(ScalingSections):
     fixed_design: NotRequired[FixedDesign | None]  # /3; the report sizes it itself for an evaluation/2
     mlflow: NotRequired[JSON]                     # evaluate.py, once the parent run is logged
     projection: NotRequired[Projection]           # the decision, where the spec declares one (verdict/projection.py)
+    # ScalingSections' keys, spelt here (not inherited) so that the API's reference documents them in place
+    scaling: NotRequired[dict[str, list[JSON]]]
+    scaling_sweeps: NotRequired[dict[str, JSON]]
+    ablations: NotRequired[list[JSON]]
 
 
 def run_metric(row: RunRow, metric: str) -> Any:
