@@ -1,19 +1,25 @@
 """The exit codes: one meaning each, as `bakeoff --help` states them, with the errors that exit so."""
 from __future__ import annotations
 
-import re
-
 from pipelines.reference.markdown import GENERATED, cell, code, table
 
 
-def exit_codes() -> list[tuple[int, str]]:
-    """(code, meaning) in order, from the table the CLI prints in its --help (the one place they are
-    worded)."""
-    from pipelines.cli.main import EXIT_CODES_HELP
+def exit_codes() -> list[tuple[int, str, str]]:
+    """(code, meaning, the commands that return it) in order, from `pipelines.errors.EXIT_CODES`, the one table
+    of codes the CLI's --help and each command's epilog are made from. A command where the code means something
+    more precise says so beside its name."""
+    from pipelines.errors import COMMANDS, EXIT_CODES
 
-    listed = EXIT_CODES_HELP.split(":", 1)[1]
-    return [(int(number), meaning.strip()) for number, meaning in re.findall(r"(\d+) ([^,]+(?:\([^)]*\))?)",
-                                                                              listed)]
+    def commands(row) -> str:
+        precise = dict(row.per_command)
+        left_out = [c for c in COMMANDS if c not in row.commands]
+        named = [f"`{c}` ({precise[c]})" for c in row.commands if c in precise]
+        if len(left_out) <= 2:  # nearly every command: name the exceptions, not the list
+            scope = "every command" + (f" but {', '.join(f'`{c}`' for c in left_out)}" if left_out else "")
+            return "; ".join([scope, *named])
+        return "; ".join(f"`{c}` ({precise[c]})" if c in precise else f"`{c}`" for c in row.commands)
+
+    return [(row.code, row.meaning, commands(row)) for row in EXIT_CODES]
 
 
 def raised_as() -> dict[int, list[str]]:
@@ -36,10 +42,10 @@ def _linked(name: str) -> str:
 
 def page() -> str:
     errors = raised_as()
-    rows = [(code(number), cell(meaning), ", ".join(_linked(name) for name in errors.get(number, [])))
-            for number, meaning in exit_codes()]
+    rows = [(code(number), cell(meaning), cell(where), ", ".join(_linked(name) for name in errors.get(number, [])))
+            for number, meaning, where in exit_codes()]
     return (GENERATED + "# Exit codes\n\n"
             "Every `bakeoff` command exits with one of these; each code has one meaning. A command's `--json` "
             "output carries the same code (`exit_code`). The Python API raises the error classes instead "
             "(`exit_code` is an attribute of each).\n\n"
-            + table(("Code", "Meaning", "Python API error"), rows))
+            + table(("Code", "Meaning", "Commands", "Python API error"), rows))
