@@ -42,6 +42,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("api", ("pipelines.api",)),
     # The command line (and the package root, whose exports are the API's).
     ("cli", ("pipelines.cli", "pipelines")),
+    # The docs site's reference pages, written from the parser, the spec's models and the API (nothing imports it
+    # but the docs build).
+    ("reference", ("pipelines.reference",)),
 )
 # Between the two engines, only these: the local engine interprets the definition the compiler writes, and a
 # look's record of its jobs is shared by both (pipelines/local/looks.py: backend-neutral, kept where it is).
