@@ -37,6 +37,9 @@ def _load(args):
 
 # --- commands -------------------------------------------------------------------------
 def cmd_run(args) -> int:
+    display = None if args.quiet else LocalDisplay(verbose=getattr(args, "verbose", False))
+    if display is not None:
+        display.opening(args.spec)
     from pipelines import api
     from pipelines.cli.aws import _params
 
@@ -45,7 +48,7 @@ def cmd_run(args) -> int:
                            fresh_start=getattr(args, "fresh_start", None), parameters=_params(args.param),
                            until_decided=getattr(args, "until_decided", False),
                            max_seeds=getattr(args, "max_seeds", None), jobs=getattr(args, "jobs", None),
-                           progress=None if args.quiet else LocalDisplay())
+                           progress=display)
 
     def text(r) -> None:
         from pipelines.cli.summary import render_summary
@@ -231,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, metavar="N", help="training jobs to run at once (default: one per core, "
                    "as many as the memory holds); their results are read in the plan's order, so the same jobs are "
                    "run, stopped and decided as with --jobs 1, which gives each job the whole machine")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every substitution for this machine "
+                   "(devices, variables, each leg's local: block) before the jobs, not only the one-line gist")
     output_args(p, "print the final summary (verdict, exit code, paths, jobs run, evaluation) as JSON; "
                    "progress stays on stderr")
     p.set_defaults(func=cmd_run)
