@@ -58,6 +58,12 @@ def _steps_done(evaluation: Evaluation) -> list[int]:
     return [s for s in steps if isinstance(s, int) and not isinstance(s, bool) and s > 0]
 
 
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def _wide_intervals(evaluation: Evaluation) -> list[tuple[str, float, float]]:
     """(leg, the width of its parity CI, the margin) for each leg whose interval is wider than the margin's
     band (-margin to +margin, twice the margin across): an interval that cannot fit in the band cannot show
@@ -69,10 +75,9 @@ def _wide_intervals(evaluation: Evaluation) -> list[tuple[str, float, float]]:
         ci, margin = raw.get("ci"), raw.get("margin")
         if not str(check["name"]).startswith("parity:") or not isinstance(ci, (list, tuple)) or len(ci) != 2:
             continue
-        low, high = ci
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-               for v in (low, high, margin)) and margin > 0 and high - low > 2 * margin:
-            out.append((str(check["name"])[len("parity:"):].split("~")[0], high - low, margin))
+        low, high, m = (_finite(v) for v in (*ci, margin))
+        if low is not None and high is not None and m is not None and m > 0 and high - low > 2 * m:
+            out.append((str(check["name"])[len("parity:"):].split("~")[0], high - low, m))
     return out
 
 

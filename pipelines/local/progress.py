@@ -6,9 +6,14 @@ import math
 import time
 from collections import Counter
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from bakeoff_runtime.contract.step_names import parse_job_name
 from pipelines.terminal_text import data
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
 # A job's phase as it reports it (`[bakeoff] phase=NAME`, bakeoff_runtime/contract/phases.py), shown on its
 # bar: an XLA leg compiles for half a minute before step 1, and its bar says so instead of sitting at 0 steps.
@@ -28,8 +33,8 @@ class Progress:
         self.console = console or Console(stderr=True, soft_wrap=True, emoji=False)
         self.live = self.console.is_terminal
         self.verbose = verbose  # detail() lines shown (`bakeoff run -v`)
-        self._bar = None
-        self._tasks: dict[int, object] = {}  # job index -> its bar
+        self._bar: RichProgress | None = None
+        self._tasks: dict[int, TaskID] = {}  # job index -> its bar
         self._totals: dict[int, int | None] = {}  # job index -> its steps
         self._last: int | None = None  # the job begun last (advance without an index)
         self._total_jobs = 0

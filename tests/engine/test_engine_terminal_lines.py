@@ -2,7 +2,6 @@
 substitutions (every one with -v), and a job's reported phase reaching the display. The jobs run in the
 fake container (fake_container.py); the pseudo-terminal view is tests/e2e/test_terminal_progress.py."""
 from bakeoff_runtime.contract import phase_line
-
 from conftest import tiny_spec, write_spec
 from fake_container import FakeContainer, Recipe, bakeoff_cli
 
