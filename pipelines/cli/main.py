@@ -52,15 +52,17 @@ def cmd_run(args) -> int:
 
     def text(r) -> None:
         from pipelines.cli.summary import render_summary
+        from pipelines.terminal_text import data
 
         console = _console()
         render_summary(r.evaluation, console)
-        console.print(f"evaluation: {r.evaluation_path}", highlight=False)
+        # Paths and addresses are the user's text: `runs/[bold]` or `:a:` in one shows as written.
+        console.print(data(f"evaluation: {r.evaluation_path}"), highlight=False)
         if r.report_path:
-            console.print(f"report: {r.report_path}", highlight=False)
+            console.print(data(f"report: {r.report_path}"), highlight=False)
         if r.mlflow_parent_run_id:
             where = r.mlflow_tracking_uri or f"bakeoff ui {args.out}"
-            console.print(f"MLflow: {where} (parent run {r.mlflow_parent_run_id})", highlight=False)
+            console.print(data(f"MLflow: {where} (parent run {r.mlflow_parent_run_id})"), highlight=False)
 
     emit(args, result, text)
     return result.exit_code

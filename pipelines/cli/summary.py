@@ -162,7 +162,7 @@ def render_summary(evaluation: Evaluation, console) -> None:
     for label, get in rows:
         cells = [data(get(f)) for f in legs.values()]
         if any(c != "-" for c in cells):  # a row of dashes says nothing (no device memory on CPU, say)
-            table.add_row(label, *cells)
+            table.add_row(data(label), *cells)  # a label may name the spec's metric
     console.print(table)
     for check in evaluation["checks"]:
         mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]", "warning": "[yellow]note[/yellow]",
