@@ -129,9 +129,10 @@ class Progress:
         mean = sum(self._run_walls) / len(self._run_walls)
         if not self._per_leg:
             return left * mean / min(self._at_once, left)
-        # Each leg's jobs not ended at that leg's own mean. A leg with none ended yet: the mean of all, or,
-        # when its running job has already taken longer (a slow XLA leg behind a fast CPU leg), that time.
-        # A running job counts for what it has left of that.
+        # Each leg's jobs not ended at that leg's own mean, less its first job once a later one has ended:
+        # the first starts the leg's warm interpreter and pays the imports its later jobs skip (warm.py).
+        # A leg with none ended yet: the mean of all, or, when its running job has already taken longer (a
+        # slow XLA leg behind a fast CPU leg), that time. A running job counts for what it has left of that.
         lefts = {leg: max(0, n - self._leg_ended[leg]) for leg, n in self._per_leg.items()}
         remaining = sum(lefts.values())
         if remaining <= 0:
@@ -143,7 +144,7 @@ class Progress:
         work = 0.0
         for leg, n in lefts.items():
             taken = running.get(leg, [])[:n]
-            walls = self._leg_walls.get(leg)
+            walls = self._leg_walls.get(leg, [])[1:] or self._leg_walls.get(leg)
             each = sum(walls) / len(walls) if walls else max([mean, *taken])
             work += each * (n - len(taken)) + sum(max(0.0, each - t) for t in taken)
         return work / min(self._at_once, remaining)

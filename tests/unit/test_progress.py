@@ -126,6 +126,15 @@ def test_details_are_shown_with_verbose_only():
     assert quiet.getvalue() == "" and verbose.getvalue() == "bakeoff local: leg trn1: ...\n"
 
 
+def test_a_legs_first_job_leaves_its_pace_once_a_later_one_has_ended():
+    progress, _ = _plain()
+    progress.start(4, 1, {"trn1": 4})
+    progress.finish(1, "trn1-s0", "completed", 300.0, {}, None)  # imports, a cold start
+    assert progress.eta_s(1) == 3 * 300.0  # nothing else to go by
+    progress.finish(2, "trn1-s1", "completed", 100.0, {}, None)  # from the leg's warm interpreter
+    assert progress.eta_s(2) == 2 * 100.0
+
+
 def test_a_slow_legs_running_job_keeps_the_time_left_honest(monkeypatch):
     from pipelines.local import progress as module
 
