@@ -60,9 +60,11 @@ class LocalDisplay:
         self.display = Progress(verbose=verbose)
 
     def opening(self, spec: object) -> None:
-        """A line the moment the command starts: reading, compiling and planning a spec, and its jobs'
-        imports, take seconds before the first bar, and a silent terminal reads as a hung one."""
-        self.display.note(f"reading {spec}: the jobs start once it is compiled and planned")
+        """A line the moment the command starts, on a terminal: reading, compiling and planning a spec, and
+        its jobs' imports, take seconds before the first bar, and a silent terminal reads as a hung one.
+        Off a terminal (a log, a pipe) nothing: bad input stays its one line there."""
+        if self.display.live:
+            self.display.note(f"reading {spec}: the jobs start once it is compiled and planned")
 
     def __call__(self, event) -> None:
         method = getattr(self.display, event.kind, None)
