@@ -288,8 +288,9 @@ class Runtime:
         if self._loop_started is None:
             self._loop_started = time.time()
             # A torch.compile'd model compiles on its first call, which is this step's forward pass
-            # (torch.compile is lazy); a lazy device compiles at the step's sync (optimizer_step);
-            # an eager one has nothing to compile.
+            # (torch.compile only wraps the model, which is compiled when it is first invoked: PyTorch forum,
+            # "Multiple compiled versions of the same model"; PyTorch's torch.compile tutorial); a lazy
+            # device compiles at the step's sync (optimizer_step); an eager one has nothing to compile.
             if self.torch_compile:
                 self.telemetry.phase("compiling")
             elif not self.backend.lazy:
