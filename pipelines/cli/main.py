@@ -50,6 +50,9 @@ def _load(args):
 
 # --- commands -------------------------------------------------------------------------
 def cmd_run(args) -> int:
+    display = None if args.quiet else LocalDisplay(verbose=getattr(args, "verbose", False))
+    if display is not None:
+        display.opening(args.spec)
     from pipelines import api
     from pipelines.cli.aws import _params
 
@@ -58,19 +61,21 @@ def cmd_run(args) -> int:
                            fresh_start=getattr(args, "fresh_start", None), parameters=_params(args.param),
                            until_decided=getattr(args, "until_decided", False),
                            max_seeds=getattr(args, "max_seeds", None), jobs=getattr(args, "jobs", None),
-                           progress=None if args.quiet else LocalDisplay())
+                           progress=display)
 
     def text(r) -> None:
         from pipelines.cli.summary import render_summary
+        from pipelines.terminal_text import data
 
         console = _console()
         render_summary(r.evaluation, console)
-        console.print(f"evaluation: {r.evaluation_path}", highlight=False)
+        # Paths and addresses are the user's text: `runs/[bold]` or `:a:` in one shows as written.
+        console.print(data(f"evaluation: {r.evaluation_path}"), highlight=False)
         if r.report_path:
-            console.print(f"report: {r.report_path}", highlight=False)
+            console.print(data(f"report: {r.report_path}"), highlight=False)
         if r.mlflow_parent_run_id:
             where = r.mlflow_tracking_uri or f"bakeoff ui {args.out}"
-            console.print(f"MLflow: {where} (parent run {r.mlflow_parent_run_id})", highlight=False)
+            console.print(data(f"MLflow: {where} (parent run {r.mlflow_parent_run_id})"), highlight=False)
 
     emit(args, result, text)
     return result.exit_code
@@ -243,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, metavar="N", help="training jobs to run at once (default: one per core, "
                    "as many as the memory holds); their results are read in the plan's order, so the same jobs are "
                    "run, stopped and decided as with --jobs 1, which gives each job the whole machine")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every substitution for this machine "
+                   "(devices, variables, each leg's local: block) before the jobs, not only the one-line gist")
     output_args(p, "print the final summary (verdict, exit code, paths, jobs run, evaluation) as JSON; "
                    "progress stays on stderr")
     p.set_defaults(func=cmd_run)

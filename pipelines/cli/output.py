@@ -72,10 +72,17 @@ class LocalDisplay:
     """Shows the façade's ProgressEvents of a local run with the terminal display
     (`pipelines.local.progress.Progress`): a live bar on a terminal, plain lines elsewhere, on stderr."""
 
-    def __init__(self) -> None:
+    def __init__(self, verbose: bool = False) -> None:
         from pipelines.local.progress import Progress
 
-        self.display = Progress()
+        self.display = Progress(verbose=verbose)
+
+    def opening(self, spec: object) -> None:
+        """A line the moment the command starts, on a terminal: reading, compiling and planning a spec, and
+        its jobs' imports, take seconds before the first bar, and a silent terminal reads as a hung one.
+        Off a terminal (a log, a pipe) nothing: bad input stays its one line there."""
+        if self.display.live:
+            self.display.note(f"reading {spec}: the jobs start once it is compiled and planned")
 
     def __call__(self, event) -> None:
         method = getattr(self.display, event.kind, None)

@@ -1,8 +1,9 @@
 """The terminal summary of an evaluation.json: the same for a local run and a SageMaker execution."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from bakeoff_runtime.report.document import devices_note, parity_word
 from bakeoff_runtime.report.formatting import size
@@ -52,6 +53,48 @@ FEW_SEEDS = 3
 FEW_STEPS = 100
 
 
+def _steps_done(evaluation: Evaluation) -> list[int]:
+    steps = [r.get("steps_completed") for f in evaluation["legs"].values() for r in f["runs"]]
+    return [s for s in steps if isinstance(s, int) and not isinstance(s, bool) and s > 0]
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _wide_intervals(evaluation: Evaluation) -> list[tuple[str, float, float]]:
+    """(leg, the width of its parity CI, the margin) for each leg whose interval is wider than the margin's
+    band (-margin to +margin, twice the margin across): an interval that cannot fit in the band cannot show
+    the legs equivalent however the difference falls, so the seeds are too few for the margin. (A width
+    past the margin alone is usual in a run that passes: its interval only has to sit inside the band.)"""
+    out = []
+    for check in evaluation["checks"]:
+        raw = cast("dict[str, Any]", check)
+        ci, margin = raw.get("ci"), raw.get("margin")
+        if not str(check["name"]).startswith("parity:") or not isinstance(ci, (list, tuple)) or len(ci) != 2:
+            continue
+        low, high, m = (_finite(v) for v in (*ci, margin))
+        if low is not None and high is not None and m is not None and m > 0 and high - low > 2 * m:
+            out.append((str(check["name"])[len("parity:"):].split("~")[0], high - low, m))
+    return out
+
+
+def small_run(evaluation: Evaluation) -> list[str]:
+    """Why the verdict comes from a run too small to trust (empty: it does not), in a few words each:
+    what the verdict's own line carries, the caution lines below it saying the rest."""
+    out = []
+    seeds = min((f["completed"] for f in evaluation["legs"].values()), default=0)
+    if 0 < seeds < FEW_SEEDS:
+        out.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
+    done = _steps_done(evaluation)
+    if done and max(done) < FEW_STEPS:
+        out.append(f"{max(done)} steps")
+    out += [f"{leg}'s CI wider than the margin" for leg, _, _ in _wide_intervals(evaluation)]
+    return out
+
+
 def cautions(evaluation: Evaluation) -> list[str]:
     """What to keep in mind beside the verdict, most important first (empty: nothing)."""
     out = []
@@ -63,19 +106,31 @@ def cautions(evaluation: Evaluation) -> list[str]:
     if 0 < seeds < FEW_SEEDS:
         out.append(f"{seeds} completed seed{'s' if seeds != 1 else ''} on the fewest leg: the spread rests on too few "
                    "pairs to plan from; `bakeoff plan --from RUN_DIR` sizes the seeds")
-    steps = [r.get("steps_completed") for f in legs.values() for r in f["runs"]]
-    done = [s for s in steps if isinstance(s, int) and s > 0]
+    done = _steps_done(evaluation)
     if done and max(done) < FEW_STEPS:
         out.append(f"each job trained at most {max(done)} steps: a smoke test's length; the parity of an early "
                    "loss says little about the trained model")
+    for leg, width, margin in _wide_intervals(evaluation):
+        out.append(f"the parity interval of {leg} spans {width:.4g}, wider than the whole margin band "
+                   f"(+/-{margin:.4g}): the seeds are too few to place the difference within the margin; "
+                   "`bakeoff plan --from RUN_DIR` sizes the seeds")
     return out
+
+
+def verdict_line(evaluation: Evaluation) -> str:
+    """The verdict's own line (rich markup), with its caution when the run was too small to trust it."""
+    verdict = evaluation["verdict"]
+    colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}[verdict]
+    line = f"[bold {colour}]verdict: {verdict}[/bold {colour}]"
+    small = small_run(evaluation)
+    if small:
+        line += f" [yellow]caution: from a run too small to trust ({data(', '.join(small))}); see below[/yellow]"
+    return line
 
 
 def render_summary(evaluation: Evaluation, console) -> None:
     from rich.table import Table
 
-    verdict = evaluation["verdict"]
-    colour = {"pass": "green", "fail": "red", "inconclusive": "yellow"}[verdict]
     emulated = bool((evaluation.get("speed") or {}).get("emulated"))
     emu = " (emulated)" if emulated else ""
     parity = evaluation["parity"]
@@ -107,7 +162,7 @@ def render_summary(evaluation: Evaluation, console) -> None:
     for label, get in rows:
         cells = [data(get(f)) for f in legs.values()]
         if any(c != "-" for c in cells):  # a row of dashes says nothing (no device memory on CPU, say)
-            table.add_row(label, *cells)
+            table.add_row(data(label), *cells)  # a label may name the spec's metric
     console.print(table)
     for check in evaluation["checks"]:
         mark = {"passed": "[green]ok[/green]", "failed": "[red]FAIL[/red]", "warning": "[yellow]note[/yellow]",
@@ -137,7 +192,7 @@ def render_summary(evaluation: Evaluation, console) -> None:
         original = rule["original"] or "not recorded"
         console.print("  [yellow]rule changed after the data[/yellow]: " + data(
             f"original {original}, now {rule['current']} ({rule.get('reason')})"), highlight=False)
-    console.print(f"[bold {colour}]verdict: {verdict}[/bold {colour}]", highlight=False)
+    console.print(verdict_line(evaluation), highlight=False)
     for line in cautions(evaluation):
         console.print(f"  [yellow]caution[/yellow] {data(line)}", highlight=False)
     rec = evaluation.get("recommendation")

@@ -393,17 +393,21 @@ class LocalExecutor:
         self._write_records(plan, compiled, subs, params)
         described = self.out / SUBSTITUTIONS_FILE
         write_json_atomically(described, {"substitutions": subs.describe()})
-        for line in subs.brief():
-            self.progress.note(f"local: {line}")
-        self.progress.note(f"local: every substitution for this machine (store, /opt/ml, images, batching, "
-                           f"evaluation): {described}")
+        self.progress.note(f"local: {subs.gist()}")
+        for line in subs.brief():  # `bakeoff run -v`
+            self.progress.detail(f"local: {line}")
+        self.progress.detail(f"local: every substitution for this machine (store, /opt/ml, images, batching, "
+                             f"evaluation): {described}")
         if self.jobs > 1 and len(order) - len(reuse) > 1:
             from .slots import threads_per_process
 
             threads = threads_per_process(self.jobs)
-            self.progress.note(f"local: up to {self.jobs} training jobs at once (--jobs), each process with "
-                               f"{threads} torch thread{'s' if threads != 1 else ''}; their throughput figures "
-                               "shared the machine (--jobs 1 gives each job the whole machine)")
+            plural = "s" if threads != 1 else ""
+            self.progress.note(f"local: up to {self.jobs} jobs at once, {threads} torch thread{plural} each "
+                               "(--jobs 1: the whole machine to each)")
+            self.progress.detail(f"local: up to {self.jobs} training jobs at once (--jobs), each process with "
+                                 f"{threads} torch thread{'s' if threads != 1 else ''}; their throughput figures "
+                                 "shared the machine (--jobs 1 gives each job the whole machine)")
         for line in plan.notes:
             self.progress.note(line)
         from pipelines.steps import kind_of, training

@@ -205,6 +205,8 @@ class ParallelJobs:
             parsed = parse(line)
             if parsed:
                 self.events.put(("advance", slot.name, parsed[0] + 1))
+            elif (phase := contract.parse_phase_line(line)) is not None:
+                self.events.put(("phase", slot.name, phase))
 
         try:
             slot.result = self.x.train(slot.job, slot.key, self.store, slot.process, on_line,
@@ -219,6 +221,10 @@ class ParallelJobs:
         if kind == "advance":
             if slot.state == "running" and not slot.cancelled:
                 self.x.progress.advance(value, slot.index)
+            return
+        if kind == "phase":
+            if slot.state == "running" and not slot.cancelled:
+                self.x.progress.phase(slot.index, value)
             return
         slot.thread.join()  # type: ignore[union-attr]
         slot.state = "ended"

@@ -6,13 +6,19 @@ import math
 import time
 from collections import Counter
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from bakeoff_runtime.contract.step_names import parse_job_name
 from pipelines.terminal_text import data
 
-# Until a job's first step: what it is doing (an XLA leg compiles its graphs before step 1, for a minute on
-# a CPU), so a bar at 0 steps does not read as stuck.
-STARTING = "starting: imports, graph compilation"
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
+
+# A job's phase as it reports it (`[bakeoff] phase=NAME`, bakeoff_runtime/contract/phases.py), shown on its
+# bar: an XLA leg compiles for half a minute before step 1, and its bar says so instead of sitting at 0 steps.
+# Until the job says anything it is starting (its interpreter and imports).
+STARTING = "starting"
 
 
 def _fmt_s(seconds: float) -> str:
@@ -20,14 +26,15 @@ def _fmt_s(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, console=None):
+    def __init__(self, console=None, verbose: bool = False):
         from rich.console import Console
 
         # Piped or captured, lines stay whole (no wrapping at 80 columns mid-sentence).
         self.console = console or Console(stderr=True, soft_wrap=True, emoji=False)
         self.live = self.console.is_terminal
-        self._bar = None
-        self._tasks: dict[int, object] = {}  # job index -> its bar
+        self.verbose = verbose  # detail() lines shown (`bakeoff run -v`)
+        self._bar: RichProgress | None = None
+        self._tasks: dict[int, TaskID] = {}  # job index -> its bar
         self._totals: dict[int, int | None] = {}  # job index -> its steps
         self._last: int | None = None  # the job begun last (advance without an index)
         self._total_jobs = 0
@@ -38,11 +45,18 @@ class Progress:
         self._per_leg: dict[str, int] = {}  # leg -> its jobs in this run (each leg's ETA at its own pace)
         self._leg_walls: dict[str, list[float]] = {}
         self._leg_ended: Counter[str] = Counter()
-        self._labels: dict[int, str] = {}  # job index -> its bar's label, once its first step is in
+        self._labels: dict[int, str] = {}  # job index -> its bar's label (its phase is shown after it)
+        self._phases: dict[int, str] = {}  # job index -> the phase it last reported
+        self._running: dict[int, tuple[str, float]] = {}  # job index -> (its leg, when it began)
 
     def note(self, message: str) -> None:
         # Notes carry job text (reasons, paths): shown as data, never read as markup.
         self.console.print(f"[bold]bakeoff[/bold] {data(message)}", highlight=False)
+
+    def detail(self, message: str) -> None:
+        """A line for `-v`: what the run substituted or decided, in full (its one-line gist was a note)."""
+        if self.verbose:
+            self.note(message)
 
     def start(self, total_jobs: int, at_once: int = 1, per_leg: Mapping[str, int] | None = None) -> None:
         """`per_leg`: each leg's jobs in this run, so that the time left is each leg's jobs at its own pace
@@ -67,9 +81,11 @@ class Progress:
         label = data(f"[{index}/{self._total_jobs}] {name}")
         self._totals[index] = total_steps
         self._last = index
+        self._labels[index] = label
+        self._phases[index] = STARTING
+        self._running[index] = (_leg(name), time.time())
         if self._bar is not None:
-            self._labels[index] = label
-            self._tasks[index] = self._bar.add_task(f"{label} [dim]{STARTING}[/dim]", total=total_steps)
+            self._tasks[index] = self._bar.add_task(self._described(index), total=total_steps)
         else:
             self.console.print(f"{label}: running", highlight=False)
 
@@ -80,12 +96,28 @@ class Progress:
         if total is not None:
             completed_steps = min(completed_steps, total)
         task = self._tasks.get(index) if index is not None else None
+        if completed_steps > 0 and index is not None and self._phases.get(index) in (STARTING, "compiling"):
+            # A step is in: it trains, whether or not it said so (a brought script reports what it can).
+            self._phases[index] = "training"
+            if self._bar is not None and task is not None:
+                self._bar.update(task, description=self._described(index))
         if self._bar is not None and task is not None:
-            label = self._labels.pop(index, None) if completed_steps > 0 and index is not None else None
-            if label is not None:  # its first step is in: no longer starting
-                self._bar.update(task, completed=completed_steps, description=label)
-            else:
-                self._bar.update(task, completed=completed_steps)
+            self._bar.update(task, completed=completed_steps)
+
+    def phase(self, index: int, phase: str) -> None:
+        """What job `index` says it is doing now (starting, compiling, training, evaluating)."""
+        if index not in self._labels or self._phases.get(index) == phase:
+            return
+        self._phases[index] = phase
+        task = self._tasks.get(index)
+        if self._bar is not None and task is not None:
+            # Drawn now, not at the next tick: a compile on a warm cache may be over before it.
+            self._bar.update(task, description=self._described(index), refresh=True)
+        elif self._bar is None and phase == "compiling":  # plain lines: the one wait worth a line
+            self.console.print(f"{self._labels[index]}: compiling its graphs before the first step", highlight=False)
+
+    def _described(self, index: int) -> str:
+        return f"{self._labels[index]} [dim]{data(self._phases.get(index, STARTING))}[/dim]"
 
     def eta_s(self, done_index: int) -> float | None:
         """Seconds left for the jobs not ended yet, at the mean wall time of the jobs that ran so far
@@ -97,17 +129,30 @@ class Progress:
         mean = sum(self._run_walls) / len(self._run_walls)
         if not self._per_leg:
             return left * mean / min(self._at_once, left)
-        # Each leg's jobs not ended at that leg's own mean (a leg with none run yet: the mean of all).
+        # Each leg's jobs not ended at that leg's own mean, less its first job once a later one has ended:
+        # the first starts the leg's warm interpreter and pays the imports its later jobs skip (warm.py).
+        # A leg with none ended yet: the mean of all, or, when its running job has already taken longer (a
+        # slow XLA leg behind a fast CPU leg), that time. A running job counts for what it has left of that.
         lefts = {leg: max(0, n - self._leg_ended[leg]) for leg, n in self._per_leg.items()}
         remaining = sum(lefts.values())
         if remaining <= 0:
             return None
-        work = sum(n * (sum(w) / len(w) if (w := self._leg_walls.get(leg)) else mean) for leg, n in lefts.items())
+        now = time.time()
+        running: dict[str, list[float]] = {}
+        for leg, began in self._running.values():
+            running.setdefault(leg, []).append(now - began)
+        work = 0.0
+        for leg, n in lefts.items():
+            taken = running.get(leg, [])[:n]
+            walls = self._leg_walls.get(leg, [])[1:] or self._leg_walls.get(leg)
+            each = sum(walls) / len(walls) if walls else max([mean, *taken])
+            work += each * (n - len(taken)) + sum(max(0.0, each - t) for t in taken)
         return work / min(self._at_once, remaining)
 
     def finish(self, index: int, name: str, status: str, wall: float, summary: dict, reason: str | None) -> None:
         task = self._tasks.pop(index, None)
         self._totals.pop(index, None)
+        self._running.pop(index, None)
         if self._bar is not None and task is not None:
             self._bar.remove_task(task)
         self._run_walls.append(wall)
@@ -116,6 +161,7 @@ class Progress:
         self._leg_walls.setdefault(leg, []).append(wall)
         self._leg_ended[leg] += 1
         self._labels.pop(index, None)
+        self._phases.pop(index, None)
         metric = _number((summary.get("metrics") or {}).get("val_loss"))
         tps = _number((summary.get("throughput") or {}).get("tokens_per_sec"))
         bits = [f"{status}", f"{_fmt_s(wall)}"]

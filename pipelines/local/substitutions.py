@@ -102,6 +102,14 @@ class Substitutions:
         return out
 
     # --- the list, as printed -------------------------------------------------------------
+    def gist(self) -> str:
+        """One line before the bars: where each leg runs here. brief() (`bakeoff run -v`) and
+        substitutions.json say the rest; eight lines wrapped to sixteen rows pushed the bars off a screen."""
+        legs = ", ".join(f"{leg.name} on {self.emulation[leg.name].device_label}"
+                         + (f" x{leg.local_processes}" if leg.local_processes > 1 else "") for leg in self.plan.legs)
+        script = " (script mode)" if self.plan.script is not None else ""
+        return f"{legs}{script} (-v: every substitution)"
+
     def brief(self) -> list[str]:
         """What a person at the terminal needs before the bars: what each leg runs on here, and its own
         `local:` block (describe() has every substitution; the run directory keeps them in substitutions.json)."""

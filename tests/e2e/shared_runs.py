@@ -71,7 +71,8 @@ def _run_once(shared: Path, spec: dict, *args: str, env: dict[str, str] | None =
 
 
 def _the_run(tmp_path_factory, worker_id) -> dict:
-    return _run_once(_shared_dir(tmp_path_factory, worker_id), tiny_spec())
+    # -v: the tests reading its terminal output check every substitution line (one gist line without it).
+    return _run_once(_shared_dir(tmp_path_factory, worker_id), tiny_spec(), "-v")
 
 
 @pytest.fixture(scope="session", name="tiny_run")

@@ -4,6 +4,7 @@ between the legs is a spec line (tests/assets/script_mode)."""
 import json
 import shutil
 
+from bakeoff_runtime.contract import parse_phase_line
 from conftest import ROOT, bakeoff, write_spec
 
 ASSETS = ROOT / "tests" / "assets" / "script_mode"
@@ -55,6 +56,13 @@ def test_an_unchanged_argparse_script_gets_a_verdict_from_its_printed_metrics(tm
     assert s["mode"] == "script" and s["model"]["devices"] == {"xla": 4} and s["steps_completed"] == 30
     assert s["compile"]["compiled_graphs"] >= 1 and s["throughput"]["samples_per_sec"] > 0
     assert s["metrics"]["val_loss"] > 0 and s["first_train_loss"] > s["final_train_loss"]
+    # The phases the probe can tell of an unchanged script: compiling up to its first step's sync on the XLA
+    # leg, then training (what the bars show); an eager leg has nothing to compile. Its evaluation is the script's.
+    def phases(job):
+        log = (tmp_path / "out" / "jobs" / job / "stdout.log").read_text().splitlines()
+        return [p for p in map(parse_phase_line, log) if p]
+
+    assert phases("trn1-s1") == ["compiling", "training"] and phases("g5-s1") == ["training"]
     # What porting cost is the spec's per-leg line, not code.
     porting = ev["porting"]["legs"]["trn1"]
     assert porting["code"]["lines_differ"] == 0 and porting["spec_lines"] == [

@@ -73,7 +73,7 @@ def test_the_time_left_is_each_legs_jobs_at_that_legs_own_pace():
     assert side_by_side.eta_s(1) == (90.0 + 2 * 90.0) / 2  # p4d has no time yet: the mean of all; two at once
 
 
-def test_a_bar_says_it_is_starting_until_its_first_step():
+def test_a_bar_says_it_is_starting_until_its_first_step_or_its_job_says_otherwise():
     from pipelines.local.progress import STARTING
 
     progress = Progress(Console(file=io.StringIO(), force_terminal=True, width=160))
@@ -86,3 +86,68 @@ def test_a_bar_says_it_is_starting_until_its_first_step():
     progress.advance(1)
     assert STARTING not in progress._bar.tasks[0].description and "trn1-s0" in progress._bar.tasks[0].description
     progress.stop()
+
+
+def test_a_bar_shows_the_phase_its_job_reports():
+    progress = Progress(Console(file=io.StringIO(), force_terminal=True, width=160))
+    progress.start(2, 2, {"trn1": 1, "p4d": 1})
+    progress.begin(1, "trn1-s0", 20)
+    progress.begin(2, "p4d-s0", 20)
+
+    def shown(i: int) -> str:
+        return progress._bar.tasks[i].description
+
+    progress.phase(1, "compiling")
+    assert shown(0).endswith("[dim]compiling[/dim]") and shown(1).endswith("[dim]starting[/dim]")
+    progress.advance(0, 1)
+    assert "compiling" in shown(0)  # no step yet: still compiling
+    progress.advance(1, 1)  # a step is in, whether or not the job said "training" (a brought script may not)
+    assert shown(0).endswith("[dim]training[/dim]")
+    progress.phase(1, "evaluating")
+    assert shown(0).endswith("[dim]evaluating[/dim]")
+    progress.phase(7, "compiling")  # a job this display never began: nothing to show, nothing raised
+    progress.stop()
+
+
+def test_off_a_terminal_a_compiling_job_says_so_in_one_line():
+    progress, out = _plain()
+    progress.start(1)
+    progress.begin(1, "trn1-s0", 20)
+    progress.phase(1, "compiling")
+    progress.phase(1, "compiling")  # the same phase again: nothing more
+    progress.phase(1, "training")
+    assert out.getvalue().splitlines()[1:] == ["[1/1] trn1-s0: compiling its graphs before the first step"]
+
+
+def test_details_are_shown_with_verbose_only():
+    quiet, verbose = io.StringIO(), io.StringIO()
+    Progress(Console(file=quiet, force_terminal=False, width=80)).detail("local: leg trn1: ...")
+    Progress(Console(file=verbose, force_terminal=False, width=80), verbose=True).detail("local: leg trn1: ...")
+    assert quiet.getvalue() == "" and verbose.getvalue() == "bakeoff local: leg trn1: ...\n"
+
+
+def test_a_legs_first_job_leaves_its_pace_once_a_later_one_has_ended():
+    progress, _ = _plain()
+    progress.start(4, 1, {"trn1": 4})
+    progress.finish(1, "trn1-s0", "completed", 300.0, {}, None)  # imports, a cold start
+    assert progress.eta_s(1) == 3 * 300.0  # nothing else to go by
+    progress.finish(2, "trn1-s1", "completed", 100.0, {}, None)  # from the leg's warm interpreter
+    assert progress.eta_s(2) == 2 * 100.0
+
+
+def test_a_slow_legs_running_job_keeps_the_time_left_honest(monkeypatch):
+    from pipelines.local import progress as module
+
+    clock = [1000.0]
+    monkeypatch.setattr(module.time, "time", lambda: clock[0])
+    progress, _ = _plain()
+    progress.start(4, 2, {"trn1": 2, "p4d": 2})
+    progress.begin(1, "trn1-s0", 20)
+    progress.begin(2, "p4d-s0", 20)
+    clock[0] += 10.0
+    progress.finish(2, "p4d-s0", "completed", 10.0, {}, None)  # the fast leg ends first
+    progress.begin(3, "p4d-s1", 20)
+    clock[0] += 50.0  # trn1-s0 has run 60 s, p4d-s1 50 s
+    # trn1: its running job has taken 60 s already (the mean of all, 10 s, would say 10 s for each):
+    # 0 s left of it, 60 s for trn1-s1; p4d-s1 has passed p4d's mean, 0 s left. Two at once: 30 s.
+    assert progress.eta_s(1) == 60.0 / 2

@@ -94,3 +94,36 @@ def test_the_summary_shows_check_names_and_reasons_literally(evaluation):
     render_summary(ev, Console(file=out, width=400, color_system=None))  # emoji on
     assert f"stability:a: :thumbs_up: {REASON}" in out.getvalue()
     _no_pictures(out.getvalue())
+
+
+def test_a_check_named_stability_a_and_a_reason_with_markup_and_an_emoji_code_print_as_written(evaluation):
+    """`stability:a` then `: a was stopped` once printed `stability🅰 a was stopped`: on a terminal, with
+    rich's emoji codes on, the name, the reason's tags and its `:a:` all show as they are."""
+    import json
+
+    from pipelines.cli.summary import render_summary
+
+    ev = json.loads(json.dumps(evaluation))
+    why = "a was stopped: [bold]not bold[/bold] :a: at :a:"
+    ev["checks"].append({"name": "stability:a", "status": "failed", "why": why})
+    out = io.StringIO()
+    render_summary(ev, Console(file=out, width=400, force_terminal=True, color_system="truecolor"))
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    assert f"FAIL stability:a: {why}" in shown
+    _no_pictures(shown)
+
+
+def test_a_phase_and_the_substitution_gist_on_a_bar_are_shown_literally():
+    from pipelines.local.progress import Progress
+
+    out = io.StringIO()
+    progress = Progress(Console(file=out, width=300, force_terminal=True))  # emoji codes on, as a caller's may be
+    progress.start(1, 1, {"stability:a:": 1})
+    progress.begin(1, "stability:a:-s0", 10)
+    progress.phase(1, "compiling")
+    progress.note("local: stability:a: on local xla:cpu [bold]x[/bold] (-v: every substitution)")
+    described = progress._bar.tasks[0].description
+    assert Text.from_markup(described).plain == "[1/1] stability:a:-s0 compiling"
+    progress.stop()
+    assert "local: stability:a: on local xla:cpu [bold]x[/bold] (-v: every substitution)" in out.getvalue()
+    _no_pictures(out.getvalue())

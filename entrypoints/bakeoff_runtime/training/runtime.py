@@ -143,6 +143,7 @@ class Runtime:
             self.sink.begin()
 
         self.telemetry = Telemetry(env.model_dir, info, sink=self.sink, rank=self.rank, started_at=self.started_at)
+        self.telemetry.phase("starting")
 
         self._loop_started: float | None = None
         self._first_step_done: float | None = None
@@ -286,6 +287,14 @@ class Runtime:
     def _mark_loop_start(self) -> None:
         if self._loop_started is None:
             self._loop_started = time.time()
+            # A torch.compile'd model compiles on its first call, which is this step's forward pass
+            # (torch.compile only wraps the model, which is compiled when it is first invoked: PyTorch forum,
+            # "Multiple compiled versions of the same model"; PyTorch's torch.compile tutorial); a lazy
+            # device compiles at the step's sync (optimizer_step); an eager one has nothing to compile.
+            if self.torch_compile:
+                self.telemetry.phase("compiling")
+            elif not self.backend.lazy:
+                self.telemetry.phase("training")
 
     def autocast(self):
         self._mark_loop_start()
@@ -300,6 +309,10 @@ class Runtime:
         self._mark_loop_start()
         if self._model_record is None:
             self._model_record = model_record(optimizer)
+        if self.backend.lazy and self._step_index == 0:
+            # Until this sync the step's ops are only traced; the sync compiles the graph and runs it
+            # (contract/phases.py), the half minute an emulated trn leg spends before its first step.
+            self.telemetry.phase("compiling")
         self._record_watch()  # the previous step's loss check, inside this step's graph
         self.backend.optimizer_step(optimizer, clip_grad_norm)
         self.backend.mark_step()
@@ -378,6 +391,7 @@ class Runtime:
         start = self._sync_now()
         before = self.backend.compile_stats()
         compiled = before.get("compile_time_s") or 0.0
+        self.telemetry.phase("evaluating")
         try:
             yield
         finally:
@@ -388,6 +402,8 @@ class Runtime:
             # Graphs compiled for validation are inside its time already: keep them out of
             # the compile time the throughput cross-check subtracts from the training loop.
             self._validation_compile += (after.get("compile_time_s") or 0.0) - compiled
+            if self.max_steps is None or self.steps_completed < self.max_steps:  # steps left: back to them
+                self.telemetry.phase("training")
 
     def track_step(self, step: int, loss: torch.Tensor | float, tokens: int | None = None,
                    samples: int | None = None, **values: float) -> None:
@@ -405,6 +421,7 @@ class Runtime:
             return
         value = float(loss.detach().float().item()) if torch.is_tensor(loss) else float(loss)
         now = self._sync_now()  # the step's work is done on the device
+        self.telemetry.phase("training")  # a step is done (its graph compiled, if it had one to compile)
         self._raise_if_went_bad(step)
         self.last_train_loss = value
         record: dict[str, Any] = {"train_loss": value}

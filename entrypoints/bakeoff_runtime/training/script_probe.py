@@ -30,6 +30,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.hooks import RemovableHandle
 
 from bakeoff_runtime.contract import PROCESS_START_ENV, JobEnvironment, step_line
+from bakeoff_runtime.contract.phases import phase_line
 from bakeoff_runtime.contract.script_mode import ScriptSettings
 from bakeoff_runtime.training.backends import Backend, BackendUnavailable, get_backend
 from bakeoff_runtime.training.evidence import DeviceWatch
@@ -94,7 +95,12 @@ class StepProbe:
         self._step_ended()
 
     def _step_ended(self) -> None:
+        first = self.steps == 0
         if self.lazy:
+            if first and self.rank == 0:
+                # The script's first step is traced, not run, until this sync compiles its graph
+                # (contract/phases.py): what the bar shows for that half minute on an XLA leg.
+                print(phase_line("compiling"), flush=True)
             self.backend.mark_step()
         self.steps += 1
         step = self.steps
@@ -111,6 +117,8 @@ class StepProbe:
             now = time.time()
             if step == 1:
                 self.first_step_at = now
+                if self.rank == 0:
+                    print(phase_line("training"), flush=True)
             self.synced.append((step, now))
             if self.rank == 0 and len(self.synced) > 1:
                 self._say(step)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bakeoff_runtime.contract import SUMMARY_SCHEMA, say_line, step_line
+from bakeoff_runtime.contract.phases import Phase, phase_line
 
 
 def peak_host_memory_bytes() -> int:
@@ -74,6 +75,12 @@ class Telemetry:
         """A one-off `name=value` line (e.g. time to first step)."""
         if self.rank == 0:
             print(say_line(values), file=self.stdout, flush=True)
+
+    def phase(self, phase: Phase) -> None:
+        """`[bakeoff] phase=NAME` (contract/phases.py), once per change: the host's bar shows it."""
+        if self.rank == 0 and phase != getattr(self, "_phase", None):
+            self._phase = phase
+            print(phase_line(phase), file=self.stdout, flush=True)
 
     def write_summary(self, summary: dict[str, Any]) -> dict[str, Any]:
         if self.rank != 0:
