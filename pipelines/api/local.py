@@ -85,7 +85,7 @@ def _check_compiles(spec: BakeoffSpec, plan: Any) -> None:
 @public
 def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.PathLike[str] | None = None,
          max_seeds: int | None = None) -> Any:
-    """Seeds, jobs and cost of a verdict before spending (`bakeoff plan`): `pipelines.advice.budget.plan_budget`.
+    """Seeds, jobs and cost of a verdict before spending (`bakeoff plan`): `advice.budget.plan_budget`.
 
     `from_run` is a previous run directory whose paired spread and job hours size the plan (without it,
     the plan is the pilot to run); `max_seeds` caps the sequential (`until_decided`) design. Returns a

@@ -73,7 +73,7 @@ class RunResult:
 
 
 class LocalExecutor:
-    """Runs the compiled pipeline of a spec on this machine (what `bakeoff run` and `pipelines.run_local` use)."""
+    """Runs the compiled pipeline of a spec on this machine (what `bakeoff run` and `run_local` use)."""
 
     def __init__(self, spec: BakeoffSpec, out_dir: Path, force: bool = False, console=None,
                  use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
