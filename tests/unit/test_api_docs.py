@@ -79,7 +79,7 @@ def test_reference_docs_build_offline(tmp_path):
                           text=True, env=env, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Warn" not in proc.stderr, proc.stderr  # every annotation resolved, every name found
-    page = (tmp_path / "pipelines" / "api.html").read_text()
+    page = (tmp_path / "bakeoff" / "pipelines" / "api.html").read_text()
     for verb in ("load_spec", "validate", "synth", "deploy", "start", "wait", "status", "report", "stop"):
         assert f'id="{verb}"' in page, verb
-    assert "ParityInconclusive" in (tmp_path / "pipelines" / "errors.html").read_text()
+    assert "ParityInconclusive" in (tmp_path / "bakeoff" / "pipelines" / "errors.html").read_text()
