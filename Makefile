@@ -36,8 +36,16 @@ test: setup browser
 test-fast: setup
 	$(VENV)/bin/python -m pytest -n 2 --dist worksteal -m "not slow" -q
 
+# mypy reads the packages by their installed names (bakeoff.pipelines, ...): the editable install's import
+# hook is invisible to it, so a tree of links names the checkout's folders so (pyproject.toml's mypy_path).
+TYPECHECK := build/typecheck/bakeoff
 lint: setup
 	$(VENV)/bin/ruff check .
+	@mkdir -p $(TYPECHECK)
+	@ln -sfn ../../../src/bakeoff/__init__.py $(TYPECHECK)/__init__.py
+	@ln -sfn ../../../src/bakeoff/py.typed $(TYPECHECK)/py.typed
+	@ln -sfn ../../../pipelines $(TYPECHECK)/pipelines
+	@ln -sfn ../../../estimators $(TYPECHECK)/estimators
 	$(VENV)/bin/mypy
 
 bench: setup

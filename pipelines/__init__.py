@@ -47,16 +47,15 @@ _API_TYPES = ("Validation", "LegPlan", "Synth", "AssetInfo", "RunSummary", "Depl
 _ERRORS = ("BakeoffError", "SpecError", "AwsError", "RunError", "TimedOut", "Cancelled", "ParityError",
            "ParityFailed", "ParityInconclusive")
 
+# Name -> the module defining it, relative to this package (imported by `importlib.import_module(.., __name__)`).
 _EXPORTS = {
-    "BakeoffSpec": "pipelines.spec.model", "Leg": "pipelines.spec.model", "Entrypoint": "pipelines.spec.model",
-    "ModelConfig": "pipelines.spec.model", "Training": "pipelines.spec.model", "Optimizer": "pipelines.spec.model",
-    "Parity": "pipelines.spec.model", "Mlflow": "pipelines.spec.model", "Storage": "pipelines.spec.model",
-    "Data": "pipelines.spec.model",
-    "spec_from_dict": "pipelines.spec.loader",
-    "LocalExecutor": "pipelines.local", "RunResult": "pipelines.local",
-    "build_plan": "pipelines.plan.model", "prepare_corpus": "pipelines.plan.corpus",
-    **dict.fromkeys(_API_VERBS + _API_TYPES, "pipelines.api"),
-    **dict.fromkeys(_ERRORS, "pipelines.errors"),
+    **dict.fromkeys(("BakeoffSpec", "Leg", "Entrypoint", "ModelConfig", "Training", "Optimizer", "Parity", "Mlflow",
+                     "Storage", "Data"), ".spec.model"),
+    "spec_from_dict": ".spec.loader",
+    "LocalExecutor": ".local", "RunResult": ".local",
+    "build_plan": ".plan.model", "prepare_corpus": ".plan.corpus",
+    **dict.fromkeys(_API_VERBS + _API_TYPES, ".api"),
+    **dict.fromkeys(_ERRORS, ".errors"),
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -82,8 +81,8 @@ def __getattr__(name: str) -> object:
     if name in _EXPORTS:
         import importlib
 
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'pipelines' has no attribute {name!r}")
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -10,6 +10,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRYPOINTS = ROOT / "entrypoints"
+# `python -m pytest` in the checkout puts the checkout first on sys.path, where the folders pipelines/ and
+# estimators/ would import under names bakeoff does not install (a second copy of every module beside the
+# installed bakeoff.pipelines'). Tests import what a user imports.
+sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != ROOT]
 sys.path.insert(0, str(ENTRYPOINTS))  # the in-container runtime, as the container sees it
 # The helper modules at tests/ root that assert: their failures explained as a test's own would be.
 pytest.register_assert_rewrite("cdk_stacks", "mlflow_runs", "moto_aws")
@@ -307,3 +311,48 @@ def pytest_runtest_call(item):
                         "test that needs it belongs in tests/e2e (tests/unit and tests/engine stay free of torch, "
                         "Hugging Face and MLflow)", pytrace=False)
     return result
+
+
+# --- bakeoff as a user installs it (tests/e2e/test_install*.py) ----------------------------------------------
+OFFLINE = ("network", "dns", "connect", "timed out", "failed to fetch")
+
+
+def uv_or_skip() -> str:
+    import shutil
+
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH (make setup installs it)")
+    return uv
+
+
+@pytest.fixture(scope="session")
+def bakeoff_wheel(tmp_path_factory) -> Path:
+    """The wheel `uv build` makes of this checkout, as a release would."""
+    uv = uv_or_skip()
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([uv, "build", "--wheel", "--out-dir", str(out), str(ROOT)], capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode != 0 and any(word in proc.stderr.lower() for word in OFFLINE):
+        pytest.skip(f"the package index cannot be reached to build: {proc.stderr.strip()[-300:]}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = out.glob("bakeoff-*.whl")
+    return wheel
+
+
+def fresh_venv(path: Path, *requirements: str) -> Path:
+    """A new virtualenv at `path` with `requirements` installed by uv (its cache keeps a repeat quick); its
+    bin/ folder. Skips where the package index cannot be reached."""
+    uv = uv_or_skip()
+    subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(path)], check=True, timeout=300)
+    proc = subprocess.run([uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"), *requirements],
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0 and any(word in proc.stderr.lower() for word in OFFLINE):
+        pytest.skip(f"the package index cannot be reached: {proc.stderr.strip()[-300:]}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return path / "bin"
+
+
+def outside_env() -> dict[str, str]:
+    """This process's environment without what would point a venv's Python back at the checkout's."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

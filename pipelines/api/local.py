@@ -105,7 +105,8 @@ def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.Pa
     try:
         from pipelines.advice.budget import plan_budget
     except ImportError:
-        raise SpecError("planning the seeds and cost needs pipelines.advice.budget, which this install lacks") from None
+        raise SpecError("planning the seeds and cost needs pipelines.advice.budget, "
+                        "which this install lacks") from None
     if from_run is not None and not Path(from_run).exists():
         raise SpecError(words(FROM_RUN.given(from_run), ": no such run directory"))
     run = Path(from_run) if from_run is not None else None
@@ -328,7 +329,8 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
         try:
             from pipelines.local.until_decided import run_until_decided
         except ImportError:
-            raise SpecError("until_decided needs pipelines.local.until_decided, which this install lacks") from None
+            raise SpecError("until_decided needs pipelines.local.until_decided, "
+                            "which this install lacks") from None
         result = run_until_decided(loaded, out, max_seeds=max_seeds, **options)
     else:
         from pipelines.local import LocalExecutor

@@ -74,7 +74,7 @@ class RunResult:
 
 
 class LocalExecutor:
-    """Runs the compiled pipeline of a spec on this machine (what `bakeoff run` and `pipelines.run_local` use)."""
+    """Runs the compiled pipeline of a spec on this machine (what `bakeoff run` and `run_local` use)."""
 
     def __init__(self, spec: BakeoffSpec, out_dir: Path, force: bool = False, console=None,
                  use_gpu: bool | None = None, python: str | None = None, mlflow: bool | None = None,
@@ -669,7 +669,8 @@ def _check_runtime_packages(plan: Plan, python: str, gpu: bool) -> None:
         raise RunError(f"the jobs' Python ({python}) cannot be started: {exc}") from None
     missing = proc.stdout.split() if proc.returncode == 0 else list(wanted)
     if missing:
-        raise RunError(f"the jobs' Python ({python}) lacks {' and '.join(missing)} (for "
+        # A missing extra is how bakeoff was installed, not a run that failed: bad input's exit code (2).
+        raise SpecError(f"the jobs' Python ({python}) lacks {' and '.join(missing)} (for "
                        f"{'; '.join(wanted[m] for m in missing)}): install bakeoff's local extra "
                        f"(`{python} -m pip install 'bakeoff[local]'`, or `make setup` in a clone); no job was started")
 

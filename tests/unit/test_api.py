@@ -225,7 +225,8 @@ def test_verbs_keep_their_names_over_submodules():
     from pipelines.api import plan, preflight, report
     from pipelines.cli.summary import render_summary
 
-    assert pipelines.report is report and pipelines.plan is plan and pipelines.preflight is preflight
+    assert pipelines.report is report and pipelines.plan is plan
+    assert pipelines.preflight is preflight
     assert callable(render_summary)
     from pipelines.advice import price_list
 

@@ -1,5 +1,5 @@
-"""The import graph of `pipelines` and `estimators`, read from the source: no circles, and data flows
-one way through the layers docs/architecture.md draws.
+"""The import graph of `bakeoff.pipelines` and `bakeoff.estimators`, read from the source (the folders
+pipelines/ and estimators/): no circles, and data flows one way through the layers docs/architecture.md draws.
 
 Every import statement counts, at module level or inside a function (a function-level import is how a
 circle hides: it only closes when that function runs). Relative imports are resolved. Two kinds of
@@ -18,57 +18,61 @@ import pytest
 
 from conftest import ROOT
 
-PACKAGES = ("pipelines", "estimators")
+# Folder -> the name it installs under (pyproject.toml, tool.hatch.build.targets.wheel.sources).
+PACKAGES = {"pipelines": "bakeoff.pipelines", "estimators": "bakeoff.estimators"}
 
 # The layers, lowest first (docs/architecture.md, "Who may import what"). A module may import modules of
 # its own layer or a lower one, never a higher one. Subpackages are placed whole by their prefix; a new
-# top-level module of `pipelines` has to be placed here (the test says so).
+# top-level module of `bakeoff.pipelines` has to be placed here (the test says so).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Leaves everything may use: errors, parameter names, hashing, names, text hygiene, boto3 failures as one
     # line, the stats extra's install line.
-    ("base", ("pipelines.errors", "pipelines.params", "pipelines.hashing", "pipelines.names",
-              "pipelines.terminal_text", "pipelines.aws_session", "pipelines.extras", "estimators")),
+    ("base", ("bakeoff.pipelines.errors", "bakeoff.pipelines.params", "bakeoff.pipelines.hashing",
+              "bakeoff.pipelines.names", "bakeoff.pipelines.terminal_text", "bakeoff.pipelines.aws_session",
+              "bakeoff.pipelines.extras", "bakeoff.estimators")),
     # The spec: its models, where it comes from, what it derives.
-    ("spec", ("pipelines.spec",)),
+    ("spec", ("bakeoff.pipelines.spec",)),
     # What the spec becomes before anything runs: the plan and its inputs.
-    ("plan", ("pipelines.plan",)),
+    ("plan", ("bakeoff.pipelines.plan",)),
     # Advice before spending: seeds, rounds, cost, prices, regions (reads the spec; the plan does not need it).
-    ("advice", ("pipelines.advice",)),
-    # The two engines (the compiler lives in pipelines.sagemaker; the local engine runs its definition), and
-    # the step kinds' compile side (pipelines/steps/: the compiler assembles them; the local engine's own
+    ("advice", ("bakeoff.pipelines.advice",)),
+    # The two engines (the compiler lives in bakeoff.pipelines.sagemaker; the local engine runs its definition),
+    # and the step kinds' compile side (pipelines/steps/: the compiler assembles them; the local engine's own
     # kinds, pipelines/local/kinds/, run them and find a step's kind with them).
-    ("engine", ("pipelines.local", "pipelines.sagemaker", "pipelines.steps")),
+    ("engine", ("bakeoff.pipelines.local", "bakeoff.pipelines.sagemaker", "bakeoff.pipelines.steps")),
     # The Python API, and the views it shares with the CLI.
-    ("api", ("pipelines.api",)),
+    ("api", ("bakeoff.pipelines.api",)),
     # The command line (and the package root, whose exports are the API's).
-    ("cli", ("pipelines.cli", "pipelines")),
+    ("cli", ("bakeoff.pipelines.cli", "bakeoff.pipelines")),
     # The docs site's reference pages, written from the parser, the spec's models and the API (nothing imports it
     # but the docs build).
-    ("reference", ("pipelines.reference",)),
+    ("reference", ("bakeoff.pipelines.reference",)),
 )
 # Between the two engines, only these: the local engine interprets the definition the compiler writes, and a
 # look's record of its jobs is shared by both (pipelines/local/looks.py: backend-neutral, kept where it is).
-ENGINE_CROSSING = {("pipelines.local", "pipelines.sagemaker"): {"pipelines.sagemaker.compiler",
-                                                                 "pipelines.sagemaker.expressions"},
-                   ("pipelines.sagemaker", "pipelines.local"): {"pipelines.local.looks"},
+ENGINE_CROSSING = {("bakeoff.pipelines.local", "bakeoff.pipelines.sagemaker"): {
+                       "bakeoff.pipelines.sagemaker.compiler", "bakeoff.pipelines.sagemaker.expressions"},
+                   ("bakeoff.pipelines.sagemaker", "bakeoff.pipelines.local"): {"bakeoff.pipelines.local.looks"},
                    # A step kind writes its request with the definition's expressions, never through the compiler,
                    # which assembles the kinds (pipelines/steps/*: compile_step; the compiler imports them).
-                   ("pipelines.steps", "pipelines.sagemaker"): {"pipelines.sagemaker.expressions"},
+                   ("bakeoff.pipelines.steps", "bakeoff.pipelines.sagemaker"): {
+                       "bakeoff.pipelines.sagemaker.expressions"},
                    # How this machine runs a kind is the local engine's (pipelines/local/kinds/), which imports
                    # the kinds' compile side: never the other way.
-                   ("pipelines.steps", "pipelines.local"): set()}
+                   ("bakeoff.pipelines.steps", "bakeoff.pipelines.local"): set()}
 # What the compile side may know of the local engine even where nothing runs (annotations under
 # TYPE_CHECKING): the engine imports the compile side, so naming the engine's types back is a circle in the
 # design if not in the code. Only the backend-neutral record of a look, as ENGINE_CROSSING says.
-COMPILE_SIDE_SEES_OF_THE_LOCAL_ENGINE = {"pipelines.steps": set(), "pipelines.sagemaker": {"pipelines.local.looks"}}
+COMPILE_SIDE_SEES_OF_THE_LOCAL_ENGINE = {"bakeoff.pipelines.steps": set(),
+                                         "bakeoff.pipelines.sagemaker": {"bakeoff.pipelines.local.looks"}}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
     """Dotted name -> (path, is a package's __init__)."""
     out = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for folder, installed in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = [installed, *path.relative_to(ROOT / folder).with_suffix("").parts]
             is_package = parts[-1] == "__init__"
             out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
     return out
@@ -163,7 +167,7 @@ def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
 
 
 def _describe(component: list[str], graph: dict[str, dict[str, int]]) -> str:
-    edges = [f"{a} -> {b} ({a.replace('.', '/')}.py:{line})" for a in component
+    edges = [f"{a} -> {b} ({a.removeprefix('bakeoff.').replace('.', '/')}.py:{line})" for a in component
              for b, line in sorted(graph[a].items()) if b in component]
     return f"import circle among {', '.join(component)}:\n    " + "\n    ".join(edges)
 
@@ -173,7 +177,7 @@ def _layer(module: str) -> tuple[int, str, str] | None:
     best = None
     for rank, (layer, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            inside = module.startswith(prefix + ".") and prefix != "pipelines"  # the root is itself only
+            inside = module.startswith(prefix + ".") and prefix != "bakeoff.pipelines"  # the root is itself only
             if (module == prefix or inside) and (best is None or len(prefix) > len(best[2])):
                 best = (rank, layer, prefix)
     return best
@@ -188,11 +192,13 @@ def graph() -> dict[str, dict[str, int]]:
 def test_the_graph_is_read_whole(graph):
     # The graph sees the imports that closed the circles this test was written against, function-level ones
     # included: a graph that missed them would pass for the wrong reason.
-    assert graph["pipelines.spec.model"].get("pipelines.spec.derived"), "the validator calls derived.check_derived"
-    assert graph["pipelines.api.local"].get("pipelines.local.until_decided"), "a function-level import"
-    assert graph["pipelines.local.executor"].get("pipelines.local.looks"), "`from . import looks`"
-    assert "pipelines.local.executor" in graph["pipelines.local"], "a package __init__'s own imports"
-    assert "pipelines.spec.model" not in graph["pipelines.spec.derived"], "under TYPE_CHECKING only"
+    assert graph["bakeoff.pipelines.spec.model"].get("bakeoff.pipelines.spec.derived"), \
+        "the validator calls derived.check_derived"
+    assert graph["bakeoff.pipelines.api.local"].get("bakeoff.pipelines.local.until_decided"), \
+        "a function-level import"
+    assert graph["bakeoff.pipelines.local.executor"].get("bakeoff.pipelines.local.looks"), "`from . import looks`"
+    assert "bakeoff.pipelines.local.executor" in graph["bakeoff.pipelines.local"], "a package __init__'s own imports"
+    assert "bakeoff.pipelines.spec.model" not in graph["bakeoff.pipelines.spec.derived"], "under TYPE_CHECKING only"
 
 
 def test_no_import_circles(graph):
@@ -237,7 +243,8 @@ def compile_side_imports_of_the_local_engine(graph: dict[str, dict[str, int]]) -
         for side, allowed in COMPILE_SIDE_SEES_OF_THE_LOCAL_ENGINE.items():
             if module == side or module.startswith(side + "."):
                 found += [f"{module} imports {t} at line {line}" for t, line in sorted(edges.items())
-                          if (t == "pipelines.local" or t.startswith("pipelines.local.")) and t not in allowed]
+                          if (t == "bakeoff.pipelines.local" or t.startswith("bakeoff.pipelines.local."))
+                          and t not in allowed]
     return found
 
 
@@ -248,20 +255,26 @@ def test_the_compile_side_never_imports_the_local_engine():
 
 
 def test_a_step_kind_or_the_compiler_importing_the_local_engine_is_caught(graph):
-    planted = {**graph, "pipelines.steps.gate": {**graph["pipelines.steps.gate"], "pipelines.local.definition": 7},
-               "pipelines.sagemaker.compiler": {**graph["pipelines.sagemaker.compiler"],
-                                                "pipelines.local.run_state": 9}}
+    planted = {**graph,
+               "bakeoff.pipelines.steps.gate": {**graph["bakeoff.pipelines.steps.gate"],
+                                                "bakeoff.pipelines.local.definition": 7},
+               "bakeoff.pipelines.sagemaker.compiler": {**graph["bakeoff.pipelines.sagemaker.compiler"],
+                                                        "bakeoff.pipelines.local.run_state": 9}}
     assert sorted(compile_side_imports_of_the_local_engine(planted)) == [
-        "pipelines.sagemaker.compiler imports pipelines.local.run_state at line 9",
-        "pipelines.steps.gate imports pipelines.local.definition at line 7"]
-    assert sorted(engine_crossings(planted)) == ["pipelines.sagemaker.compiler imports pipelines.local.run_state",
-                                                 "pipelines.steps.gate imports pipelines.local.definition"]
+        "bakeoff.pipelines.sagemaker.compiler imports bakeoff.pipelines.local.run_state at line 9",
+        "bakeoff.pipelines.steps.gate imports bakeoff.pipelines.local.definition at line 7"]
+    assert sorted(engine_crossings(planted)) == [
+        "bakeoff.pipelines.sagemaker.compiler imports bakeoff.pipelines.local.run_state",
+        "bakeoff.pipelines.steps.gate imports bakeoff.pipelines.local.definition"]
 
 
 def test_estimators_import_nothing_of_pipelines(graph):
-    assert {m: sorted(t for t in e if t.split(".")[0] == "pipelines")
-            for m, e in graph.items() if m.split(".")[0] == "estimators" and
-            any(t.split(".")[0] == "pipelines" for t in e)} == {}
+    def of(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    assert {m: sorted(t for t in e if of(t, "bakeoff.pipelines"))
+            for m, e in graph.items() if of(m, "bakeoff.estimators") and
+            any(of(t, "bakeoff.pipelines") for t in e)} == {}
 
 
 def test_the_process_that_forks_the_jobs_imports_no_numpy():
@@ -271,8 +284,8 @@ def test_the_process_that_forks_the_jobs_imports_no_numpy():
     import subprocess
     import sys
 
-    code = ("import sys, pipelines.local.executor, pipelines.local.questions, pipelines.local.until_decided, "
-            "pipelines.local.kinds, pipelines.steps.evaluate; "
+    code = ("import sys, bakeoff.pipelines.local.executor, bakeoff.pipelines.local.questions, "
+            "bakeoff.pipelines.local.until_decided, bakeoff.pipelines.local.kinds, bakeoff.pipelines.steps.evaluate; "
             "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
