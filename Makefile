@@ -68,7 +68,7 @@ docs: setup
 # The built site's links to other sites, each fetched once: needs the network, so not part of `make docs`
 # or CI (links inside the site are checked by every `make docs`).
 linkcheck: docs
-	$(VENV)/bin/python -m pipelines.reference.external_links site
+	$(VENV)/bin/python -m bakeoff.pipelines.reference.external_links site
 
 clean:
 	rm -rf runs .pytest_cache site

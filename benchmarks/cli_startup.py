@@ -31,7 +31,7 @@ def main() -> None:
     exe = str(Path(sys.executable).with_name("bakeoff"))
     python = timed([sys.executable, "-c", "pass"], args.repeat)
     help_s = timed([exe, "--help"], args.repeat)
-    imports = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pipelines.cli.main"],
+    imports = subprocess.run([sys.executable, "-X", "importtime", "-c", "import bakeoff.pipelines.cli.main"],
                              capture_output=True, text=True).stderr
     heavy = sorted({line.split("|")[-1].strip().split(".")[0] for line in imports.splitlines()
                     if any(h in line for h in ("torch", "boto", "sagemaker", "mlflow", "pydantic", "rich"))})

@@ -34,10 +34,10 @@ tree, no_mlflow = Path(sys.argv[1]), sys.argv[2]
 sys.path[:0] = [str(tree / "tests"), str(tree / "entrypoints"), str(tree)]
 from sagemaker_shaped import put_assets, run_training
 from bakeoff_runtime.contract import ENV, MLFLOW_TARGET_ENV
-from pipelines.local.definition import Context, parameter_values, resolve
-from pipelines.local.store import LocalS3
-from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.spec.loader import load_spec
+from bakeoff.pipelines.local.definition import Context, parameter_values, resolve
+from bakeoff.pipelines.local.store import LocalS3
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 spec = load_spec(str(tree / "examples" / "quickstart.yaml"),
                  ["seeds=1", "training.max_steps=20", "mlflow.tracking_uri=http://127.0.0.1:9"])
 compiled = compile_pipeline(spec, bucket="b")

@@ -23,8 +23,8 @@ def sdk_definition(spec, role: str, bucket: str) -> dict:
     os.environ["SAGEMAKER_VALIDATE_ROLE"] = "false"  # the SDK would call IAM otherwise
     from moto import mock_aws
 
-    from pipelines.plan.bundle import entrypoints_dir
-    from pipelines.plan.model import build_plan
+    from bakeoff.pipelines.plan.bundle import entrypoints_dir
+    from bakeoff.pipelines.plan.model import build_plan
 
     with mock_aws():
         import boto3
@@ -62,7 +62,7 @@ def sdk_definition(spec, role: str, bucket: str) -> dict:
 def main() -> None:
     import argparse
 
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.spec.loader import load_spec
 
     ap = argparse.ArgumentParser()
     ap.add_argument("spec")

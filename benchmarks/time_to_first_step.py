@@ -39,9 +39,9 @@ import time
 import uuid
 from pathlib import Path
 
+from bakeoff.pipelines.local.substitutions import host_environment
+from bakeoff.pipelines.local.warm import ADDRESS_ENV, server_environment
 from bakeoff_runtime.contract import ENV, parse_step_line
-from pipelines.local.substitutions import host_environment
-from pipelines.local.warm import ADDRESS_ENV, server_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = {"cpu": "p4d-s0", "xla": "trn1-s0"}

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipelines.cli.ui import STORE, answers, default_command, port_free  # noqa: E402
+from bakeoff.pipelines.cli.ui import STORE, answers, default_command, port_free  # noqa: E402
 
 
 def _port() -> int:

@@ -4,7 +4,7 @@
 
 Each replicate is one user with one question, through the shipped code path:
 
-1. `pipelines.local.questions.begin` opens attempt 1 (its own record under a temporary
+1. `bakeoff.pipelines.local.questions.begin` opens attempt 1 (its own record under a temporary
    BAKEOFF_STATE_DIR); `evaluate()` decides 3 seeds per leg (stage 1 of the default two-stage design);
    `questions.record` keeps its figures.
 2. If the verdict is inconclusive and its recommendation's next step is "stage 2", the user runs the
@@ -15,7 +15,7 @@ Each replicate is one user with one question, through the shipped code path:
    printed; a refused attempt leaves the verdict inconclusive.
 
 A second table (no goal) shows why `--until-decided` does not size its cap from a question's own first
-round: with the cap from the first round's spread (pipelines.advice.rounds.cap_for_power, computed by the
+round: with the cap from the first round's spread (bakeoff.pipelines.advice.rounds.cap_for_power, computed by the
 shipped code on a grid of spreads), the design's looks and levels, and the per-look rule of
 verdict_oc_cells.sequential_vectorised (checked there against evaluate()), the power is there but the
 false-pass rate rises above alpha. The loop keeps its cap and advises the sized one for the next attempt.
@@ -48,10 +48,10 @@ sys.path.insert(2, str(HERE.parent))
 
 from verdict_oc_cells import LEVEL, Runner, Table, _config, _job, sequential_vectorised  # noqa: E402
 
+from bakeoff.pipelines.errors import SpecError  # noqa: E402
+from bakeoff.pipelines.local import questions  # noqa: E402
 from bakeoff_runtime.contract import STATE_DIR_ENV  # noqa: E402
 from bakeoff_runtime.verdict.evaluation import evaluate  # noqa: E402
-from pipelines.errors import SpecError  # noqa: E402
-from pipelines.local import questions  # noqa: E402
 
 ALPHA = 0.05
 N1 = 3
@@ -144,7 +144,7 @@ SPREAD_GRID = np.geomspace(0.05, 4.0, 48)  # first-round SDs (sigma = 1) at whic
 
 
 def _cap_table(first: int, ratio: float) -> dict[float, int]:
-    from pipelines.advice import rounds
+    from bakeoff.pipelines.advice import rounds
 
     out = {}
     for sd in SPREAD_GRID:

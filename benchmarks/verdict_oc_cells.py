@@ -21,7 +21,7 @@ e. three legs against one baseline: `evaluate()` on a four-leg config;
 f. `--until-decided` with the shipped defaults: the per-look rule vectorised (the paired t interval
    at the look's level from `sequential.from_config`, read by `stats.decide`), checked replicate by
    replicate against the shipped loop (`evaluate()` with the `sequential` block, look by look, the
-   looks from `pipelines.advice.rounds.next_size`);
+   looks from `bakeoff.pipelines.advice.rounds.next_size`);
 g. the doomed-leg rule: vectorised, checked replicate by replicate against `DoomWatch`
    (pipelines/local/doomed.py) fed the same curves as job directories in seed-major order.
 
@@ -437,8 +437,8 @@ def cell_e(runner: Runner, reps: int, table: Table) -> None:
 # --- f. the sequential loop as shipped (--until-decided) -------------------------------------------
 def shipped_design() -> dict[str, Any]:
     """The design `bakeoff run --until-decided` runs with the spec's default seeds and no flags."""
-    from pipelines.advice import rounds as loop
-    from pipelines.spec.model import BakeoffSpec
+    from bakeoff.pipelines.advice import rounds as loop
+    from bakeoff.pipelines.spec.model import BakeoffSpec
 
     first = int(BakeoffSpec.model_fields["seeds"].default)
     cap = loop.default_cap(first)
@@ -600,7 +600,7 @@ def doomed_vectorised(gaps: np.ndarray, margin: float, tail: float, min_pairs: i
 
 def doomed_shipped(gaps: np.ndarray, margin: float, root: Path) -> int:
     """DoomWatch (pipelines/local/doomed.py) fed one leg's curves as finished job directories, seed-major."""
-    from pipelines.local.doomed import DoomWatch
+    from bakeoff.pipelines.local.doomed import DoomWatch
 
     spec = SimpleNamespace(parity=SimpleNamespace(metric="val_loss", direction="minimize", margin=margin,
                                                   margin_type="absolute"), baseline="base")
@@ -636,7 +636,7 @@ def _doom(cond, reps: int, rng) -> Counter:
 
 
 def cell_g(runner: Runner, reps: int, table: Table) -> None:
-    from pipelines.local import doomed as watch
+    from bakeoff.pipelines.local import doomed as watch
 
     min_pairs = watch.MIN_NOISE_PAIRS
     big = 10 * reps

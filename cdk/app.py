@@ -18,9 +18,9 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
+from bakeoff.pipelines.errors import BakeoffError, SpecError
+from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_cdk import BakeoffPipeline, add_security_checks
-from pipelines.errors import BakeoffError, SpecError
-from pipelines.spec.loader import load_spec
 
 HERE = Path(__file__).resolve().parent
 

@@ -11,10 +11,10 @@ from functools import lru_cache
 from .base import InstanceType, LegKind
 
 BUILTIN_KIND_MODULES = (
-    "estimators.trn1",
-    "estimators.trn2",
-    "estimators.gpu",
-    "estimators.cpu",
+    "bakeoff.estimators.trn1",
+    "bakeoff.estimators.trn2",
+    "bakeoff.estimators.gpu",
+    "bakeoff.estimators.cpu",
 )
 
 

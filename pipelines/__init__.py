@@ -1,9 +1,9 @@
 """bakeoff: decide by measurement whether a model should train on AWS Trainium or NVIDIA GPUs.
 
-The package root is the Python API: the command line's verbs as functions (`pipelines.api`), the spec's
+The package root is the Python API: the command line's verbs as functions (`bakeoff.pipelines.api`), the spec's
 models, and the errors to branch on. Build a spec in Python the same way YAML does and run it here:
 
-    from pipelines import BakeoffSpec, Leg, run_local
+    from bakeoff.pipelines import BakeoffSpec, Leg, run_local
     spec = BakeoffSpec(name="demo", legs=[Leg(name="trn1", instance_type="ml.trn1.32xlarge"),
                                            Leg(name="p4d", instance_type="ml.p4d.24xlarge")])
     result = run_local(spec, "runs/demo")
@@ -11,14 +11,15 @@ models, and the errors to branch on. Build a spec in Python the same way YAML do
 
 or drive it on SageMaker from orchestration code:
 
-    from pipelines import load_spec, synth, deploy, start, wait, report
+    from bakeoff.pipelines import load_spec, synth, deploy, start, wait, report
     execution = start(deploy(load_spec("bakeoff.yaml"), role_arn=ROLE, bucket=BUCKET))
     wait(execution, poll_s=60)
     verdict = report(execution).verdict
 
-Each verb returns a frozen pydantic model (`pipelines.api.results`) that serialises to the JSON
-`bakeoff COMMAND --json` prints; nothing prints; errors are `pipelines.errors` classes with the CLI's
-exit codes. `pipelines.advice.price_list` is the Price List module; the `prices` verb is `pipelines.api.prices`.
+Each verb returns a frozen pydantic model (`bakeoff.pipelines.api.results`) that serialises to the JSON
+`bakeoff COMMAND --json` prints; nothing prints; errors are `bakeoff.pipelines.errors` classes with the CLI's
+exit codes. `bakeoff.pipelines.advice.price_list` is the Price List module; the `prices` verb is
+`bakeoff.pipelines.api.prices`.
 """
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 # The `plan` verb shares its name with a subpackage (pipelines/plan/). Importing a subpackage binds it on its
 # package, which would replace the verb; this package keeps the verb instead. The subpackage's modules stay
-# importable by their full names (`from pipelines.plan.model import ...`, `from pipelines.plan import bundle`).
+# importable by their full names (`from bakeoff.pipelines.plan.model import ...`, `from bakeoff.pipelines.plan import
+# bundle`).
 _VERBS_OVER_SUBMODULES = frozenset({"plan"})
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from pipelines.errors import AwsError, SpecError, words
-from pipelines.params import PROFILE, REGION
+from bakeoff.pipelines.errors import AwsError, SpecError, words
+from bakeoff.pipelines.params import PROFILE, REGION
 
 
 def _hint(code: str, message: str, action: str) -> str:

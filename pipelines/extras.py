@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from pipelines.errors import SpecError
+from bakeoff.pipelines.errors import SpecError
 
 STATS_EXTRA = "stats"
 STATS_INSTALL = f"pip install 'bakeoff[{STATS_EXTRA}]'"

@@ -1,9 +1,9 @@
 """The parameters bakeoff's messages name, each as both its callers spell it: the Python API's keyword
-argument and the command line's flag (`pipelines.errors.Param`). A message built with
-`pipelines.errors.words` names `bucket=` to a Python caller and `--bucket` on the command line."""
+argument and the command line's flag (`bakeoff.pipelines.errors.Param`). A message built with
+`bakeoff.pipelines.errors.words` names `bucket=` to a Python caller and `--bucket` on the command line."""
 from __future__ import annotations
 
-from pipelines.errors import Either, Param
+from bakeoff.pipelines.errors import Either, Param
 
 OVERRIDES = Param("overrides", "--set", listed=True)
 BUCKET = Param("bucket", "--bucket")

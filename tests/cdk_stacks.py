@@ -14,9 +14,9 @@ sys.path.insert(0, str(ROOT / "cdk"))
 
 import aws_cdk as cdk  # noqa: E402
 
+from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk import REASONS, BakeoffPipeline, add_security_checks  # noqa: E402
 from bakeoff_cdk.definition import PLACEHOLDER_MARKS  # noqa: E402
-from pipelines.spec.loader import load_spec  # noqa: E402
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 

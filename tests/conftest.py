@@ -61,12 +61,12 @@ def bakeoff(*args, cwd=None, env=None, timeout=600):
 @pytest.fixture
 def cli(monkeypatch, capsys):
     """`bakeoff(*args, cwd=, env=)` run in this process: the console script's own entry point
-    (`pipelines.cli.main:main`: the real parser, argparse's exit 2, display, error lines, exit codes),
+    (`bakeoff.pipelines.cli.main:main`: the real parser, argparse's exit 2, display, error lines, exit codes),
     returning what `bakeoff` returns (returncode, stdout, stderr), without a Python start-up per command.
     For tests of what a command prints and exits with; a test about the process itself (its start-up
     imports, hash seed, signals) runs `bakeoff`."""
     def run(*args, cwd=None, env=None, timeout=None):
-        from pipelines.cli.main import main
+        from bakeoff.pipelines.cli.main import main
 
         argv = [str(a) for a in args]
         capsys.readouterr()  # what came before is not this command's
@@ -106,7 +106,7 @@ def processes_using(path: Path) -> list[str]:
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
-    from pipelines.plan.corpus import prepare_corpus
+    from bakeoff.pipelines.plan.corpus import prepare_corpus
 
     out = tmp_path_factory.mktemp("corpus")
     prepare_corpus(out)

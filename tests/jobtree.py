@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pipelines.plan.model import encode_hyperparameters
+from bakeoff.pipelines.plan.model import encode_hyperparameters
 
 
 class JobLayout:

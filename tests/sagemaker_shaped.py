@@ -21,7 +21,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from pipelines.local.store import LocalS3
+from bakeoff.pipelines.local.store import LocalS3
 
 EMULATED = ("BAKEOFF_OPT_ML", "PJRT_DEVICE", "BAKEOFF_LOCAL_S3_ROOT")
 _KEPT_FROM_HOST = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")

@@ -23,17 +23,22 @@ from dataclasses import dataclass
 
 from aws_cdk import Fn, Stack, Token
 
-from estimators.images import image_region
-from pipelines.errors import SpecError
-from pipelines.sagemaker.cdk.placeholders import BUCKET_SENTINEL, SENTINEL_ACCOUNT, mlflow_sentinel, role_sentinel
-from pipelines.sagemaker.cdk.placeholders import TAG as _TAG
-from pipelines.sagemaker.cdk.reads import all_steps, image_uris  # noqa: F401 - kept importable from here
-from pipelines.sagemaker.compiler import CompiledPipeline, compile_pipeline
-from pipelines.sagemaker.validate import check_definition
-from pipelines.spec.model import BakeoffSpec, sagemaker_regions
+from bakeoff.estimators.images import image_region
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.sagemaker.cdk.placeholders import (
+    BUCKET_SENTINEL,
+    SENTINEL_ACCOUNT,
+    mlflow_sentinel,
+    role_sentinel,
+)
+from bakeoff.pipelines.sagemaker.cdk.placeholders import TAG as _TAG
+from bakeoff.pipelines.sagemaker.cdk.reads import all_steps, image_uris  # noqa: F401 - kept importable from here
+from bakeoff.pipelines.sagemaker.compiler import CompiledPipeline, compile_pipeline
+from bakeoff.pipelines.sagemaker.validate import check_definition
+from bakeoff.pipelines.spec.model import BakeoffSpec, sagemaker_regions
 
 try:  # the compiler's own bound, where it has one
-    from pipelines.sagemaker.validate import MAX_DEFINITION_CHARS
+    from bakeoff.pipelines.sagemaker.validate import MAX_DEFINITION_CHARS
 except ImportError:  # pragma: no cover - CreatePipeline.PipelineDefinition: 1-1048576 (botocore sagemaker model)
     MAX_DEFINITION_CHARS = 1_048_576
 

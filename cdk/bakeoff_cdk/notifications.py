@@ -23,7 +23,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from pipelines.names import FAIL_STEP, INCONCLUSIVE_STEP
+from bakeoff.pipelines.names import FAIL_STEP, INCONCLUSIVE_STEP
 
 SOURCE = "aws.sagemaker"
 EXECUTION_EVENT = "SageMaker Model Building Pipeline Execution Status Change"

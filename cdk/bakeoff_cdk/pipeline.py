@@ -22,15 +22,15 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from pipelines.errors import SpecError
-from pipelines.sagemaker.cdk.mlflow_server import (  # noqa: F401 - kept importable from here
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.sagemaker.cdk.mlflow_server import (  # noqa: F401 - kept importable from here
     MLFLOW_CLIENT_FOR_SERVER,
     MLFLOW_SERVER_VERSION,
     MLFLOW_VERSION_PATTERN,
     check_server_region,
 )
-from pipelines.spec.loader import load_spec
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.spec.loader import load_spec
+from bakeoff.pipelines.spec.model import BakeoffSpec
 
 from .definition import (
     MAX_DEFINITION_CHARS,

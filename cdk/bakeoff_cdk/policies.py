@@ -36,8 +36,8 @@ from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
-from pipelines.sagemaker.cdk import grants as pure
-from pipelines.sagemaker.cdk.reads import (  # noqa: F401 - the construct's public names, kept here
+from bakeoff.pipelines.sagemaker.cdk import grants as pure
+from bakeoff.pipelines.sagemaker.cdk.reads import (  # noqa: F401 - the construct's public names, kept here
     LOG_GROUPS,
     MLFLOW_ACTIONS,
     MLFLOW_APP_ACTIONS,
@@ -90,8 +90,8 @@ def s3_read(name: str, uris: list[str], reason: str = "data-prefixes") -> Grant 
 
 
 def check_data_uri(uri: str, where: str) -> str:
-    from pipelines.errors import SpecError
-    from pipelines.spec.model import S3_URI_RE
+    from bakeoff.pipelines.errors import SpecError
+    from bakeoff.pipelines.spec.model import S3_URI_RE
 
     if not isinstance(uri, str) or not S3_URI_RE.match(uri):
         raise SpecError(f"{uri!r} is not an s3://bucket/prefix URI", field=where)

@@ -11,7 +11,7 @@ from typing import Any
 from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import Construct
 
-from pipelines.sagemaker.cdk.reasons import REASONS
+from bakeoff.pipelines.sagemaker.cdk.reasons import REASONS
 
 
 def nag_text(stack: Stack, value: Any) -> str:

@@ -3,7 +3,7 @@
     synth -> deploy -> start -> wait -> verdict -> adopt_trainium | keep_gpus | add_seeds
 
 bakeoff does what only it can: `synth` compiles the spec offline, `deploy` uploads the code and creates or
-updates the SageMaker pipeline, `verdict` reads the execution's evaluation (the Python API, `pipelines`).
+updates the SageMaker pipeline, `verdict` reads the execution's evaluation (the Python API, `bakeoff.pipelines`).
 Starting and watching the execution is the Amazon provider's (apache-airflow-providers-amazon; this file is
 checked against 9.39.0 with Airflow 3.3.2 by tests/e2e/test_airflow_dag.py):
 
@@ -36,7 +36,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from pipelines import deploy, report, synth
+from bakeoff import deploy, report, synth
 
 CONFIG: dict[str, Any] = {
     "spec": os.environ.get("BAKEOFF_SPEC", "bakeoff.yaml"),

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bakeoff.pipelines.advice.rounds import check_design, default_cap
+from bakeoff.pipelines.errors import Either, SpecError, words
+from bakeoff.pipelines.params import FROM_RUN
+from bakeoff.pipelines.spec.model import BakeoffSpec
 from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation
-from pipelines.advice.rounds import check_design, default_cap
-from pipelines.errors import Either, SpecError, words
-from pipelines.params import FROM_RUN
-from pipelines.spec.model import BakeoffSpec
 
 SIM_REPS = 4000  # the sequential design's expected seeds: a fixed-seed simulation (deterministic)
 
@@ -110,11 +110,11 @@ def _spread(ev: Evaluation) -> tuple[float | None, int, str]:
 
 
 def _legs(spec: BakeoffSpec, ev: Evaluation | None) -> tuple[list[LegCost], list[str]]:
-    from estimators.prices import price_for
-    from pipelines.advice.price_list import cached
+    from bakeoff.estimators.prices import price_for
+    from bakeoff.pipelines.advice.price_list import cached
 
     refreshed = cached(spec.storage.region)
-    from pipelines.spec.derived import expand
+    from bakeoff.pipelines.spec.derived import expand
 
     notes, out = [], []
     # Sweep sizes and ablations are legs that run every seed too: they are part of the bill.

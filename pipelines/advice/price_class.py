@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.spec.model import BakeoffSpec
 
 # Why 2: the pair the project exists for, ml.trn1.32xlarge and ml.p4d.24xlarge, differ by
 # about 2% in the bundled table; within one family the next size up roughly doubles the price
@@ -29,7 +29,7 @@ class PricedLeg:
 
 
 def _priced_legs(spec: BakeoffSpec, cached: dict | None) -> dict[str, PricedLeg]:
-    from estimators.prices import price_for
+    from bakeoff.estimators.prices import price_for
 
     out = {}
     for leg in spec.legs:
@@ -42,8 +42,8 @@ def _priced_legs(spec: BakeoffSpec, cached: dict | None) -> dict[str, PricedLeg]
 
 def nearest_gpu(usd_per_hour: float, cached: dict | None = None, exclude: str | None = None) -> PricedLeg | None:
     """The catalog GPU instance whose on-demand price per instance-hour is nearest (by ratio)."""
-    from estimators import all_instance_types, instance_of
-    from estimators.prices import price_for
+    from bakeoff.estimators import all_instance_types, instance_of
+    from bakeoff.estimators.prices import price_for
 
     best: tuple[float, PricedLeg] | None = None
     for name in all_instance_types():

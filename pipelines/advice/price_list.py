@@ -48,7 +48,7 @@ def fetch(region: str, session=None) -> dict[str, dict[str, float]]:
     import boto3
     from botocore.config import Config
 
-    from pipelines.aws_session import aws
+    from bakeoff.pipelines.aws_session import aws
 
     session = session or boto3.session.Session()
     # The Price List API answers from us-east-1 (and a few others) for every region.
@@ -123,8 +123,8 @@ def refresh_availability(instance_types: Iterable[str] | None = None, session=No
     import boto3
     from botocore.config import Config
 
-    from estimators import all_instance_types
-    from pipelines.aws_session import aws
+    from bakeoff.estimators import all_instance_types
+    from bakeoff.pipelines.aws_session import aws
 
     session = session or boto3.session.Session()
     client = session.client("pricing", region_name="us-east-1", config=Config(retries={"mode": "adaptive",
@@ -149,7 +149,7 @@ def cached_availability() -> dict[str, Any] | None:
 
 
 def cached(region: str) -> dict[str, dict[str, Any]] | None:
-    """The cache in the form estimators.prices.price_for takes (on-demand rows)."""
+    """The cache in the form bakeoff.estimators.prices.price_for takes (on-demand rows)."""
     path = cache_path(region)
     if not path.exists():
         return None

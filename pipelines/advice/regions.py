@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.spec.model import BakeoffSpec
 
 # EC2 on-demand availability as published in instances.vantage.sh data (generated into
 # github.com/tsaol/aws-gpu data/trn1_instances.js 2025-12-21, trn1n_instances.js 2026-01-21,
@@ -42,7 +42,7 @@ class Availability:
 
 
 def _region_price_cache(region: str) -> dict | None:
-    from pipelines.advice.price_list import cache_path
+    from bakeoff.pipelines.advice.price_list import cache_path
 
     path = cache_path(region)
     try:
@@ -53,7 +53,7 @@ def _region_price_cache(region: str) -> dict | None:
 
 def availability(instance_type: str) -> Availability | None:
     """Where `instance_type` is offered, from the availability cache or the bundled snapshot."""
-    from pipelines.advice.price_list import cached_availability
+    from bakeoff.pipelines.advice.price_list import cached_availability
 
     body = cached_availability()
     if body and instance_type in body.get("regions", {}):
@@ -80,7 +80,7 @@ def offered(instance_type: str, region: str) -> tuple[bool | None, Availability 
 
 def region_warnings(spec: BakeoffSpec) -> list[str]:
     """One line per leg (every size of a sweep included) whose instance type the region does not sell."""
-    from pipelines.spec.derived import expand
+    from bakeoff.pipelines.spec.derived import expand
 
     region = spec.storage.region
     out = []

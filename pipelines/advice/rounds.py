@@ -1,15 +1,16 @@
 """The rounds of `--until-decided`, whichever engine runs them: the cap, the schedule of looks (one first
 round more each time), the seeds each round adds, the spec with a round's seeds, the check of a design
-and the futility test. Backend-neutral and below both engines and the budget: pipelines.local.until_decided
-and pipelines.sagemaker.more_seeds run the rounds, pipelines.advice.budget prices them; the design's arithmetic
+and the futility test. Backend-neutral and below both engines and the budget: bakeoff.pipelines.local.until_decided
+and bakeoff.pipelines.sagemaker.more_seeds run the rounds, bakeoff.pipelines.advice.budget prices them; the design's
+arithmetic
 is bakeoff_runtime.verdict.group_sequential."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipelines.errors import SpecError, words
-from pipelines.params import MAX_SEEDS, UNTIL_DECIDED
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.errors import SpecError, words
+from bakeoff.pipelines.params import MAX_SEEDS, UNTIL_DECIDED
+from bakeoff.pipelines.spec.model import BakeoffSpec
 
 if TYPE_CHECKING:
     from bakeoff_runtime.contract.documents import Evaluation

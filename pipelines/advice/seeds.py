@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bakeoff.pipelines.errors import Either, SpecError, words
+from bakeoff.pipelines.params import PREVIOUS_RUN
+from bakeoff.pipelines.spec.model import BakeoffSpec
 from bakeoff_runtime.contract.backend_table import row
 from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation
-from pipelines.errors import Either, SpecError, words
-from pipelines.params import PREVIOUS_RUN
-from pipelines.spec.model import BakeoffSpec
 
 
 def _previous_evaluation(path: Path) -> tuple[Evaluation, Path]:
@@ -75,7 +75,7 @@ def seed_warnings(spec: BakeoffSpec, previous: Path | None = None) -> list[str]:
 
 def design_warnings(spec: BakeoffSpec) -> list[str]:
     """What is allowed but likely not what was meant."""
-    from pipelines.spec.model import DEFAULT_RUNTIME_QUOTA_S
+    from bakeoff.pipelines.spec.model import DEFAULT_RUNTIME_QUOTA_S
 
     out = []
     for leg in spec.legs:
@@ -98,9 +98,9 @@ def design_warnings(spec: BakeoffSpec) -> list[str]:
 
 def market_warnings(spec: BakeoffSpec) -> list[str]:
     """Price class of the legs against the baseline, and whether the spec's region sells them."""
-    from pipelines.advice.price_class import price_class_warnings
-    from pipelines.advice.price_list import cached
-    from pipelines.advice.regions import region_warnings
+    from bakeoff.pipelines.advice.price_class import price_class_warnings
+    from bakeoff.pipelines.advice.price_list import cached
+    from bakeoff.pipelines.advice.regions import region_warnings
 
     try:
         prices = cached(spec.storage.region)

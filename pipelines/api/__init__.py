@@ -1,6 +1,6 @@
 """The Python API: everything the `bakeoff` command line does, as functions named after its verbs.
 
-    from pipelines import load_spec, synth, deploy, start, wait, report
+    from bakeoff.pipelines import load_spec, synth, deploy, start, wait, report
 
     spec = load_spec("bakeoff.yaml")
     deployment = deploy(spec, role_arn="arn:aws:iam::123456789012:role/bakeoff", bucket="my-bucket")
@@ -14,9 +14,9 @@ On SageMaker: `account_checks`, `deploy`, `start`, `start_until_decided`, `wait`
 `project` (a finished run, local or SageMaker, read against a production decision),
 `prices(refresh=True)`.
 
-Each returns a frozen pydantic model (`pipelines.api.results`) whose `model_dump(mode="json")` is
+Each returns a frozen pydantic model (`bakeoff.pipelines.api.results`) whose `model_dump(mode="json")` is
 exactly what the matching `bakeoff COMMAND --json` prints. Nothing prints; long operations take a
-`progress` callback that receives `ProgressEvent`s. Errors are `pipelines.errors` classes, each with the
+`progress` callback that receives `ProgressEvent`s. Errors are `bakeoff.pipelines.errors` classes, each with the
 CLI's exit code: SpecError (2), ParityFailed (1), ParityInconclusive (3), AwsError (4, with the
 service's error `code`), RunError (4); nothing else escapes.
 
@@ -26,8 +26,8 @@ from several threads with one session.
 """
 from __future__ import annotations
 
+from bakeoff.pipelines.advice.budget import BudgetPlan, Design, LegCost, Spend
 from bakeoff_runtime.contract.documents import Evaluation
-from pipelines.advice.budget import BudgetPlan, Design, LegCost, Spend
 
 from .aws import account_checks, deploy, render_report, report, retry, start, start_until_decided, status, stop, wait
 from .catalog import images, instances, prices

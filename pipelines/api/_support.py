@@ -9,13 +9,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from pipelines.errors import AwsError, BakeoffError, RunError, SpecError
-from pipelines.spec.model import BakeoffSpec, Provenance
+from bakeoff.pipelines.errors import AwsError, BakeoffError, RunError, SpecError
+from bakeoff.pipelines.spec.model import BakeoffSpec, Provenance
 
 from .results import ProgressEvent
 
 if TYPE_CHECKING:
-    from pipelines.sagemaker.ops import SageMakerOps
+    from bakeoff.pipelines.sagemaker.ops import SageMakerOps
 
 F = TypeVar("F", bound=Callable[..., Any])
 Progress = Callable[[ProgressEvent], None]
@@ -47,12 +47,12 @@ def _first_line(exc: BaseException) -> str:
 
 def as_spec(spec: SpecLike, overrides: Sequence[str] | None = ()) -> BakeoffSpec:
     """A validated spec from a BakeoffSpec, a YAML file's path, or a mapping shaped like the YAML."""
-    from pipelines.spec.loader import load_spec, spec_from_dict
+    from bakeoff.pipelines.spec.loader import load_spec, spec_from_dict
 
     overrides = overrides or ()
     if isinstance(spec, BakeoffSpec):
         if overrides:
-            from pipelines.spec.overrides import apply_overrides
+            from bakeoff.pipelines.spec.overrides import apply_overrides
 
             data, _ = apply_overrides(spec.model_dump(mode="json", exclude_unset=True), list(overrides))
             moved = spec_from_dict(data, "--set")
@@ -61,7 +61,7 @@ def as_spec(spec: SpecLike, overrides: Sequence[str] | None = ()) -> BakeoffSpec
     if isinstance(spec, Mapping):
         data = dict(spec)
         if overrides:
-            from pipelines.spec.overrides import apply_overrides
+            from bakeoff.pipelines.spec.overrides import apply_overrides
 
             data, _ = apply_overrides(data, list(overrides))
         return spec_from_dict(data)
@@ -82,7 +82,7 @@ def ops_for(session: Any = None, region: str | None = None, profile: str | None 
             arn: str | None = None) -> SageMakerOps:
     """The SageMaker/S3 operations for a session (or a new session of `profile`) in `region`
     (else the ARN's region, else the session's)."""
-    from pipelines.sagemaker.ops import SageMakerOps, region_of
+    from bakeoff.pipelines.sagemaker.ops import SageMakerOps, region_of
 
     if session is None:
         return SageMakerOps(region=region, arn=arn, profile=profile)
@@ -99,7 +99,7 @@ def ops_for(session: Any = None, region: str | None = None, profile: str | None 
 
 # --- progress ----------------------------------------------------------------------------
 class EventProgress:
-    """Stands where the local executor's terminal display would (`pipelines.local.progress.Progress`)
+    """Stands where the local executor's terminal display would (`bakeoff.pipelines.local.progress.Progress`)
     and turns each call into a ProgressEvent for a callback; nothing is printed."""
 
     def __init__(self, callback: Progress | None):

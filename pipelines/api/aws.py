@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from bakeoff.pipelines.errors import Either, RunError, SpecError, words
+from bakeoff.pipelines.params import OUT_DIR, POLL, ROLE_ARN, STACK, WRITE
 from bakeoff_runtime.contract.documents import DocumentError, Evaluation, read_evaluation, whole_evaluation_problem
-from pipelines.errors import Either, RunError, SpecError, words
-from pipelines.params import OUT_DIR, POLL, ROLE_ARN, STACK, WRITE
 
 from ._support import Progress, SpecLike, as_spec, note, ops_for, public
 from .results import (
@@ -53,8 +53,8 @@ class QuotaShortfall(SpecError):
 
 def _account_checks(spec: Any, compiled: Any, ops: Any, *, quotas: bool = True) -> AccountChecks:
     """The quota and MLflow checks of a compiled pipeline in `ops`'s region and account."""
-    from pipelines.sagemaker import mlflow_server
-    from pipelines.sagemaker import quotas as quota_checks
+    from bakeoff.pipelines.sagemaker import mlflow_server
+    from bakeoff.pipelines.sagemaker import quotas as quota_checks
 
     checked: tuple[QuotaCheck, ...] = ()
     problems: tuple[str, ...] = ()
@@ -112,7 +112,7 @@ def deploy(spec: SpecLike | Synth, *, role_arn: str, bucket: str | None = None, 
     `skip_quota_check=True` leaves the quotas out (a caller without servicequotas:ListServiceQuotas, or one
     who knows better). Their warnings come back in `warnings`. Returns the pipeline's ARN and what was
     uploaded; raises AwsError (with the service's error code) when AWS refuses."""
-    from pipelines.plan.model import spec_hash
+    from bakeoff.pipelines.plan.model import spec_hash
 
     from .local import synth
 
@@ -144,8 +144,8 @@ def _check_looks(ops: Any, compiled: Any, progress: Progress | None) -> None:
     execution of this pipeline decided on, without being the same set, would be a look at data
     already looked at that no design counts (pipelines/local/looks.py). `--until-decided` updates
     the pipeline round by round itself, under its own design, and does not come here."""
-    from pipelines.errors import AwsError
-    from pipelines.local.looks import judge, training_steps
+    from bakeoff.pipelines.errors import AwsError
+    from bakeoff.pipelines.local.looks import judge, training_steps
 
     pipeline = compiled.name
     try:
@@ -160,7 +160,7 @@ def _check_looks(ops: Any, compiled: Any, progress: Progress | None) -> None:
 
 def _pipeline_name(pipeline: SpecLike | Deployment) -> tuple[str, str | None]:
     """The pipeline's name and region: from a deployment, a spec (file, mapping or object), or a name."""
-    from pipelines.sagemaker.compiler import pipeline_name
+    from bakeoff.pipelines.sagemaker.compiler import pipeline_name
 
     if isinstance(pipeline, Deployment):
         return pipeline.pipeline_name, pipeline.region
@@ -225,10 +225,10 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
     SageMaker's step cache serves them and only the new seeds train (checked before each update).
     Stops at pass or fail, or at `max_seeds` (default 4x the first round) with inconclusive and its
     recommendation. The group-sequential design (alpha spent per look) is in each round's evaluation."""
-    from pipelines.extras import require_stats
+    from bakeoff.pipelines.extras import require_stats
 
     require_stats("bakeoff start --until-decided")  # before the first round deploys
-    from pipelines.sagemaker import more_seeds
+    from bakeoff.pipelines.sagemaker import more_seeds
 
     loaded = as_spec(spec)
     if not role_arn:
@@ -337,7 +337,7 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
     `./bakeoff-report-ID`), report.html beside it when `render`. The verdict is `.verdict`;
     `.raise_for_verdict()` turns a fail or inconclusive verdict into ParityFailed / ParityInconclusive."""
     if isinstance(target, Execution) or (isinstance(target, str) and target.startswith("arn:")):
-        from pipelines.sagemaker.billable import apply_billable_time
+        from bakeoff.pipelines.sagemaker.billable import apply_billable_time
 
         arn, ops = _ops_of(target, region, session, profile)
         evaluation, billable = ops.fetch_evaluation(arn)
@@ -351,7 +351,7 @@ def report(target: ExecutionLike | os.PathLike[str], *, out_dir: str | os.PathLi
         run_dir = Path(target)
         if not run_dir.is_dir():
             raise SpecError(f"{str(target)!r} is neither a run directory nor a pipeline execution ARN")
-        from pipelines.local.run_dir import check
+        from bakeoff.pipelines.local.run_dir import check
 
         check(run_dir)  # a run directory is data: a link in it would lead the report's writes outside it
         path = run_dir / "evaluation" / "evaluation.json"
@@ -421,7 +421,7 @@ def render_report(evaluation_path: Path, out_dir: Path) -> Path:
     evaluation step runs; returns report.html's path."""
     import subprocess
 
-    from pipelines.plan.bundle import REPORT_SCRIPT, entrypoints_dir
+    from bakeoff.pipelines.plan.bundle import REPORT_SCRIPT, entrypoints_dir
 
     proc = subprocess.run([sys.executable, str(entrypoints_dir() / REPORT_SCRIPT), "--evaluation",
                            str(evaluation_path), "--out", str(out_dir)], capture_output=True, text=True)
@@ -433,7 +433,7 @@ def render_report(evaluation_path: Path, out_dir: Path) -> Path:
 def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None, write: bool = True) -> Evaluation:
     """The verdict of a local run directory, decided again from its jobs when they changed
     after it was written (or it was never written), which `write` allows: a stale verdict is never shown."""
-    from pipelines.local.verdict_inputs import stale_evaluation
+    from bakeoff.pipelines.local.verdict_inputs import stale_evaluation
 
     why = stale_evaluation(run_dir)
     if why is None:
@@ -453,8 +453,8 @@ def _current_evaluation(run_dir: Path, path: Path, progress: Progress | None, wr
             raise RunError(words(f"{run_dir}: {why}, and it holds no spec to decide again from; run ",
                                  _run_into(run_dir)))
         raise SpecError(words(f"no evaluation at {path}; run ", _run_into(run_dir), " first"))
-    from pipelines.local.executor import LocalExecutor
-    from pipelines.spec.model import BakeoffSpec
+    from bakeoff.pipelines.local.executor import LocalExecutor
+    from bakeoff.pipelines.spec.model import BakeoffSpec
 
     from ._support import EventProgress
 

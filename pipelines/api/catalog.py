@@ -10,8 +10,8 @@ from .results import ImageRow, Images, InstanceInfo, Instances, LegKind, PriceRo
 @public
 def instances() -> Instances:
     """Every leg kind (Trainium, GPU, CPU), its backends, instance types and bundled prices (`bakeoff instances`)."""
-    from estimators import kinds
-    from estimators.prices import BUNDLED
+    from bakeoff.estimators import kinds
+    from bakeoff.estimators.prices import BUNDLED
 
     out = []
     for kind in kinds().values():
@@ -32,8 +32,8 @@ def images(region: str = "us-east-1") -> Images:
     """The training image of each backend in `region`, with the source it was looked up in (`bakeoff images`)."""
     import datetime
 
-    from estimators.images import CATALOG, SOURCES, NoDefaultImage
-    from pipelines.errors import SpecError
+    from bakeoff.estimators.images import CATALOG, SOURCES, NoDefaultImage
+    from bakeoff.pipelines.errors import SpecError
 
     today = datetime.date.today().isoformat()
     try:
@@ -57,9 +57,9 @@ def prices(region: str = "us-east-1", *, refresh: bool = False, session: Any = N
     source and date, and the AWS Price List's on-demand and spot prices where they were fetched.
 
     `refresh` calls pricing:GetProducts with `session` (or `profile`) first and caches the answer."""
-    from estimators import all_instance_types
-    from estimators.prices import BUNDLED
-    from pipelines.advice import price_list
+    from bakeoff.estimators import all_instance_types
+    from bakeoff.estimators.prices import BUNDLED
+    from bakeoff.pipelines.advice import price_list
 
     fetched = None
     if refresh:

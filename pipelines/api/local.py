@@ -7,16 +7,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from pipelines.errors import Either, Param, SpecError, Words, words
-from pipelines.params import BUCKET, FROM_RUN, JOBS, PREVIOUS_RUN
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.errors import Either, Param, SpecError, Words, words
+from bakeoff.pipelines.params import BUCKET, FROM_RUN, JOBS, PREVIOUS_RUN
+from bakeoff.pipelines.spec.model import BakeoffSpec
 
 from ._support import EventProgress, Progress, SpecLike, as_spec, public
 from .results import AssetInfo, LegPlan, Preflight, RunSummary, Synth, Validation, exit_code_of, path_or_none
 
 if TYPE_CHECKING:
+    from bakeoff.pipelines.advice.budget import BudgetPlan
     from bakeoff_runtime.contract.documents import Evaluation
-    from pipelines.advice.budget import BudgetPlan
 
 
 @public
@@ -38,11 +38,11 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
     offline and checked against botocore's SageMaker model, and a problem is blamed on the spec field
     it comes from (SpecError). `previous_run` is a run directory of this bake-off: its spread adds a
     warning when the declared seeds are unlikely to decide the verdict."""
-    from pipelines.advice.seeds import design_warnings, seed_warnings
-    from pipelines.plan.model import build_plan
+    from bakeoff.pipelines.advice.seeds import design_warnings, seed_warnings
+    from bakeoff.pipelines.plan.model import build_plan
 
     if previous_run is not None:  # its spread is weighed with the statistics of the stats extra
-        from pipelines.extras import require_stats
+        from bakeoff.pipelines.extras import require_stats
 
         require_stats("bakeoff validate --from")
     loaded = as_spec(spec, overrides)
@@ -69,10 +69,10 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
 
 def _check_compiles(spec: BakeoffSpec, plan: Any) -> None:
     """What `synth` would refuse, found by `validate`."""
-    from pipelines.names import parse_step_name
-    from pipelines.sagemaker.compiler import compile_plan
-    from pipelines.sagemaker.validate import definition_problems
-    from pipelines.spec.loader import locate
+    from bakeoff.pipelines.names import parse_step_name
+    from bakeoff.pipelines.sagemaker.compiler import compile_plan
+    from bakeoff.pipelines.sagemaker.validate import definition_problems
+    from bakeoff.pipelines.spec.loader import locate
 
     problems = definition_problems(compile_plan(plan).definition)
     if not problems:
@@ -94,18 +94,19 @@ def _check_compiles(spec: BakeoffSpec, plan: Any) -> None:
 @public
 def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.PathLike[str] | None = None,
          max_seeds: int | None = None) -> BudgetPlan:
-    """Seeds, jobs and cost of a verdict before spending (`bakeoff plan`): `pipelines.advice.budget.plan_budget`.
+    """Seeds, jobs and cost of a verdict before spending (`bakeoff plan`):
+    `bakeoff.pipelines.advice.budget.plan_budget`.
 
     `from_run` is a previous run directory whose paired spread and job hours size the plan (without it,
     the plan is the pilot to run); `max_seeds` caps the sequential (`until_decided`) design. Returns a
     frozen BudgetPlan (`.model_dump(mode="json")` is `bakeoff plan --json`)."""
-    from pipelines.extras import require_stats
+    from bakeoff.pipelines.extras import require_stats
 
     require_stats("bakeoff plan")
     try:
-        from pipelines.advice.budget import plan_budget
+        from bakeoff.pipelines.advice.budget import plan_budget
     except ImportError:
-        raise SpecError("planning the seeds and cost needs pipelines.advice.budget, "
+        raise SpecError("planning the seeds and cost needs bakeoff.pipelines.advice.budget, "
                         "which this install lacks") from None
     if from_run is not None and not Path(from_run).exists():
         raise SpecError(words(FROM_RUN.given(from_run), ": no such run directory"))
@@ -209,7 +210,7 @@ def _record_problem(evaluation: Any) -> tuple[tuple, str] | None:
         """Why `value` is not `kind`: not a number, not whole, or outside [minimum, maximum] (so bounded that the
         planners' arithmetic stays finite); None when it is, or is null."""
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        from pipelines.spec.loader import _shown
+        from bakeoff.pipelines.spec.loader import _shown
 
         if value is None or (number and (not whole or isinstance(value, int)) and minimum <= value <= maximum):
             return None
@@ -312,7 +313,7 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
     1: one after another, each with the whole machine);
     the same jobs are run and decided whatever it is.
     `progress` receives a ProgressEvent per job event; nothing is printed. Other keyword arguments go to
-    `pipelines.local.LocalExecutor` (`use_gpu`, `python`).
+    `bakeoff.pipelines.local.LocalExecutor` (`use_gpu`, `python`).
 
     The verdict is in the result (`.verdict`, `.exit_code`); `.raise_for_verdict()` turns fail and
     inconclusive into ParityFailed / ParityInconclusive. Raises SpecError on bad input and RunError when
@@ -327,13 +328,13 @@ def run_local(spec: SpecLike, out_dir: str | os.PathLike[str], *, overrides: Seq
     out = Path(out_dir)
     if until_decided:
         try:
-            from pipelines.local.until_decided import run_until_decided
+            from bakeoff.pipelines.local.until_decided import run_until_decided
         except ImportError:
-            raise SpecError("until_decided needs pipelines.local.until_decided, "
+            raise SpecError("until_decided needs bakeoff.pipelines.local.until_decided, "
                             "which this install lacks") from None
         result = run_until_decided(loaded, out, max_seeds=max_seeds, **options)
     else:
-        from pipelines.local import LocalExecutor
+        from bakeoff.pipelines.local import LocalExecutor
 
         result = LocalExecutor(loaded, out, **options).run()
     return _summary(result, loaded.mlflow.tracking_uri)
@@ -358,12 +359,12 @@ def synth(spec: SpecLike, *, overrides: Sequence[str] = (), bucket: str | None =
     Offline and deterministic: the same spec gives the same definition and asset bytes. `bucket`
     defaults to storage.bucket, `region` to storage.region, `role_arn` to a placeholder (deploy needs a
     real one). The definition is checked against botocore's SageMaker model (SpecError if refused)."""
-    from pipelines.sagemaker.compiler import compile_pipeline
-    from pipelines.sagemaker.validate import check_definition
+    from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+    from bakeoff.pipelines.sagemaker.validate import check_definition
 
     loaded = as_spec(spec, overrides)
     if bucket:
-        from pipelines.spec.model import BUCKET_RE
+        from bakeoff.pipelines.spec.model import BUCKET_RE
 
         if not BUCKET_RE.match(bucket):
             raise SpecError(f"{bucket!r} is not an S3 bucket name", field=BUCKET)
@@ -386,7 +387,7 @@ def preflight(spec: SpecLike, *, overrides: Sequence[str] = (), legs: Sequence[s
     `legs` defaults to every trn leg; `out_dir` keeps the job's files (default: a temporary
     directory, removed afterwards unless a leg did not finish). `.blockers` is True when a leg
     would not run well on Trainium."""
-    from pipelines.api.preflight_view import legs_to_check
+    from bakeoff.pipelines.api.preflight_view import legs_to_check
 
     loaded = as_spec(spec, overrides)
     names = legs_to_check(loaded, list(legs) if legs else None)
@@ -405,7 +406,7 @@ def preflight(spec: SpecLike, *, overrides: Sequence[str] = (), legs: Sequence[s
 
 def _preflight_legs(spec: BakeoffSpec, names: list[str], steps: int, out: Path,
                     progress: Progress | None) -> dict[str, dict[str, Any]]:
-    from pipelines.local import LocalExecutor
+    from bakeoff.pipelines.local import LocalExecutor
 
     reports = {}
     for name in names:

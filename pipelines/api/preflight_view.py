@@ -3,18 +3,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.params import LEGS
+from bakeoff.pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.terminal_text import data
 from bakeoff_runtime.contract.backend_table import row
-from pipelines.errors import SpecError
-from pipelines.params import LEGS
-from pipelines.spec.model import BakeoffSpec
-from pipelines.terminal_text import data
 
 VERDICT_STYLE = {"ready": "green", "will recompile": "yellow", "will fall back": "red"}
 
 
 def legs_to_check(spec: BakeoffSpec, names: list[str] | None) -> list[str]:
     if spec.entrypoint.mode == "script":
-        from pipelines.spec.loader import locate
+        from bakeoff.pipelines.spec.loader import locate
 
         file, line = locate(spec, ("entrypoint", "mode"))
         raise SpecError("preflight probes a Runtime script's steps; a script-mode bake-off reports CPU fallbacks and "

@@ -10,11 +10,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipelines.api._support import Progress, public
-from pipelines.api.results import Execution, Projection
-from pipelines.errors import SpecError
-from pipelines.spec.decision import Decision
-from pipelines.spec.fields import _Model
+from bakeoff.pipelines.api._support import Progress, public
+from bakeoff.pipelines.api.results import Execution, Projection
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.spec.decision import Decision
+from bakeoff.pipelines.spec.fields import _Model
 
 ExecutionLike = Execution | str
 
@@ -27,8 +27,8 @@ def project(target: ExecutionLike | os.PathLike[str], decision: Mapping[str, Any
     section as a mapping; what it leaves out comes from the decision the run was evaluated under, then
     from the defaults). Writes evaluation.json with the projection, and report.html, to `out_dir`
     (default `./bakeoff-project-NAME`): the run directory is read, never written."""
-    from pipelines.api.aws import render_report, report
-    from pipelines.extras import require_stats
+    from bakeoff.pipelines.api.aws import render_report, report
+    from bakeoff.pipelines.extras import require_stats
 
     require_stats("bakeoff project")  # before the execution is read
     source = report(target, render=False, out_dir=Path(_scratch(target, out_dir)), region=region, session=session,
@@ -38,7 +38,7 @@ def project(target: ExecutionLike | os.PathLike[str], decision: Mapping[str, Any
     try:
         checked = _Given.model_validate({"decision": given}).decision  # errors named as the spec's field
     except ValidationError as exc:
-        from pipelines.spec.loader import format_validation_error
+        from bakeoff.pipelines.spec.loader import format_validation_error
 
         raise format_validation_error(exc, None, {}) from None
     legs = set(evaluation.get("legs") or {})

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, RootModel
 
-from pipelines.errors import VERDICT_EXIT, verdict_error
+from bakeoff.pipelines.errors import VERDICT_EXIT, verdict_error
 
 if TYPE_CHECKING:
     # The evaluation as the Evaluate step writes it: the one definition both sides use

@@ -1,13 +1,13 @@
 """SageMaker commands of the CLI: synth, deploy, start, status, wait, stop, report, prices.
 
-Each command calls the Python API (`pipelines.api`) and formats its result: `--json` prints the
+Each command calls the Python API (`bakeoff.pipelines.api`) and formats its result: `--json` prints the
 result's own serialisation, so the two cannot drift."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from pipelines.cli.output import emit, json_error, output_args, stderr_line
+from bakeoff.pipelines.cli.output import emit, json_error, output_args, stderr_line
 
 REGION_HELP = "AWS region (default: the region the ARN or spec names, else AWS_DEFAULT_REGION or the profile's)"
 
@@ -41,12 +41,12 @@ def _spec_args(p) -> None:
 
 
 def cmd_synth(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     if args.cdk_out:
         return _synth_cdk_bundle(args)
     if args.mlflow_server:
-        from pipelines.errors import SpecError
+        from bakeoff.pipelines.errors import SpecError
 
         raise SpecError("--mlflow-server goes with --cdk-out (the construct creates the server)",
                         field="--mlflow-server")
@@ -69,9 +69,9 @@ def _synth_cdk_bundle(args) -> int:
     """The definition, assets and role manifest a CDK construct in any language deploys (cdk/construct)."""
     import json
 
-    from pipelines.api._support import as_spec
-    from pipelines.errors import SpecError
-    from pipelines.sagemaker.cdk.bundle import write_bundle
+    from bakeoff.pipelines.api._support import as_spec
+    from bakeoff.pipelines.errors import SpecError
+    from bakeoff.pipelines.sagemaker.cdk.bundle import write_bundle
 
     if args.bucket or args.role or args.output:
         raise SpecError("no --bucket, --role or --output with it: the construct creates the bucket and role",
@@ -87,8 +87,8 @@ def _synth_cdk_bundle(args) -> int:
 
 
 def cmd_deploy(args) -> int:
-    from pipelines import api
-    from pipelines.api.aws import QuotaShortfall
+    from bakeoff.pipelines import api
+    from bakeoff.pipelines.api.aws import QuotaShortfall
 
     try:
         result = api.deploy(args.spec, role_arn=args.role, bucket=args.bucket, region=args.region,
@@ -113,7 +113,7 @@ def cmd_deploy(args) -> int:
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
-    from pipelines.errors import SpecError
+    from bakeoff.pipelines.errors import SpecError
 
     out = {}
     for item in pairs:
@@ -125,10 +125,10 @@ def _params(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_start(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     if args.until_decided:
-        from pipelines.errors import SpecError
+        from bakeoff.pipelines.errors import SpecError
 
         if args.stack or not args.pipeline:
             raise SpecError("--until-decided deploys each round from the spec: give the spec file, not --stack",
@@ -153,7 +153,7 @@ def cmd_start(args) -> int:
 
 
 def cmd_retry(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     execution = api.retry(args.execution_arn, region=args.region, profile=args.profile)
     if args.wait:
@@ -170,7 +170,7 @@ def _print_status(status) -> None:
 
 
 def cmd_status(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     status = api.status(args.execution_arn, region=args.region, profile=args.profile)
     emit(args, status, _print_status)
@@ -178,7 +178,7 @@ def cmd_status(args) -> int:
 
 
 def _wait(args, execution) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     final = api.wait(execution, poll_s=args.poll, timeout_s=args.timeout, region=args.region, profile=args.profile,
                      progress=None if args.quiet else lambda ev: stderr_line(ev.message))
@@ -192,14 +192,14 @@ def cmd_wait(args) -> int:
 
 
 def cmd_stop(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     status = api.stop(args.execution_arn, region=args.region, profile=args.profile)
     return emit(args, status, lambda r: print(f"{r.execution_arn}: {r.status}"))
 
 
 def cmd_report(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     target = args.target
     if not target.startswith("arn:"):
@@ -208,8 +208,8 @@ def cmd_report(args) -> int:
                         progress=None if args.quiet else lambda ev: stderr_line(f"bakeoff: {ev.message}"))
 
     def text(r) -> None:
-        from pipelines.cli.output import console
-        from pipelines.cli.summary import render_summary
+        from bakeoff.pipelines.cli.output import console
+        from bakeoff.pipelines.cli.summary import render_summary
 
         render_summary(r.evaluation, console())
         print(f"report: {r.report_path}")
@@ -223,7 +223,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_prices(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     result = api.prices(args.region, refresh=args.refresh, profile=args.profile)
     if result.refreshed is not None and not args.quiet:

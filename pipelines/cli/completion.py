@@ -2,7 +2,7 @@
 
 `bakeoff completion bash|zsh|fish` prints argcomplete's shellcode (`argcomplete.shellcode`, what its
 `register-python-argcomplete` prints). That shellcode runs `bakeoff` itself with `_ARGCOMPLETE=1`
-and the command line in `COMP_LINE`/`COMP_POINT`; `pipelines.cli.main.main` then hands the parser to
+and the command line in `COMP_LINE`/`COMP_POINT`; `bakeoff.pipelines.cli.main.main` then hands the parser to
 `autocomplete` here before parsing, and argcomplete answers from the parser (commands, options,
 choices, file names) and exits. So completion is the parser, never a copy of it kept in step.
 
@@ -33,7 +33,7 @@ def script(shell: str) -> str:
 def complete_set(prefix: str, parsed_args: argparse.Namespace | None = None, **_: Any) -> dict[str, str]:
     """argcomplete's completer for `--set`: the spec's field paths, and a field's values where they are
     few (argcomplete calls a completer with prefix, action, parser and parsed_args)."""
-    from pipelines.cli.spec_paths import candidates
+    from bakeoff.pipelines.cli.spec_paths import candidates
 
     return candidates(prefix, getattr(parsed_args, "spec", None))
 

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from pipelines.errors import SpecError
+from bakeoff.pipelines.errors import SpecError
 
 TEMPLATES = {
     "minimal": "your own PyTorch script (a small regression to replace with your model)",
@@ -28,7 +28,7 @@ def _name_for(directory: Path) -> str:
 
 def _scan_script(script: Path):
     """What the script's source says (pipelines/plan/script_scan.py), with the Python files beside it."""
-    from pipelines.plan.script_scan import scan
+    from bakeoff.pipelines.plan.script_scan import scan
 
     folder = script.resolve().parent
     files = tuple((p.relative_to(folder).as_posix(), p.read_bytes()) for p in sorted(folder.rglob("*.py"))[:500]
@@ -47,7 +47,7 @@ def _script_spec(text: str, directory: Path, script: Path) -> str:
     print statements (pipelines/cli/script_regexes.py)."""
     import os
 
-    from pipelines.cli.script_regexes import metric_regexes
+    from bakeoff.pipelines.cli.script_regexes import metric_regexes
 
     rel = Path(os.path.relpath(script.resolve().parent, directory.resolve())).as_posix()
     found = _scan_script(script)
@@ -97,7 +97,7 @@ def _script_spec(text: str, directory: Path, script: Path) -> str:
 
 
 def _files(template: str, name: str, directory: Path | None = None, script: Path | None = None) -> dict[str, bytes]:
-    from pipelines.spec.model import BakeoffSpec
+    from bakeoff.pipelines.spec.model import BakeoffSpec
 
     here = _TEMPLATE_DIR / template
     spec = (here / "bakeoff.yaml").read_text().replace("__NAME__", name)
@@ -107,7 +107,7 @@ def _files(template: str, name: str, directory: Path | None = None, script: Path
     schema = json.dumps(BakeoffSpec.model_json_schema(), indent=2, sort_keys=True) + "\n"
     files = {"bakeoff.yaml": spec.encode(), "bakeoff.schema.json": schema.encode()}
     if template == "hf":
-        from pipelines.plan.bundle import entrypoints_dir
+        from bakeoff.pipelines.plan.bundle import entrypoints_dir
 
         # The built-in trainer itself, as an editable script: one source, so the two never drift.
         files["src/train.py"] = (entrypoints_dir() / "hf_causal_lm.py").read_bytes()
@@ -148,7 +148,7 @@ def init_project(directory: str | Path, template: str = "minimal", script: str |
         path.write_bytes(body)
         written.append(path)
     if data:
-        from pipelines.plan.corpus import prepare_corpus
+        from bakeoff.pipelines.plan.corpus import prepare_corpus
 
         manifest = prepare_corpus(directory / "data")
         written += [directory / "data" / ch["path"] for ch in manifest["channels"].values()]
@@ -161,8 +161,8 @@ def cmd_init(args) -> int:
     for path in written:
         print(f"wrote {path}")
     if args.template == "script":  # what validate says of it, before any job: a leg with no route to XLA...
-        from pipelines import api
-        from pipelines.errors import SpecError
+        from bakeoff.pipelines import api
+        from bakeoff.pipelines.errors import SpecError
 
         try:
             for warning in api.validate(root / "bakeoff.yaml").warnings:

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from pipelines import __version__
-from pipelines.cli.output import LocalDisplay, emit, json_error, output_args
-from pipelines.errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL, exit_codes_help  # noqa: F401
-from pipelines.errors import EXIT_PASS as EXIT_OK
+from bakeoff.pipelines import __version__
+from bakeoff.pipelines.cli.output import LocalDisplay, emit, json_error, output_args
+from bakeoff.pipelines.errors import EXIT_BAD_INPUT, EXIT_COULD_NOT_RUN, EXIT_FAIL, exit_codes_help  # noqa: F401
+from bakeoff.pipelines.errors import EXIT_PASS as EXIT_OK
 
-EXIT_CODES_HELP = exit_codes_help()  # every code (pipelines.errors.EXIT_CODES); each command's epilog lists its own
+# Every code (bakeoff.pipelines.errors.EXIT_CODES); each command's epilog lists its own.
+EXIT_CODES_HELP = exit_codes_help()
 
 
 class _UsageError(Exception):
@@ -31,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _console():
-    from pipelines.cli.output import console
+    from bakeoff.pipelines.cli.output import console
 
     return console()
 
@@ -43,7 +44,7 @@ def _spec_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args):
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.spec.loader import load_spec
 
     return load_spec(args.spec, args.overrides)
 
@@ -53,8 +54,8 @@ def cmd_run(args) -> int:
     display = None if args.quiet else LocalDisplay(verbose=getattr(args, "verbose", False))
     if display is not None:
         display.opening(args.spec)
-    from pipelines import api
-    from pipelines.cli.aws import _params
+    from bakeoff.pipelines import api
+    from bakeoff.pipelines.cli.aws import _params
 
     result = api.run_local(args.spec, args.out, overrides=args.overrides, force=args.force,
                            mlflow=False if args.no_mlflow else None, rule_change=args.rule_change,
@@ -64,8 +65,8 @@ def cmd_run(args) -> int:
                            progress=display)
 
     def text(r) -> None:
-        from pipelines.cli.summary import render_summary
-        from pipelines.terminal_text import data
+        from bakeoff.pipelines.cli.summary import render_summary
+        from bakeoff.pipelines.terminal_text import data
 
         console = _console()
         render_summary(r.evaluation, console)
@@ -82,10 +83,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     if not args.aws and (args.region or args.profile):
-        from pipelines.errors import SpecError
+        from bakeoff.pipelines.errors import SpecError
 
         raise SpecError("--region and --profile say where to check the account: they go with --aws", field="--aws")
     result = api.validate(args.spec, overrides=args.overrides, previous_run=args.previous)
@@ -132,7 +133,7 @@ def _print_account(checks) -> None:
 
 
 def cmd_schema(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     text = json.dumps(api.schema(), indent=2, sort_keys=True) + "\n"
     if args.output:
@@ -143,7 +144,7 @@ def cmd_schema(args) -> int:
 
 
 def cmd_data(args) -> int:
-    from pipelines.plan.corpus import prepare_corpus
+    from bakeoff.pipelines.plan.corpus import prepare_corpus
 
     manifest = prepare_corpus(Path(args.out))
     if args.json:
@@ -158,7 +159,7 @@ def cmd_data(args) -> int:
 
 
 def cmd_instances(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     def text(r) -> None:
         for kind in r.kinds:
@@ -174,9 +175,9 @@ def cmd_instances(args) -> int:
 
 
 def cmd_images(args) -> int:
+    from bakeoff.estimators.images import LOOKED_UP, SOURCES, registry_account
+    from bakeoff.pipelines import api
     from bakeoff_runtime.contract.backend_table import BACKENDS
-    from estimators.images import LOOKED_UP, SOURCES, registry_account
-    from pipelines import api
 
     def text(result) -> None:
         print(f"Training images in {args.region} (registry account {registry_account(args.region)}), "
@@ -202,8 +203,8 @@ def cmd_images(args) -> int:
 
 
 def cmd_preflight(args) -> int:
-    from pipelines import api
-    from pipelines.api.preflight_view import render
+    from bakeoff.pipelines import api
+    from bakeoff.pipelines.api.preflight_view import render
 
     spec = _load(args)
     result = api.preflight(spec, legs=args.leg or None, steps=args.steps, out_dir=args.out,
@@ -213,7 +214,7 @@ def cmd_preflight(args) -> int:
 
 
 def cmd_ui(args) -> int:
-    from pipelines.cli.ui import serve
+    from bakeoff.pipelines.cli.ui import serve
 
     return serve(args.dir, args.port, args.host, writes=args.allow_writes)
 
@@ -270,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aws", action="store_true", help="also check the AWS account (read-only): each SageMaker quota "
                    "the pipeline draws on against its peak (exit 2 when one is short), and the MLflow tracking "
                    "server's version against the client the jobs install")
-    from pipelines.cli.aws import _aws_args
+    from bakeoff.pipelines.cli.aws import _aws_args
 
     _aws_args(p)
     output_args(p, "print the plan (legs, batching, seeds, jobs, spec hash) and warnings as JSON (with --aws, the "
@@ -305,17 +306,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "default it only reads")
     p.set_defaults(func=cmd_ui)
 
-    from pipelines.cli.aws import register as register_aws
+    from bakeoff.pipelines.cli.aws import register as register_aws
 
     register_aws(sub)
-    from pipelines.cli.plan import register as register_plan
+    from bakeoff.pipelines.cli.plan import register as register_plan
 
     register_plan(sub)
-    from pipelines.cli.project import register as register_project
+    from bakeoff.pipelines.cli.project import register as register_project
 
     register_project(sub)
-    from pipelines.cli.completion import register as register_completion
-    from pipelines.cli.init import register as register_init
+    from bakeoff.pipelines.cli.completion import register as register_completion
+    from bakeoff.pipelines.cli.init import register as register_init
 
     register_init(sub)
     register_completion(sub)
@@ -327,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _needs_stats(exc: BaseException, args) -> bool:
     """Whether `exc` came from importing numpy or scipy, the stats extra, on a path the API's own checks
     (pipelines/extras.py) do not cover; if so, says the extra's install line as they do (exit 2)."""
-    from pipelines.extras import STATS_MODULES, missing_stats, stats_line
+    from bakeoff.pipelines.extras import STATS_MODULES, missing_stats, stats_line
 
     seen: BaseException | None = exc
     while seen is not None and not (isinstance(seen, ModuleNotFoundError)
@@ -342,7 +343,7 @@ def _needs_stats(exc: BaseException, args) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    from pipelines.cli.completion import autocomplete
+    from bakeoff.pipelines.cli.completion import autocomplete
 
     autocomplete(parser)  # a shell completing this line: print its completions and exit
     try:
@@ -350,14 +351,14 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as exc:  # as argparse reports it, and under --json on stdout too
         exc.parser.print_usage(sys.stderr)
         print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
-        from pipelines.errors import SpecError
+        from bakeoff.pipelines.errors import SpecError
 
         json_error(argv, SpecError(str(exc)))
         return EXIT_BAD_INPUT
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    from pipelines.errors import BakeoffError, SpecError
+    from bakeoff.pipelines.errors import BakeoffError, SpecError
 
     try:
         return args.func(args)
@@ -371,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get(DEBUG_ENV) and exc.__cause__ is not None:
             raise  # the API wrapped something unexpected: show where it came from
         hint = f" ({DEBUG_ENV}=1 shows the traceback)" if exc.__cause__ is not None else ""
-        from pipelines.terminal_text import plain
+        from bakeoff.pipelines.terminal_text import plain
 
         for one in (exc.errors if isinstance(exc, SpecError) else [exc]):  # bad input: every error, a line each
             print(f"bakeoff: error: {plain(one.for_cli())}{hint}", file=sys.stderr)  # may quote a job's output
@@ -397,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if os.environ.get(DEBUG_ENV):
             raise
-        from pipelines.terminal_text import plain
+        from bakeoff.pipelines.terminal_text import plain
 
         first = plain((str(exc).strip().splitlines() or [""])[0][:300])
         print(f"bakeoff: error: could not run: {type(exc).__name__}: {first} ({DEBUG_ENV}=1 shows the "

@@ -42,7 +42,7 @@ def stderr_line(message: str) -> None:
 
 
 def json_error(args_or_argv, exc: BaseException) -> None:
-    """Under --json, the error on stdout as well (`pipelines.errors.error_json`), so a program reading it
+    """Under --json, the error on stdout as well (`bakeoff.pipelines.errors.error_json`), so a program reading it
     learns why there is no result. `args_or_argv`: the parsed arguments, or the command line argparse refused."""
     import argparse
 
@@ -51,7 +51,7 @@ def json_error(args_or_argv, exc: BaseException) -> None:
     if wants:
         import json
 
-        from pipelines.errors import error_json
+        from bakeoff.pipelines.errors import error_json
 
         try:
             print(json.dumps(error_json(exc), indent=2, ensure_ascii=True), flush=True)
@@ -70,10 +70,10 @@ def emit(args, result: Any, text: Callable[[Any], None]) -> int:
 
 class LocalDisplay:
     """Shows the façade's ProgressEvents of a local run with the terminal display
-    (`pipelines.local.progress.Progress`): a live bar on a terminal, plain lines elsewhere, on stderr."""
+    (`bakeoff.pipelines.local.progress.Progress`): a live bar on a terminal, plain lines elsewhere, on stderr."""
 
     def __init__(self, verbose: bool = False) -> None:
-        from pipelines.local.progress import Progress
+        from bakeoff.pipelines.local.progress import Progress
 
         self.display = Progress(verbose=verbose)
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import argparse
 
-from pipelines.cli.output import emit, output_args
+from bakeoff.pipelines.cli.output import emit, output_args
 
 
 def cmd_plan(args) -> int:
-    from pipelines import api
-    from pipelines.advice.budget import render
+    from bakeoff.pipelines import api
+    from bakeoff.pipelines.advice.budget import render
 
     # The command is a shell over the façade: its --json is the façade's result, nothing else.
     plan = api.plan(args.spec, overrides=args.overrides, from_run=args.previous, max_seeds=args.max_seeds)

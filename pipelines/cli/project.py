@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli.output import emit, output_args, stderr_line
+from bakeoff.pipelines.cli.output import emit, output_args, stderr_line
 
 
 def _pairs(items: list[str], flag: str, example: str) -> dict[str, str]:
-    from pipelines.errors import SpecError
+    from bakeoff.pipelines.errors import SpecError
 
     out = {}
     for item in items:
@@ -22,7 +22,7 @@ def _pairs(items: list[str], flag: str, example: str) -> dict[str, str]:
 
 
 def _number(text: str, flag: str) -> float:
-    from pipelines.errors import SpecError
+    from bakeoff.pipelines.errors import SpecError
 
     try:
         return float(text)
@@ -59,7 +59,7 @@ def decision_from_flags(args) -> dict[str, Any]:
 
 
 def cmd_project(args) -> int:
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     target = args.target if args.target.startswith("arn:") else Path(args.target)
     result = api.project(target, decision_from_flags(args), out_dir=args.out, region=args.region,
@@ -67,7 +67,7 @@ def cmd_project(args) -> int:
                          progress=None if args.quiet else lambda ev: stderr_line(f"bakeoff: {ev.message}"))
 
     def text(r) -> None:
-        from pipelines.cli.summary import render_projection
+        from bakeoff.pipelines.cli.summary import render_projection
 
         render_projection(r)
         if r.report_path:
@@ -82,7 +82,7 @@ def cmd_project(args) -> int:
 
 
 def register(sub) -> None:
-    from pipelines.cli.aws import _aws_args
+    from bakeoff.pipelines.cli.aws import _aws_args
 
     p = sub.add_parser("project", help="what a production run would cost on each leg, the saving and its "
                                        "interval, and when the porting pays back, from a finished run",

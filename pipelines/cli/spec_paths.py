@@ -96,7 +96,7 @@ def candidates(prefix: str, spec: str | None) -> dict[str, str]:
     Before `=`: the next part of each path that starts with `prefix` (`storage.` for a group, with
     its fields offered once it is the only match, so a completion never stops at a dot; `name=` for a
     field). After `=`: the field's values where they are few (a choice, true/false)."""
-    from pipelines.spec.model import BakeoffSpec
+    from bakeoff.pipelines.spec.model import BakeoffSpec
 
     paths = fields(BakeoffSpec, leg_names(spec))
     if "=" in prefix:

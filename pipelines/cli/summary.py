@@ -5,9 +5,9 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from bakeoff.pipelines.terminal_text import data
 from bakeoff_runtime.report.document import devices_note, parity_word
 from bakeoff_runtime.report.formatting import size
-from pipelines.terminal_text import data
 
 if TYPE_CHECKING:
     from bakeoff_runtime.contract.documents import Evaluation, LegFigures
@@ -207,7 +207,7 @@ def render_projection(result) -> None:
     """`bakeoff project`'s terminal output: one row per leg, then the sentence."""
     from rich.table import Table
 
-    from pipelines.cli.output import console as make_console
+    from bakeoff.pipelines.cli.output import console as make_console
 
     console = make_console()
     level = f"{result.confidence:.0%}"

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from pipelines.errors import RunError, SpecError
+from bakeoff.pipelines.errors import RunError, SpecError
 
 STORE = Path("mlflow") / "mlflow.db"
 LEGS_VIEW_ID = "bakeoff-legs"  # the saved view the evaluation writes (bakeoff_runtime.tracking.parent_run)
@@ -179,7 +179,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
-APP_NAME = "bakeoff-ui"  # the `mlflow.app` entry point of pyproject.toml: pipelines.cli.ui_guard:build
+APP_NAME = "bakeoff-ui"  # the `mlflow.app` entry point of pyproject.toml: bakeoff.pipelines.cli.ui_guard:build
 
 
 def server_command(db: Path, port: int, host: str = "127.0.0.1", python: str = sys.executable, *,
@@ -220,7 +220,7 @@ def port_free(host: str, port: int) -> bool:
 
 def answers(url: str, timeout: float = 2.0, token: str | None = None) -> int | None:
     """The HTTP status `url` answers with, or None when nothing answers (with the guard's cookie, if given)."""
-    from pipelines.cli.ui_guard import COOKIE
+    from bakeoff.pipelines.cli.ui_guard import COOKIE
 
     request = urllib.request.Request(url, headers={"Cookie": f"{COOKIE}={token}"} if token else {})
     try:
@@ -308,7 +308,7 @@ def launch(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *, re
     token = secrets.token_urlsafe(24)
     log_dir = Path(tempfile.mkdtemp(prefix="bakeoff-ui-"))  # 0700, this user's: the run directory is data
     log_path = log_dir / "ui.log"
-    from pipelines.cli.ui_store import relocate, serving_copy
+    from bakeoff.pipelines.cli.ui_store import relocate, serving_copy
 
     if writes:  # asked to change runs: the run directory's own store, its artifact locations made current
         con = sqlite3.connect(db)
@@ -354,7 +354,7 @@ def exposure_note(host: str, writes: bool = False) -> str | None:
 def serve(run_dir: str | Path, port: int = 5000, host: str = "127.0.0.1", *,
           out: Callable[[str], None] = print, ready_timeout_s: float = 120.0, writes: bool = False) -> int:
     """Serve the MLflow UI of a local run until Ctrl-C; print where to look first. Exit code 0."""
-    from pipelines.local.run_dir import check
+    from bakeoff.pipelines.local.run_dir import check
 
     check(Path(run_dir))  # a run directory is data: no link in it may lead the server outside it
     exposed = exposure_note(host, writes)

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bakeoff.pipelines.names import COLLECTIVE_STEP_PREFIX, PREFLIGHT_STEP
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract import output_digest
 from bakeoff_runtime.contract.documents import SUMMARY_SCHEMA
-from pipelines.names import COLLECTIVE_STEP_PREFIX, PREFLIGHT_STEP
 
 
 def artifact_uris(steps: dict[str, Any]) -> dict[str, str]:

@@ -25,16 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bakeoff.pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError, words
+from bakeoff.pipelines.hashing import digest, file_sha256
+from bakeoff.pipelines.names import GATE_STEP, PREFLIGHT_STEP
+from bakeoff.pipelines.params import FORCE, OUT_DIR, PARAMETERS, RULE_CHANGE_WHY, run_into
+from bakeoff.pipelines.plan.emulation import gpu_available
+from bakeoff.pipelines.plan.model import Plan, build_plan
+from bakeoff.pipelines.spec.model import BakeoffSpec
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.documents import Attempt, Evaluation, summary_or_none
 from bakeoff_runtime.tracking import net as mlflow_net
-from pipelines.errors import VERDICT_EXIT, Interrupted, RunError, SpecError, words
-from pipelines.hashing import digest, file_sha256
-from pipelines.names import GATE_STEP, PREFLIGHT_STEP
-from pipelines.params import FORCE, OUT_DIR, PARAMETERS, RULE_CHANGE_WHY, run_into
-from pipelines.plan.emulation import gpu_available
-from pipelines.plan.model import Plan, build_plan
-from pipelines.spec.model import BakeoffSpec
 
 from . import looks, questions, step_graph
 from .definition import Context, parameter_values, resolve
@@ -142,7 +142,7 @@ class LocalExecutor:
         and whose code directory would become the Default experiment's artifact root)."""
         import subprocess
 
-        from pipelines.plan.bundle import entrypoints_dir
+        from bakeoff.pipelines.plan.bundle import entrypoints_dir
 
         ENV = contract.ENV
         proc = subprocess.run([self.python, "-m", "bakeoff_runtime.tracking.file_store", env["MLFLOW_TRACKING_URI"],
@@ -154,7 +154,7 @@ class LocalExecutor:
             self.progress.note(f"MLflow: could not create the local store ({why}); the jobs will try themselves")
 
     def _prepare(self, preflight: tuple[str, int] | None = None):
-        from pipelines.sagemaker.compiler import compile_plan
+        from bakeoff.pipelines.sagemaker.compiler import compile_plan
 
         for leg in self.spec.legs:
             try:
@@ -170,7 +170,7 @@ class LocalExecutor:
         self.plan = plan
         if plan.script is not None and plan.script.missing_here:
             # The jobs run in this Python: a module it lacks would stop every job at its first line.
-            from pipelines.spec.loader import locate
+            from bakeoff.pipelines.spec.loader import locate
 
             file, line = locate(self.spec, ("entrypoint", "script"))
             raise SpecError(f"the script imports what this Python lacks: {'; '.join(plan.script.missing_here)}; "
@@ -212,7 +212,7 @@ class LocalExecutor:
 
     # --- the run --------------------------------------------------------------------------
     def run(self) -> RunResult:
-        from pipelines.plan.builtins import missing_requirement
+        from bakeoff.pipelines.plan.builtins import missing_requirement
 
         missing = missing_requirement(self.spec)  # the jobs run in this Python: say so before any starts
         if missing:
@@ -222,7 +222,7 @@ class LocalExecutor:
         unreachable = self.spec.parity_metric_problem(mlflow=bool(self.mlflow), mlflow_off="--no-mlflow",
                                                       mlflow_on="run without --no-mlflow")
         if unreachable:
-            from pipelines.spec.loader import locate
+            from bakeoff.pipelines.spec.loader import locate
 
             file, line = locate(self.spec, ("parity", "metric"))
             raise SpecError(f"{unreachable}; no job was started", file=file, line=line, field="parity.metric")
@@ -274,7 +274,7 @@ class LocalExecutor:
         colleague's tarball, a CI artifact): they are read, never run. The Evaluate request is
         compiled again from the run's spec.json by this bakeoff, and this bakeoff's evaluate.py
         decides from the job records, summaries and metrics."""
-        from pipelines.sagemaker.compiler import compile_plan, pipeline_name
+        from bakeoff.pipelines.sagemaker.compiler import compile_plan, pipeline_name
 
         with RunLock(self.out), _forward_signals(self):
             if recorded_local(self.out).get("mlflow") is False:  # a run made with --no-mlflow logs nothing now
@@ -357,7 +357,7 @@ class LocalExecutor:
     def _uploaded_bundle(self, definition: dict[str, Any], store: LocalS3):
         """The code bundle the jobs ran, read as data: it tells the plan what the jobs were (their
         script, their cache keys); nothing in it is unpacked to disk or run."""
-        from pipelines.plan.bundle import Bundle
+        from bakeoff.pipelines.plan.bundle import Bundle
 
         try:
             training = next(s for s in definition["Steps"] if s["Type"] == "Training")
@@ -410,7 +410,7 @@ class LocalExecutor:
                                  "shared the machine (--jobs 1 gives each job the whole machine)")
         for line in plan.notes:
             self.progress.note(line)
-        from pipelines.steps import kind_of, training
+        from bakeoff.pipelines.steps import kind_of, training
 
         from .kinds import run_step
         from .run_state import LocalRun
@@ -444,7 +444,7 @@ class LocalExecutor:
         seen = unreported(metric, job_dirs)
         if seen is None:
             return
-        from pipelines.spec.loader import locate
+        from bakeoff.pipelines.spec.loader import locate
 
         file, line = locate(self.spec, ("parity", "metric"))
         raise SpecError(f"no job of the first seed reported {metric!r} (they reported: {', '.join(seen) or 'none'}); "
@@ -679,7 +679,7 @@ def _warm_legs(spec: BakeoffSpec) -> int:
     """The warm interpreters this run may start (warm.py): one per leg, its sweep's sizes included,
     unless warm starts are off or the entrypoint is a brought script (its jobs start cold). A leg
     whose jobs cannot be forked (a GPU leg, torchrun) is counted too: the budget errs on the safe side."""
-    from pipelines.spec.derived import expand
+    from bakeoff.pipelines.spec.derived import expand
 
     from .warm import starts_warm_interpreters
 
@@ -740,7 +740,7 @@ def _stored_channels(definition: dict[str, Any]) -> dict[str, str]:
     """The data channels as the run uploaded them (channel -> S3 URI), from its definition's
     parameters: deciding again must not need the data's folder, which may have moved."""
     defaults = {p.get("Name"): p.get("DefaultValue") for p in definition.get("Parameters", []) if isinstance(p, dict)}
-    from pipelines.steps.request import data_parameter_name
+    from bakeoff.pipelines.steps.request import data_parameter_name
 
     out: dict[str, str] = {}
     for step in definition.get("Steps", []):

@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines.errors import SpecError, words
-from pipelines.params import OUT_DIR
+from bakeoff.pipelines.errors import SpecError, words
+from bakeoff.pipelines.params import OUT_DIR
 
 from .files import write_json_atomically
 from .run_dir import check, open_no_follow

@@ -21,11 +21,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bakeoff.pipelines.errors import SpecError, words
+from bakeoff.pipelines.names import definition_training_steps
+from bakeoff.pipelines.params import FORCE, OUT_DIR
 from bakeoff_runtime.contract.documents import Evaluation, Looks
 from bakeoff_runtime.report.formatting import seed_span
-from pipelines.errors import SpecError, words
-from pipelines.names import definition_training_steps
-from pipelines.params import FORCE, OUT_DIR
 
 from .files import write_json_atomically
 
@@ -102,7 +102,7 @@ def training_steps(definition: dict[str, Any]) -> tuple[dict[str, str], list[int
     """A SageMaker pipeline definition's training jobs as a look's data: step name -> a digest of
     the step's arguments without its tags (what SageMaker's step cache keys on; tags carry the
     spec hash, which moves with the seed list), and the seeds they run."""
-    from pipelines.hashing import digest
+    from bakeoff.pipelines.hashing import digest
 
     jobs, seeds = {}, set()
     for name, seed, step in definition_training_steps(definition):

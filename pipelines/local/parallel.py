@@ -24,9 +24,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bakeoff.pipelines.errors import RunError
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.backend_table import BACKENDS
-from pipelines.errors import RunError
 
 from .jobs import JobProcess
 from .slots import rendezvous_environment, thread_environment, threads_per_process, warms_locally

@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from bakeoff.pipelines.terminal_text import data
 from bakeoff_runtime.contract.step_names import parse_job_name
-from pipelines.terminal_text import data
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress

@@ -31,13 +31,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bakeoff.pipelines.errors import SpecError, words
+from bakeoff.pipelines.hashing import digest
+from bakeoff.pipelines.params import FRESH_START_REASON
 from bakeoff_runtime.contract import STATE_DIR_ENV
 from bakeoff_runtime.contract.documents import Attempt, Evaluation
 from bakeoff_runtime.report.formatting import seed_span
 from bakeoff_runtime.verdict.stage_figures import FIXED, TWO_STAGE, stage_record  # numpy-free: see that module
-from pipelines.errors import SpecError, words
-from pipelines.hashing import digest
-from pipelines.params import FRESH_START_REASON
 
 from .files import write_json_atomically
 

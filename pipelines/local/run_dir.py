@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipelines.errors import SpecError, words
-from pipelines.params import OUT_DIR
+from bakeoff.pipelines.errors import SpecError, words
+from bakeoff.pipelines.params import OUT_DIR
 
 # Where bakeoff lays links of its own: a job's data channels (pipelines/local/jobs.lay_out), on each host.
 _CHANNEL_PARTS = ("opt", "ml", "input", "data")

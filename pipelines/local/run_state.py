@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from bakeoff.pipelines.plan.model import Plan
+    from bakeoff.pipelines.spec.model import BakeoffSpec
     from bakeoff_runtime.contract.documents import Attempt, Evaluation
-    from pipelines.plan.model import Plan
-    from pipelines.spec.model import BakeoffSpec
 
     from .definition import Context
     from .jobs import JobContainer, JobProcess, Outcome, ProcessingRunner

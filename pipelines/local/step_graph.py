@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipelines.errors import RunError
-from pipelines.sagemaker.expressions import step_dependencies
+from bakeoff.pipelines.errors import RunError
+from bakeoff.pipelines.sagemaker.expressions import step_dependencies
 
 BATCH = "<training jobs>"
 

@@ -17,10 +17,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from bakeoff.pipelines.plan.model import Plan
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract import script_mode as script_contract
 from bakeoff_runtime.contract.documents import MlflowConfig
-from pipelines.plan.model import Plan
 
 from .store import LocalS3
 
@@ -261,7 +261,7 @@ class Substitutions:
         """The same Evaluate job run by this installation's evaluate.py instead of the one the
         request unpacks from the code bundle: the bundle of a run directory being decided again
         is data, never run. Its arguments stay the request's, passed as argv (no shell)."""
-        from pipelines.plan.bundle import EVALUATE_SCRIPT, entrypoints_dir
+        from bakeoff.pipelines.plan.bundle import EVALUATE_SCRIPT, entrypoints_dir
 
         entry = len(job.request["AppSpecification"]["ContainerEntrypoint"])
         command = (self.python, str(entrypoints_dir() / EVALUATE_SCRIPT), *job.command[entry:])

@@ -17,9 +17,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from bakeoff_runtime.contract.documents import Evaluation
-from pipelines.advice.budget import plan_budget
-from pipelines.advice.rounds import (
+from bakeoff.pipelines.advice.budget import plan_budget
+from bakeoff.pipelines.advice.rounds import (
     cap_for_power,
     check_design,
     default_cap,
@@ -28,8 +27,9 @@ from pipelines.advice.rounds import (
     next_size,
     with_seeds,
 )
-from pipelines.errors import SpecError
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.spec.model import BakeoffSpec
+from bakeoff_runtime.contract.documents import Evaluation
 
 from .executor import LocalExecutor, RunResult
 from .files import write_json_atomically

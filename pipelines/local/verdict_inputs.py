@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipelines.hashing import digest, file_sha256
+from bakeoff.pipelines.hashing import digest, file_sha256
 
 
 def input_fingerprint(run_dir: Path) -> str:

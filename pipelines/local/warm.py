@@ -136,7 +136,7 @@ class WarmPool:
         return {ADDRESS_ENV: address} if proc.poll() is None else {}
 
     def _start(self, leg: str, environment: dict[str, str]) -> tuple[str, subprocess.Popen]:
-        from pipelines.plan.bundle import entrypoints_dir
+        from bakeoff.pipelines.plan.bundle import entrypoints_dir
 
         # A private directory (0700) in /tmp: a Unix socket's path is limited to 107 bytes, and only this
         # user may ask for a fork. Its name carries this process's pid: the interpreters remove it when

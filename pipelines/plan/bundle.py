@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from pipelines.errors import SpecError, words
-from pipelines.params import OUT_DIR
-from pipelines.plan.secret_scan import HEAD_BYTES, describe, scan_head
+from bakeoff.pipelines.errors import SpecError, words
+from bakeoff.pipelines.params import OUT_DIR
+from bakeoff.pipelines.plan.secret_scan import HEAD_BYTES, describe, scan_head
 
 _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".pytest_cache", ".mypy_cache",
               ".ruff_cache", ".aws", ".ssh", ".gnupg", ".terraform"}
@@ -74,7 +74,7 @@ def is_secret(name: str, rel: str | None = None, path: Path | None = None) -> bo
 
 
 def secrets_in(path: Path) -> str:
-    """What secrets the head of the file at `path` holds (pipelines.plan.secret_scan), said without them;
+    """What secrets the head of the file at `path` holds (bakeoff.pipelines.plan.secret_scan), said without them;
     "" when none, or when it is binary or cannot be read."""
     try:
         with path.open("rb") as f:
@@ -467,7 +467,7 @@ def with_script_settings(bundle: Bundle, spec) -> Bundle:
                         "--only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.12`), or set "
                         "entrypoint.script_mode.install_requirements: false if the image has them",
                         field="entrypoint.script_mode.install_requirements")
-    from pipelines.plan.script_scan import process_model, scan
+    from bakeoff.pipelines.plan.script_scan import process_model, scan
 
     distributed, _ = process_model(spec, scan(bundle.files, bundle.script, SHIPPED_FILES))
     body = spec.entrypoint.script_mode.settings(spec.parity.metric, distributed).to_json().encode()
@@ -476,7 +476,7 @@ def with_script_settings(bundle: Bundle, spec) -> Bundle:
 
 def bundle_for(spec, base_dir: Path) -> Bundle:
     if spec.entrypoint.builtin:
-        from pipelines.plan.builtins import builtin_script
+        from bakeoff.pipelines.plan.builtins import builtin_script
 
         return build_bundle(script=builtin_script(spec.entrypoint.builtin))
     ep = spec.entrypoint
@@ -489,7 +489,7 @@ def bundle_for(spec, base_dir: Path) -> Bundle:
             bundle = with_script_settings(bundle, spec)
         return bundle
     except SpecError as exc:
-        from pipelines.spec.loader import locate
+        from bakeoff.pipelines.spec.loader import locate
 
         where = ("script_mode",) if "script_mode" in (exc.field or "") else \
             ("source_dir",) if "source_dir" in (exc.field or "") else ("script",)

@@ -8,7 +8,7 @@ import json
 import platform
 from pathlib import Path
 
-from pipelines.hashing import file_sha256
+from bakeoff.pipelines.hashing import file_sha256
 
 MANIFEST = "manifest.json"
 CORPUS_NAME = "python-pydoc-topics"

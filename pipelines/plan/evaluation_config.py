@@ -17,10 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from bakeoff.estimators.prices import Price, price_for
 from bakeoff_runtime.verdict import porting
-from estimators.prices import Price, price_for
 
 if TYPE_CHECKING:
+    from bakeoff.pipelines.plan.model import Plan
+    from bakeoff.pipelines.spec.model import BakeoffSpec
     from bakeoff_runtime.contract.documents import (
         Ablation,
         Attempt,
@@ -32,8 +34,6 @@ if TYPE_CHECKING:
         MlflowConfig,
         ParityRule,
     )
-    from pipelines.plan.model import Plan
-    from pipelines.spec.model import BakeoffSpec
 
 COMPILED_COST_BASIS = "estimate: job wall time x on-demand price (`bakeoff report` uses BillableTimeInSeconds)"
 EMULATED_COST_BASIS = ("emulated: local wall time x on-demand price of the instance the leg stands for; "
@@ -130,7 +130,7 @@ def _decision(spec: BakeoffSpec) -> DecisionPart:
 
 def _derived(spec: BakeoffSpec) -> DerivedConfig:
     """The scaling sweeps and ablations, for the evaluation (absent when the spec declares none)."""
-    from pipelines.spec.derived import ABLATION, derivations, sweeps
+    from bakeoff.pipelines.spec.derived import ABLATION, derivations, sweeps
 
     out: DerivedConfig = {}
     groups = sweeps(spec)

@@ -15,16 +15,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from bakeoff.pipelines.hashing import digest
+from bakeoff.pipelines.names import job_name, step_name
+from bakeoff.pipelines.plan.bundle import Bundle, bundle_for
+from bakeoff.pipelines.plan.emulation import gpu_available
+from bakeoff.pipelines.spec.model import BakeoffSpec, Leg
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract import script_mode as script_contract
-from pipelines.hashing import digest
-from pipelines.names import job_name, step_name
-from pipelines.plan.bundle import Bundle, bundle_for
-from pipelines.plan.emulation import gpu_available
-from pipelines.spec.model import BakeoffSpec, Leg
 
 if TYPE_CHECKING:
-    from pipelines.plan.script_checks import ScriptFindings
+    from bakeoff.pipelines.plan.script_checks import ScriptFindings
 
 
 def encode_hyperparameters(hps: Mapping[str, Any]) -> dict[str, str]:
@@ -121,7 +121,7 @@ class Plan:
     def notes(self) -> list[str]:
         """What is said before anything runs: the bundle's notes, the packages jobs in the spec's subnets
         install, and the script's warnings."""
-        from pipelines.plan.packages import subnet_note
+        from bakeoff.pipelines.plan.packages import subnet_note
 
         installs = subnet_note(self.spec, self.bundle)
         return self.bundle.notes() + ([installs] if installs else []) + list(self.script.warnings if self.script
@@ -149,7 +149,7 @@ class Plan:
 
 def spec_hash(spec: BakeoffSpec) -> str:
     """The hash of the spec as declared (an expanded spec hashes as the spec it came from)."""
-    from pipelines.spec.derived import declared
+    from bakeoff.pipelines.spec.derived import declared
 
     return digest(declared(spec).canonical(), 12)
 
@@ -219,9 +219,9 @@ def leg_environment(spec: BakeoffSpec, leg: Leg, processes_per_host: int | None 
 
 
 def _check_packages(spec: BakeoffSpec, bundle: Bundle) -> None:
-    from pipelines.errors import SpecError
-    from pipelines.plan import packages
-    from pipelines.spec.loader import locate
+    from bakeoff.pipelines.errors import SpecError
+    from bakeoff.pipelines.plan import packages
+    from bakeoff.pipelines.spec.loader import locate
 
     try:
         packages.check(spec, bundle)
@@ -234,7 +234,7 @@ def _check_packages(spec: BakeoffSpec, bundle: Bundle) -> None:
 def _image(spec: BakeoffSpec, leg: Leg) -> str | None:
     if leg.image:
         return leg.image
-    from estimators.images import NoDefaultImage
+    from bakeoff.estimators.images import NoDefaultImage
 
     try:
         return leg.kind.default_image(leg.backend_name, spec.storage.region)
@@ -247,8 +247,8 @@ def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle |
     """The plan of `spec` (with the legs its scaling sweeps and ablations derive), its code bundle
     read from `base_dir` (default: the spec file's folder) unless the bundle is given (one already
     uploaded). `local_gpu`: whether this machine's runs use a GPU (default: detected)."""
-    from pipelines.spec.derived import derivations, expand, local_processes
-    from pipelines.spec.loader import spec_base_dir
+    from bakeoff.pipelines.spec.derived import derivations, expand, local_processes
+    from bakeoff.pipelines.spec.loader import spec_base_dir
 
     spec = expand(spec)
     derived = derivations(spec)
@@ -258,7 +258,7 @@ def build_plan(spec: BakeoffSpec, base_dir: Path | None = None, bundle: Bundle |
     _check_packages(spec, bundle)
     script = None
     if spec.entrypoint.mode == "script":
-        from pipelines.plan.script_checks import findings
+        from bakeoff.pipelines.plan.script_checks import findings
 
         script = findings(spec, bundle, local_gpu)  # its refusals are raised here, before anything runs
     base = training_hyperparameters(spec)
@@ -298,8 +298,8 @@ def script_processes(leg: Leg, distributed: bool, emulation: str) -> tuple[int, 
     """A script-mode leg's (processes per instance on SageMaker, processes here, why): one unless the script
     is distributed, then one per device there and, here, as many as the leg's local emulation runs
     collectives across (XLA's CPU client runs none across processes: one)."""
+    from bakeoff.pipelines.spec.derived import machine_processes
     from bakeoff_runtime.contract.backend_table import row
-    from pipelines.spec.derived import machine_processes
 
     devices = leg.instance.devices
     if not distributed:

@@ -12,8 +12,8 @@ import ast
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from pipelines.errors import SpecError
-from pipelines.plan.bundle import SHIPPED_FILES, Bundle
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.plan.bundle import SHIPPED_FILES, Bundle
 
 # Packages a job installs from bakeoff's own pin when its image lacks them
 # (entrypoints/bakeoff_runtime/<name>-requirements.txt).
@@ -55,7 +55,7 @@ def lacks(leg, package: str) -> bool:
     """Whether the leg's image is known to lack `package` (a user's own `image:` is taken as given)."""
     if leg.image:
         return False
-    from estimators.images import NoDefaultImage, default_image
+    from bakeoff.estimators.images import NoDefaultImage, default_image
 
     try:
         return package not in default_image(leg.backend_name).ships

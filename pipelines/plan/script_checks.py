@@ -30,11 +30,11 @@ import re
 import sys
 from dataclasses import dataclass
 
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.plan.bundle import SHIPPED_FILES, Bundle
+from bakeoff.pipelines.plan.requirements_file import Requirements, read
+from bakeoff.pipelines.plan.script_scan import ScriptScan, process_model, scan
 from bakeoff_runtime.contract.backend_table import row
-from pipelines.errors import SpecError
-from pipelines.plan.bundle import SHIPPED_FILES, Bundle
-from pipelines.plan.requirements_file import Requirements, read
-from pipelines.plan.script_scan import ScriptScan, process_model, scan
 
 ACCELERATOR_FIX = (
     "torch.accelerator does not see PyTorch/XLA, which torch-neuronx on trn1 is: the smallest change is to choose "
@@ -60,7 +60,7 @@ class ScriptFindings:
 
 
 def _error(spec, path: tuple, message: str) -> SpecError:
-    from pipelines.spec.loader import locate
+    from bakeoff.pipelines.spec.loader import locate
 
     file, line = locate(spec, path)
     return SpecError(message, file=file, line=line, field=".".join(str(p) for p in path))
@@ -238,8 +238,8 @@ def _imports(spec, bundle: Bundle, found: ScriptScan) -> tuple[list[str], list[s
     does not list."""
     from importlib.util import find_spec
 
-    from estimators.images import NoDefaultImage, default_image
-    from pipelines.plan.packages import INSTALLABLE
+    from bakeoff.estimators.images import NoDefaultImage, default_image
+    from bakeoff.pipelines.plan.packages import INSTALLABLE
 
     listed = {m.lower() for m in _requirements(bundle)}
     certain: dict[str, str] = {}

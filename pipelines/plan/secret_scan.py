@@ -3,7 +3,7 @@
 
 The token formats (AWS access key ids, GitHub, GitLab, Slack, Hugging Face, OpenAI, Anthropic, PyPI, npm,
 Stripe and Google keys, JWTs and bearer tokens, PEM/PuTTY private keys, URLs with a password) are
-`pipelines.spec.fields.SECRET_RULES`, where each cites the maintained scanner rule it follows (gitleaks'
+`bakeoff.pipelines.spec.fields.SECRET_RULES`, where each cites the maintained scanner rule it follows (gitleaks'
 rules, detect-secrets' plugins): the spec's environment values are checked with the same rules, and the
 spec layer cannot import this one. Here: a file's head, bounded and skipped when binary, and the one line
 that says what was found. A finding never holds the secret: its kind, its line, and at most the format's
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pipelines.spec.fields import SECRET_RULES as SECRET_RULES
-from pipelines.spec.fields import SecretFinding as Finding
-from pipelines.spec.fields import secret_findings
+from bakeoff.pipelines.spec.fields import SECRET_RULES as SECRET_RULES
+from bakeoff.pipelines.spec.fields import SecretFinding as Finding
+from bakeoff.pipelines.spec.fields import secret_findings
 
 # How much of each file is read: a secret pasted into a config or a script sits near its top, and the
 # bundle packer reads this much of every file it packs (a source tree of thousands of files stays fast).

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 def pages() -> dict[str, Callable[[], str]]:
     """Each generated page's path under docs/, with the function that writes it."""
-    from pipelines.reference import api, cli, environment, evaluation, exit_codes, spec
+    from bakeoff.pipelines.reference import api, cli, environment, evaluation, exit_codes, spec
 
     return {
         "reference/cli.md": cli.page,

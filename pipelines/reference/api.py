@@ -1,43 +1,45 @@
-"""The Python API reference: every name `pipelines` exports (its `__all__`), rendered by mkdocstrings from
+"""The Python API reference: every name `bakeoff.pipelines` exports (its `__all__`), rendered by mkdocstrings from
 the docstrings of the module that defines it, grouped by that module."""
 from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
 
-from pipelines.reference.markdown import GENERATED
+from bakeoff.pipelines.reference.markdown import GENERATED
 
 # What each module's group is called on the page; a module not named here is titled by its path.
 GROUPS = {
-    "pipelines.api": "Verbs",
-    "pipelines.api:types": "What the verbs return",
-    "pipelines.spec.model": "The spec's models",
-    "pipelines.spec.loader": "Reading a spec",
-    "pipelines.errors": "Errors",
-    "pipelines.local": "The local engine",
-    "pipelines.plan.model": "The plan",
-    "pipelines.plan.corpus": "The built-in corpus",
+    "bakeoff.pipelines.api": "Verbs",
+    "bakeoff.pipelines.api:types": "What the verbs return",
+    "bakeoff.pipelines.spec.model": "The spec's models",
+    "bakeoff.pipelines.spec.loader": "Reading a spec",
+    "bakeoff.pipelines.errors": "Errors",
+    "bakeoff.pipelines.local": "The local engine",
+    "bakeoff.pipelines.plan.model": "The plan",
+    "bakeoff.pipelines.plan.corpus": "The built-in corpus",
 }
 
 
 def exported() -> dict[str, str]:
-    """Each exported name (`pipelines.__all__`, less `__version__`) and the module that defines it."""
-    import pipelines
+    """Each exported name (`bakeoff.pipelines.__all__`, less `__version__`) and the module that defines it."""
+    from bakeoff import pipelines
 
-    return {name: pipelines._EXPORTS[name] for name in pipelines.__all__ if not name.startswith("__")}
+    # The export table names modules relative to the package (`.spec.model`): the reference names them in full.
+    return {name: pipelines.__name__ + module if module.startswith(".") else module
+            for name, module in pipelines._EXPORTS.items() if name in pipelines.__all__}
 
 
 def _group(name: str, module: str) -> str:
-    # pipelines.api holds the verbs and their results: two groups, functions first.
-    if module == "pipelines.api":
-        import pipelines
+    # bakeoff.pipelines.api holds the verbs and their results: two groups, functions first.
+    if module == "bakeoff.pipelines.api":
+        from bakeoff import pipelines
 
         return module + (":types" if inspect.isclass(getattr(pipelines, name)) else "")
     return module
 
 
 def page(names: Iterable[tuple[str, str]] | None = None) -> str:
-    import pipelines
+    from bakeoff import pipelines
 
     # The verbs in the order the package lists them (a bake-off's course: load, validate, plan, synth, run, ...),
     # everything else by name.
@@ -45,7 +47,7 @@ def page(names: Iterable[tuple[str, str]] | None = None) -> str:
     items = sorted(exported().items() if names is None else names,
                    key=lambda item: (_group(*item), course.get(item[0], len(course)), item[0]))
     out = [GENERATED, "# Python API\n\n",
-           "Everything `import pipelines` exports, from the docstrings. Each verb does what the CLI command "
+           "Everything `import bakeoff.pipelines` exports, from the docstrings. Each verb does what the CLI command "
            "of its name does and returns a frozen pydantic model that serialises to the JSON "
            "`bakeoff COMMAND --json` prints; nothing prints. Errors are the classes under "
            "[Errors](#pipelines-errors), each with the CLI's [exit code](exit-codes.md).\n\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-from pipelines.reference.markdown import GENERATED, cell, code, slug, table
+from bakeoff.pipelines.reference.markdown import GENERATED, cell, code, slug, table
 
 USAGE_WIDTH = 80  # the usage lines' width (fits the page's code block), whatever terminal builds the docs
 
@@ -60,7 +60,7 @@ def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
 
 def page(parser: argparse.ArgumentParser | None = None) -> str:
     if parser is None:
-        from pipelines.cli.main import build_parser
+        from bakeoff.pipelines.cli.main import build_parser
 
         parser = build_parser()
     out = [GENERATED, "# CLI\n\n",

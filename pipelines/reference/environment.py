@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bakeoff.pipelines.reference.markdown import GENERATED, cell, code, table
 from bakeoff_runtime.contract.environment import ENV_PREFIX
-from pipelines.reference.markdown import GENERATED, cell, code, table
 
 USER = "The user's shell"
 

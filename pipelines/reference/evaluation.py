@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.reference.markdown import GENERATED, cell, code, table
+from bakeoff.pipelines.reference.markdown import GENERATED, cell, code, table
 
 ROOT = "Evaluation"
 _NAMES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "None": "null", "Any": "any",

@@ -1,14 +1,14 @@
 """The exit codes: one meaning each, as `bakeoff --help` states them, with the errors that exit so."""
 from __future__ import annotations
 
-from pipelines.reference.markdown import GENERATED, cell, code, table
+from bakeoff.pipelines.reference.markdown import GENERATED, cell, code, table
 
 
 def exit_codes() -> list[tuple[int, str, str]]:
-    """(code, meaning, the commands that return it) in order, from `pipelines.errors.EXIT_CODES`, the one table
+    """(code, meaning, the commands that return it) in order, from `bakeoff.pipelines.errors.EXIT_CODES`, the one table
     of codes the CLI's --help and each command's epilog are made from. A command where the code means something
     more precise says so beside its name."""
-    from pipelines.errors import COMMANDS, EXIT_CODES
+    from bakeoff.pipelines.errors import COMMANDS, EXIT_CODES
 
     def commands(row) -> str:
         precise = dict(row.per_command)
@@ -23,8 +23,8 @@ def exit_codes() -> list[tuple[int, str, str]]:
 
 
 def raised_as() -> dict[int, list[str]]:
-    """Each exit code's error classes in `pipelines.errors` (what the Python API raises instead)."""
-    from pipelines import errors
+    """Each exit code's error classes in `bakeoff.pipelines.errors` (what the Python API raises instead)."""
+    from bakeoff.pipelines import errors
 
     found: dict[int, list[str]] = {}
     for name, value in sorted(vars(errors).items()):
@@ -34,10 +34,10 @@ def raised_as() -> dict[int, list[str]]:
 
 
 def _linked(name: str) -> str:
-    import pipelines
+    from bakeoff import pipelines
 
     # An exported class has its entry on the Python API page (mkdocstrings' id is its dotted path).
-    return f"[{code(name)}](python-api.md#pipelines.errors.{name})" if name in pipelines.__all__ else code(name)
+    return f"[{code(name)}](python-api.md#bakeoff.pipelines.errors.{name})" if name in pipelines.__all__ else code(name)
 
 
 def page() -> str:

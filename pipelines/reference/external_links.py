@@ -1,7 +1,7 @@
 """`make linkcheck`: every link from the built site to another site, fetched once each; exit 1 if one fails.
 
 Needs the network, so it is not part of `make docs` (links within the site, #anchors included, are checked by
-every strict build). Usage: python -m pipelines.reference.external_links SITE_DIR
+every strict build). Usage: python -m bakeoff.pipelines.reference.external_links SITE_DIR
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def broken(url: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: python -m pipelines.reference.external_links SITE_DIR (build it first: make docs)",
+        print("usage: python -m bakeoff.pipelines.reference.external_links SITE_DIR (build it first: make docs)",
               file=sys.stderr)
         return 2
     links = external_links(Path(argv[0]))

@@ -12,7 +12,7 @@ from typing import Any
 def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
-    from pipelines.reference import pages
+    from bakeoff.pipelines.reference import pages
 
     for path, write in pages().items():
         if files.get_file_from_path(path) is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipelines.reference.markdown import GENERATED, cell, code, table
+from bakeoff.pipelines.reference.markdown import GENERATED, cell, code, table
 
 ROOT = "BakeoffSpec"
 _LIMITS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"),
@@ -85,7 +85,7 @@ def _places(found: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
 
 def page(schema: dict[str, Any] | None = None) -> str:
     if schema is None:
-        from pipelines.api.local import schema as spec_schema
+        from bakeoff.pipelines.api.local import schema as spec_schema
 
         schema = spec_schema()
     found = models(schema)

@@ -10,7 +10,7 @@ def apply_billable_time(evaluation: Evaluation, billable: dict[tuple[str, int], 
     through the evaluation step's own cost function. That needs no numpy or scipy (a report on bakeoff's core),
     unless the evaluation carries a projection (the spec's `decision:`), whose t intervals are projected again."""
     if evaluation.get("projection"):
-        from pipelines.extras import require_stats
+        from bakeoff.pipelines.extras import require_stats
 
         require_stats("re-costing an evaluation that carries a projection (the spec's decision:)")
     from bakeoff_runtime.verdict.figures import recost

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bakeoff.pipelines.errors import SpecError, words
+from bakeoff.pipelines.names import pipeline_name as _pipeline_name
+from bakeoff.pipelines.params import REGION, ROLE_ARN
+from bakeoff.pipelines.plan.corpus import prepare_corpus
+from bakeoff.pipelines.plan.model import Plan, build_plan
+from bakeoff.pipelines.spec.loader import spec_base_dir
+from bakeoff.pipelines.spec.model import ROLE_ARN_RE, BakeoffSpec, Provenance
+from bakeoff.pipelines.steps.request import CODE_ARCHIVE, Compilation, StepInputs, data_parameter_name, s3
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.rule import MARGIN_PARAMETER
-from pipelines.errors import SpecError, words
-from pipelines.names import pipeline_name as _pipeline_name
-from pipelines.params import REGION, ROLE_ARN
-from pipelines.plan.corpus import prepare_corpus
-from pipelines.plan.model import Plan, build_plan
-from pipelines.spec.loader import spec_base_dir
-from pipelines.spec.model import ROLE_ARN_RE, BakeoffSpec, Provenance
-from pipelines.steps.request import CODE_ARCHIVE, Compilation, StepInputs, data_parameter_name, s3
 
 DEFINITION_VERSION = "2020-12-01"
 DEFAULT_BUCKET = "bakeoff-artifacts"
@@ -90,8 +90,8 @@ def _data_channels(spec: BakeoffSpec, base_dir: Path, bucket: str, prefix: str) 
         if uri.startswith("s3://"):
             channels[name] = uri.rstrip("/") + "/"
             continue
-        from pipelines.plan.bundle import inside, is_secret
-        from pipelines.spec.loader import locate
+        from bakeoff.pipelines.plan.bundle import inside, is_secret
+        from bakeoff.pipelines.spec.loader import locate
 
         file, line = locate(spec, ("data", "channels", name))
         try:
@@ -132,7 +132,7 @@ def _with_region(spec: BakeoffSpec, region: str) -> BakeoffSpec:
     """The spec in another region, validated again (its images must be in that region)."""
     from pydantic import ValidationError
 
-    from pipelines.spec.loader import format_validation_error
+    from bakeoff.pipelines.spec.loader import format_validation_error
 
     data = spec.model_dump(mode="json")
     data["storage"]["region"] = region
@@ -185,7 +185,7 @@ def compile_plan(plan: Plan, *, base_dir: Path | None = None, bucket: str | None
 
     # Each kind of step from its module (pipelines/steps/), in COMPILED's order: each appends its steps
     # and wires its own dependencies.
-    from pipelines import steps  # here: pipelines.steps' kinds import this package's expressions
+    from bakeoff.pipelines import steps  # here: bakeoff.pipelines.steps' kinds import this package's expressions
 
     built = Compilation(plan, inputs, preflight, design)
     for kind in steps.COMPILED:

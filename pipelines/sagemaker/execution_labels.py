@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from pipelines.errors import SpecError
+from bakeoff.pipelines.errors import SpecError
 
 DISPLAY_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,81}")
 DESCRIPTION_MAX = 3072

@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bakeoff.pipelines.aws_session import aws
 from bakeoff_runtime.tracking import install as mlflow_install
-from pipelines.aws_session import aws
 
 _ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:(?P<region>[a-z0-9-]+):\d{12}:(?P<kind>mlflow-tracking-server|mlflow-app)"
                   r"/(?P<name>.+)$")

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bakeoff.pipelines.advice.rounds import check_design, default_cap, grow, next_size, with_seeds
+from bakeoff.pipelines.errors import RunError
+from bakeoff.pipelines.names import definition_training_steps, parse_step_name
+from bakeoff.pipelines.spec.model import BakeoffSpec
 from bakeoff_runtime.contract.documents import Evaluation
-from pipelines.advice.rounds import check_design, default_cap, grow, next_size, with_seeds
-from pipelines.errors import RunError
-from pipelines.names import definition_training_steps, parse_step_name
-from pipelines.spec.model import BakeoffSpec
 
 from .compiler import CompiledPipeline, compile_pipeline
 

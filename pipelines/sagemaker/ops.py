@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bakeoff.pipelines.aws_session import aws, region_of
+from bakeoff.pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut, words
+from bakeoff.pipelines.params import BUCKET, MAX_PARALLEL, PARAMETERS, STACK
 from bakeoff_runtime.contract import parse_training_step_name
 from bakeoff_runtime.contract.documents import Evaluation, evaluation_from
-from pipelines.aws_session import aws, region_of
-from pipelines.errors import AwsError, Cancelled, RunError, SpecError, TimedOut, words
-from pipelines.params import BUCKET, MAX_PARALLEL, PARAMETERS, STACK
 
 from .compiler import CompiledPipeline
 
@@ -209,7 +209,7 @@ class SageMakerOps:
         return self.retry(execution_arn, str(ex.get("LastModifiedTime") or ex.get("CreationTime") or ""))
 
     def _rerun_lost(self, execution_arn: str) -> str:
-        from pipelines.hashing import digest
+        from bakeoff.pipelines.hashing import digest
 
         with aws(f"read the definition of {execution_arn}"):
             definition = json.loads(self.sm.describe_pipeline_definition_for_execution(
@@ -256,7 +256,7 @@ class SageMakerOps:
         (docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryPipelineExecution.html; the
         token, 32-128 characters there, is the execution's ARN and the attempt, so a repeated
         call is the same request)."""
-        from pipelines.hashing import digest
+        from bakeoff.pipelines.hashing import digest
 
         with aws(f"retry execution {execution_arn}"):
             return self.sm.retry_pipeline_execution(
@@ -320,7 +320,7 @@ class SageMakerOps:
         ClientRequestToken is required by the API and makes the call idempotent
         (docs.aws.amazon.com/sdk-for-ruby/v3/api/Aws/SageMaker/Types/StopPipelineExecutionRequest.html):
         the execution's own ARN as the token makes a repeated stop the same request."""
-        from pipelines.hashing import digest
+        from bakeoff.pipelines.hashing import digest
 
         with aws(f"stop execution {execution_arn}"):
             self.sm.stop_pipeline_execution(PipelineExecutionArn=execution_arn,
@@ -335,7 +335,7 @@ class SageMakerOps:
         looks (pipelines/local/looks.py): the training jobs each decided on (from the definition it
         ran), its design and verdict. An execution that never finished its Evaluate step decided
         nothing and is left out."""
-        from pipelines.local.looks import design_of, training_steps
+        from bakeoff.pipelines.local.looks import design_of, training_steps
 
         if not self._pipeline_exists(pipeline):
             return []

@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.aws_session import aws
-from pipelines.sagemaker.expressions import step_dependencies
+from bakeoff.pipelines.aws_session import aws
+from bakeoff.pipelines.sagemaker.expressions import step_dependencies
 
 SERVICE_CODE = "sagemaker"
 ON_DEMAND = "{} for training job usage"

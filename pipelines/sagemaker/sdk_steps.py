@@ -1,9 +1,9 @@
 """bakeoff's pipeline as SageMaker Python SDK 3 objects, for a team that builds its own pipeline with the SDK
 (the `sdk` extra: `pip install 'bakeoff[sdk]'`; nothing else in bakeoff needs the SDK).
 
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.sagemaker.ops import SageMakerOps
-    from pipelines.sagemaker.sdk_steps import sdk_parameters, sdk_steps
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.sagemaker.ops import SageMakerOps
+    from bakeoff.pipelines.sagemaker.sdk_steps import sdk_parameters, sdk_steps
 
     compiled = compile_pipeline(spec, bucket="my-bucket", role_arn=ROLE)
     SageMakerOps(region).upload_assets(compiled)   # the code bundle, data and evaluation config
@@ -37,11 +37,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from pipelines.errors import BakeoffError
+from bakeoff.pipelines.errors import BakeoffError
 
 if TYPE_CHECKING:
-    from pipelines.sagemaker.compiler import CompiledPipeline
-    from pipelines.spec.model import BakeoffSpec
+    from bakeoff.pipelines.sagemaker.compiler import CompiledPipeline
+    from bakeoff.pipelines.spec.model import BakeoffSpec
 
 SDK_EXTRA = "sdk"
 INSTALL_HINT = f"pip install 'bakeoff[{SDK_EXTRA}]'"
@@ -137,7 +137,7 @@ def _sdk() -> SimpleNamespace:
 
 def _compiled(source: CompiledPipeline | BakeoffSpec | str | Path, *, bucket: str | None, role_arn: str | None,
               region: str | None) -> CompiledPipeline:
-    from pipelines.sagemaker.compiler import CompiledPipeline, compile_pipeline
+    from bakeoff.pipelines.sagemaker.compiler import CompiledPipeline, compile_pipeline
 
     if isinstance(source, CompiledPipeline):
         if bucket or role_arn or region:
@@ -145,7 +145,7 @@ def _compiled(source: CompiledPipeline | BakeoffSpec | str | Path, *, bucket: st
                                "or pass the spec here")
         return source
     if isinstance(source, (str, Path)):
-        from pipelines.spec.loader import load_spec
+        from bakeoff.pipelines.spec.loader import load_spec
 
         source = load_spec(source)
     return compile_pipeline(source, bucket=bucket, role_arn=role_arn, region=region)

@@ -15,8 +15,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from pipelines.errors import SpecError
-from pipelines.names import STEP_NAME_RE
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.names import STEP_NAME_RE
 
 MAX_DEFINITION_CHARS = 1_048_576
 EXECUTION_VARIABLES = {"PipelineExecutionId", "PipelineExecutionArn", "PipelineName", "PipelineArn",
@@ -26,7 +26,7 @@ EXECUTION_VARIABLES = {"PipelineExecutionId", "PipelineExecutionArn", "PipelineN
 @lru_cache(maxsize=1)
 def operations() -> dict[str, tuple[str, str]]:
     """Step type -> (API operation, name field), as the step kinds declare them (pipelines/steps)."""
-    from pipelines.steps import operations as declared
+    from bakeoff.pipelines.steps import operations as declared
 
     return declared()
 

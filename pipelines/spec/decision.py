@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from bakeoff.pipelines.spec.fields import Float, Int, _Model
 from bakeoff_runtime.contract.decision import DecisionConfig
-from pipelines.spec.fields import Float, Int, _Model
 
 
 class ProductionRun(_Model):

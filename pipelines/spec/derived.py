@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from bakeoff.pipelines.names import STEP_NAME_RE, precompile_step, step_name
+from bakeoff.pipelines.spec.fields import MAX_GLOBAL_BATCH, SpecFieldError
+from bakeoff.pipelines.spec.legs import Leg, ScalingSize
 from bakeoff_runtime.contract.backend_table import row
-from pipelines.names import STEP_NAME_RE, precompile_step, step_name
-from pipelines.spec.fields import MAX_GLOBAL_BATCH, SpecFieldError
-from pipelines.spec.legs import Leg, ScalingSize
 
-if TYPE_CHECKING:  # the spec's validator calls check_derived: this module sits below pipelines.spec.model
-    from pipelines.spec.model import BakeoffSpec
+if TYPE_CHECKING:  # the spec's validator calls check_derived: this module sits below bakeoff.pipelines.spec.model
+    from bakeoff.pipelines.spec.model import BakeoffSpec
 
 SCALING: Literal["scaling"] = "scaling"
 ABLATION: Literal["ablation"] = "ablation"

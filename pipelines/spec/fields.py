@@ -1,8 +1,9 @@
 """The field types every model of the spec shares: names and URIs as regexes, the backend and
 precision literals, numbers that refuse true/false, bounds with their sources, the cross-field error
 that knows its field, the strict base model, and what marks a secret (by its name, and by its content:
-the token formats below, which pipelines.plan.secret_scan applies to the files a bundle packs). A leaf below
-pipelines.spec.legs and pipelines.spec.model (import these names from here or from pipelines.spec.model, which
+the token formats below, which bakeoff.pipelines.plan.secret_scan applies to the files a bundle packs). A leaf below
+bakeoff.pipelines.spec.legs and bakeoff.pipelines.spec.model (import these names from here or from
+bakeoff.pipelines.spec.model, which
 re-exports them)."""
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def looks_like_secret(name: str) -> bool:
 # 5e141933554a0b74e7341841f318be21e895339c detect_secrets/plugins/ aws.py (the secret key beside its name),
 # basic_auth.py (a URL's password, `{}` templates excepted), private_key.py (the headers), azure_storage_key.py,
 # slack.py, jwt.py. Where they are looser or stricter, said beside the rule. These run on a spec's environment
-# values here (pipelines.spec.legs) and on every text file a code bundle packs (pipelines.plan.secret_scan): the
+# values here (bakeoff.pipelines.spec.legs) and on every text file a code bundle packs
+# (bakeoff.pipelines.plan.secret_scan): the
 # spec layer cannot import the plan's, so the rules live in this leaf and the plan module builds on them.
 _E = r"(?![A-Za-z0-9_])"  # a token ends where no word character follows (gitleaks: GenerateUniqueTokenRegex)
 

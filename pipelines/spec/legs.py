@@ -1,16 +1,16 @@
 """A leg of the spec (one kind of hardware the same code runs on) and the sizes of its scaling sweep.
-Below pipelines.spec.model and pipelines.spec.derived: the spec's validator checks the legs a sweep derives with
-scaling.check_derived, which validates them as Legs from here (pipelines.spec.model re-exports both)."""
+Below bakeoff.pipelines.spec.model and bakeoff.pipelines.spec.derived: the spec's validator checks the legs a sweep
+derives with
+scaling.check_derived, which validates them as Legs from here (bakeoff.pipelines.spec.model re-exports both)."""
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from bakeoff_runtime.contract.backend_table import backends_where, row, spec_backend_help
-from estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
-from estimators.registry import kind_for_backend
-from pipelines.spec.fields import (
+from bakeoff.estimators import InstanceType, LegKind, instance_of, lookup_instance, suggest_instance
+from bakeoff.estimators.registry import kind_for_backend
+from bakeoff.pipelines.spec.fields import (
     IMAGE_RE,
     MAX_RUNTIME_S,
     NAME_RE,
@@ -23,6 +23,7 @@ from pipelines.spec.fields import (
     looks_like_secret,
     secret_findings,
 )
+from bakeoff_runtime.contract.backend_table import backends_where, row, spec_backend_help
 
 # Why a secret never goes in `environment:`, said in each refusal (its SageMaker source quoted).
 _ENVIRONMENT_IS_PUBLIC = (
@@ -139,7 +140,7 @@ class Leg(_Model):
     @model_validator(mode="after")
     def _no_secrets_in_environment(self):
         """A secret by its name (HF_TOKEN, GITHUB_PAT, PGPASSWORD) or by its value (a token's format, a URL with
-        a password: pipelines.spec.fields.SECRET_RULES), in the leg's environment or its local one."""
+        a password: bakeoff.pipelines.spec.fields.SECRET_RULES), in the leg's environment or its local one."""
         places: list[tuple[tuple[str, ...], dict[str, str]]] = [(("environment",), self.environment)]
         if self.local:
             places.append((("local", "environment"), self.local.environment))
@@ -169,7 +170,7 @@ class Leg(_Model):
             if refusal:
                 raise SpecFieldError("instance_count", refusal)
         if self.image is None:
-            from estimators.images import NoDefaultImage, default_image
+            from bakeoff.estimators.images import NoDefaultImage, default_image
 
             try:
                 default_image(self.backend_name)

@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from pipelines.errors import Either, SpecError, Words, words
-from pipelines.params import OVERRIDES
-from pipelines.spec.model import BakeoffSpec, SpecFieldError
+from bakeoff.pipelines.errors import Either, SpecError, Words, words
+from bakeoff.pipelines.params import OVERRIDES
+from bakeoff.pipelines.spec.model import BakeoffSpec, SpecFieldError
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a few KB; anything near this is not one
 MAX_DEPTH = 32
@@ -303,7 +303,7 @@ def load_spec(path: str | Path, overrides: list[str] | None = None) -> BakeoffSp
             raise error from None
     else:
         spec = spec_from_dict(data, shown, lines)
-    from pipelines.spec.model import Provenance
+    from bakeoff.pipelines.spec.model import Provenance
 
     return spec.sourced(Provenance(path.resolve(), lines))
 

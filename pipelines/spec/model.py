@@ -1,9 +1,10 @@
 """The bake-off spec: pydantic models that are the one source for YAML, Python and JSON Schema.
 
 Validators only check and normalise; they never touch the file system or network. The field types
-live in pipelines.spec.fields and the legs in pipelines.spec.legs (below pipelines.spec.derived, whose
+live in bakeoff.pipelines.spec.fields and the legs in bakeoff.pipelines.spec.legs (below bakeoff.pipelines.spec.derived,
+whose
 check of the derived legs this module's validator calls); both are re-exported here, so
-`from pipelines.spec.model import Leg` is the spec's whole vocabulary.
+`from bakeoff.pipelines.spec.model import Leg` is the spec's whole vocabulary.
 """
 from __future__ import annotations
 
@@ -17,32 +18,32 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from bakeoff.estimators import lookup_instance
+from bakeoff.pipelines.names import STEP_NAME_RE, precompile_step, step_name
+from bakeoff.pipelines.spec.decision import Decision
+from bakeoff.pipelines.spec.derived import check_derived
+from bakeoff.pipelines.spec.fields import BUCKET_RE as BUCKET_RE
+from bakeoff.pipelines.spec.fields import DEFAULT_RUNTIME_QUOTA_S as DEFAULT_RUNTIME_QUOTA_S
+from bakeoff.pipelines.spec.fields import IMAGE_RE as IMAGE_RE
+from bakeoff.pipelines.spec.fields import MAX_GLOBAL_BATCH as MAX_GLOBAL_BATCH
+from bakeoff.pipelines.spec.fields import MAX_RUNTIME_S as MAX_RUNTIME_S
+from bakeoff.pipelines.spec.fields import MAX_SEEDS as MAX_SEEDS
+from bakeoff.pipelines.spec.fields import MAX_STEPS as MAX_STEPS
+from bakeoff.pipelines.spec.fields import NAME_RE as NAME_RE
+from bakeoff.pipelines.spec.fields import ROLE_ARN_RE as ROLE_ARN_RE
+from bakeoff.pipelines.spec.fields import S3_URI_RE as S3_URI_RE
+from bakeoff.pipelines.spec.fields import SCRIPT_RE as SCRIPT_RE
+from bakeoff.pipelines.spec.fields import Backend as Backend
+from bakeoff.pipelines.spec.fields import Float as Float
+from bakeoff.pipelines.spec.fields import Int as Int
+from bakeoff.pipelines.spec.fields import Precision as Precision
+from bakeoff.pipelines.spec.fields import SpecFieldError as SpecFieldError
+from bakeoff.pipelines.spec.fields import _Model
+from bakeoff.pipelines.spec.fields import looks_like_secret as looks_like_secret
+from bakeoff.pipelines.spec.legs import Leg as Leg
+from bakeoff.pipelines.spec.legs import ScalingSize as ScalingSize
+from bakeoff.pipelines.spec.script import ScriptMode
 from bakeoff_runtime.contract.backend_table import row
-from estimators import lookup_instance
-from pipelines.names import STEP_NAME_RE, precompile_step, step_name
-from pipelines.spec.decision import Decision
-from pipelines.spec.derived import check_derived
-from pipelines.spec.fields import BUCKET_RE as BUCKET_RE
-from pipelines.spec.fields import DEFAULT_RUNTIME_QUOTA_S as DEFAULT_RUNTIME_QUOTA_S
-from pipelines.spec.fields import IMAGE_RE as IMAGE_RE
-from pipelines.spec.fields import MAX_GLOBAL_BATCH as MAX_GLOBAL_BATCH
-from pipelines.spec.fields import MAX_RUNTIME_S as MAX_RUNTIME_S
-from pipelines.spec.fields import MAX_SEEDS as MAX_SEEDS
-from pipelines.spec.fields import MAX_STEPS as MAX_STEPS
-from pipelines.spec.fields import NAME_RE as NAME_RE
-from pipelines.spec.fields import ROLE_ARN_RE as ROLE_ARN_RE
-from pipelines.spec.fields import S3_URI_RE as S3_URI_RE
-from pipelines.spec.fields import SCRIPT_RE as SCRIPT_RE
-from pipelines.spec.fields import Backend as Backend
-from pipelines.spec.fields import Float as Float
-from pipelines.spec.fields import Int as Int
-from pipelines.spec.fields import Precision as Precision
-from pipelines.spec.fields import SpecFieldError as SpecFieldError
-from pipelines.spec.fields import _Model
-from pipelines.spec.fields import looks_like_secret as looks_like_secret
-from pipelines.spec.legs import Leg as Leg
-from pipelines.spec.legs import ScalingSize as ScalingSize
-from pipelines.spec.script import ScriptMode
 
 
 @lru_cache(maxsize=1)
@@ -463,7 +464,7 @@ class BakeoffSpec(_Model):
         "are small, and a job over one is retried (SageMaker.RESOURCE_LIMIT) rather than failing the execution. "
         "Local runs are not affected.")
     _provenance: Provenance = PrivateAttr(default_factory=lambda: Provenance())
-    # Set on the spec pipelines.spec.derived.expand() returns: the spec as declared (what is hashed).
+    # Set on the spec bakeoff.pipelines.spec.derived.expand() returns: the spec as declared (what is hashed).
     _declared: BakeoffSpec | None = PrivateAttr(None)
 
     @field_validator("name")
@@ -524,7 +525,7 @@ class BakeoffSpec(_Model):
         region = self.storage.region
         for i, leg in enumerate(self.legs):
             if leg.image:
-                from estimators.images import image_region
+                from bakeoff.estimators.images import image_region
 
                 where = image_region(leg.image)
                 if where and where != region:
@@ -532,7 +533,7 @@ class BakeoffSpec(_Model):
                                          f"{region} (storage.region); SageMaker pulls images only from its own "
                                          "region: push the image to that region's registry")
             elif not row(leg.backend_name).no_image:  # a default image: AWS's, from this region's registry
-                from estimators.images import REGISTRY_ACCOUNTS
+                from bakeoff.estimators.images import REGISTRY_ACCOUNTS
 
                 if region not in REGISTRY_ACCOUNTS:
                     raise SpecFieldError(("legs", i, "image"), f"AWS publishes no Deep Learning Containers in "

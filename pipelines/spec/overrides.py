@@ -10,6 +10,6 @@ use: one module, no import circle); this is their name for the API and the CLI.
 """
 from __future__ import annotations
 
-from pipelines.spec.loader import apply_overrides
+from bakeoff.pipelines.spec.loader import apply_overrides
 
 __all__ = ["apply_overrides"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from bakeoff.pipelines.names import COLLECTIVE_STEP_PREFIX, collective_step, precompile_step
+from bakeoff.pipelines.plan.model import Plan, PlannedJob
 from bakeoff_runtime import contract
-from pipelines.names import COLLECTIVE_STEP_PREFIX, collective_step, precompile_step
-from pipelines.plan.model import Plan, PlannedJob
 
 from . import training
 from .request import TRAIN_COMMAND, Compilation, StepInputs, s3
@@ -37,7 +37,7 @@ def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> dict[str, A
     Locally the failed leg is stopped and the others go on to a verdict that names why
     (pipelines/local/kinds/collective.py).
     It logs no training metrics, so no comparison sees it."""
-    from pipelines.plan.bundle import COLLECTIVE_SCRIPT
+    from bakeoff.pipelines.plan.bundle import COLLECTIVE_SCRIPT
 
     step, _ = training.compile_step(plan, job, inputs)
     args = step["Arguments"]

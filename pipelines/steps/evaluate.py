@@ -8,13 +8,13 @@ import hashlib
 import json
 from typing import Any
 
+from bakeoff.estimators.registry import instance_of
+from bakeoff.pipelines.names import COLLECTIVE_STEP_PREFIX, EVALUATE_STEP, PREFLIGHT_STEP, PROPERTY_FILE
+from bakeoff.pipelines.plan.evaluation_config import compiled_record, evaluation_config
+from bakeoff.pipelines.plan.model import Plan
+from bakeoff.pipelines.sagemaker.expressions import as_string, get, join, param
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.rule import MARGIN_PARAMETER
-from estimators.registry import instance_of
-from pipelines.names import COLLECTIVE_STEP_PREFIX, EVALUATE_STEP, PREFLIGHT_STEP, PROPERTY_FILE
-from pipelines.plan.evaluation_config import compiled_record, evaluation_config
-from pipelines.plan.model import Plan
-from pipelines.sagemaker.expressions import as_string, get, join, param
 
 from .request import (
     EVAL_COMMAND,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.names import EVALUATE_STEP, FAIL_STEP, GATE_STEP, INCONCLUSIVE_STEP, PROPERTY_FILE, VERDICT_STEP
-from pipelines.sagemaker.expressions import join, json_get
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.names import EVALUATE_STEP, FAIL_STEP, GATE_STEP, INCONCLUSIVE_STEP, PROPERTY_FILE, VERDICT_STEP
+from bakeoff.pipelines.sagemaker.expressions import join, json_get
+from bakeoff.pipelines.spec.model import BakeoffSpec
 
 from .request import Compilation
 

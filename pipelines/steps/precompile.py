@@ -9,9 +9,9 @@ import json
 import shlex
 from typing import Any
 
+from bakeoff.pipelines.names import precompile_step
+from bakeoff.pipelines.plan.model import Plan, PlannedJob
 from bakeoff_runtime import contract
-from pipelines.names import precompile_step
-from pipelines.plan.model import Plan, PlannedJob
 
 from . import training
 from .request import TRAIN_COMMAND, Compilation, StepInputs, s3

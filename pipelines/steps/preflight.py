@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from bakeoff.pipelines.names import PREFLIGHT_STEP
+from bakeoff.pipelines.plan.model import Plan, derive_batching
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.backend_table import PREFLIGHT_BACKEND
-from pipelines.names import PREFLIGHT_STEP
-from pipelines.plan.model import Plan, derive_batching
 
 from . import training
 from .request import Compilation, StepInputs, apply_security, s3

@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from estimators.registry import instance_of
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.estimators.registry import instance_of
+from bakeoff.pipelines.spec.model import BakeoffSpec
 
 if TYPE_CHECKING:
-    from pipelines.plan.model import Plan
+    from bakeoff.pipelines.plan.model import Plan
 
 CODE_ARCHIVE = "sourcedir.tar.gz"
 EVAL_INSTANCE = "ml.m5.xlarge"
@@ -66,7 +66,7 @@ class StepInputs:
 class Compilation:
     """A definition being built: each kind's `compile` appends its steps to `steps` (or puts them
     first), wires its own `DependsOn`, and adds the assets it reads; the compiler calls the kinds in
-    `pipelines.steps.COMPILED` order and adds nothing of its own."""
+    `bakeoff.pipelines.steps.COMPILED` order and adds nothing of its own."""
 
     plan: Plan
     inputs: StepInputs

@@ -7,12 +7,12 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from bakeoff.estimators.compile_cache import cache_key, cache_uri
+from bakeoff.pipelines.names import parse_step_name
+from bakeoff.pipelines.plan.model import Plan, PlannedJob, encode_hyperparameters
+from bakeoff.pipelines.sagemaker.expressions import as_string, param
 from bakeoff_runtime import contract
 from bakeoff_runtime.contract.backend_table import row
-from estimators.compile_cache import cache_key, cache_uri
-from pipelines.names import parse_step_name
-from pipelines.plan.model import Plan, PlannedJob, encode_hyperparameters
-from pipelines.sagemaker.expressions import as_string, param
 
 from .request import (
     CACHE_EXPIRY,
@@ -58,7 +58,7 @@ def compile_step(plan: Plan, job: PlannedJob, inputs: StepInputs) -> tuple[dict[
     key = cache_key(backend=planned.backend, image=planned.image, precision=leg.precision, environment=env,
                     hyperparameters=job.hyperparameters, world_size=planned.batching.world_size)
     cache = cache_uri(bucket, prefix, planned.backend, key)
-    from pipelines.plan.packages import needed
+    from bakeoff.pipelines.plan.packages import needed
 
     wanted = needed(spec, plan.bundle)
     if wanted:

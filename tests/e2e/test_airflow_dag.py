@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
+from bakeoff.pipelines.sagemaker.execution_labels import DISPLAY_NAME
 from conftest import ROOT
-from pipelines.sagemaker.execution_labels import DISPLAY_NAME
 
 AIRFLOW = "apache-airflow==3.3.2"
 PROVIDER = "apache-airflow-providers-amazon==9.39.0"

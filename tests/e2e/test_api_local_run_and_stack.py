@@ -11,7 +11,7 @@ from shared_runs import copied_tiny_run  # noqa: F401  (the fixture `tiny_run`: 
 
 
 def test_run_local_prints_nothing_and_reports_progress_as_events(tiny_run, capfd):
-    from pipelines import RunSummary, run_local
+    from bakeoff import RunSummary, run_local
 
     assert tiny_run["proc"].returncode in (0, 1, 3), tiny_run["proc"].stderr[-2000:]
     capfd.readouterr()
@@ -29,7 +29,7 @@ def test_run_local_prints_nothing_and_reports_progress_as_events(tiny_run, capfd
 
 # slow: moto's CloudFormation loads every resource model it emulates: about 20 s on 2 cores
 def test_start_finds_a_cdk_deployed_pipeline_by_its_stack(aws, capfd):
-    from pipelines import SpecError, deploy, start, synth
+    from bakeoff import SpecError, deploy, start, synth
 
     session = session_with()
     deployed = deploy(synth(QUICKSTART, bucket=BUCKET, role_arn=ROLE), role_arn=ROLE, session=session)

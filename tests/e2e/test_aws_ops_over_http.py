@@ -4,10 +4,10 @@ import json
 
 from moto_aws import BUCKET, QUICKSTART, ROLE, _client
 
+from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.sagemaker.ops import SageMakerOps
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import bakeoff
-from pipelines.sagemaker import compile_pipeline
-from pipelines.sagemaker.ops import SageMakerOps
-from pipelines.spec.loader import load_spec
 
 
 def test_deploy_start_over_http(moto_env, tmp_path):

@@ -35,14 +35,14 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
+from bakeoff.estimators.images import registry_account
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_cdk import REASONS, BakeoffPipeline
 from bakeoff_cdk.pipeline import MLFLOW_CLIENT_FOR_SERVER, MLFLOW_SERVER_VERSION
 from bakeoff_cdk.policies import MLFLOW_ACTIONS, MLFLOW_CLIENT_ACTIONS
 from conftest import ROOT
-from estimators.images import registry_account
-from pipelines.errors import SpecError
-from pipelines.sagemaker import compile_pipeline
-from pipelines.spec.loader import load_spec
 
 
 @pytest.fixture(scope="module")

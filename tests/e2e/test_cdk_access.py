@@ -20,10 +20,10 @@ from cdk_stacks import (
     statements_by_sid,
 )
 
+from bakeoff.pipelines.errors import SpecError  # noqa: E402
+from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
 from bakeoff_cdk.policies import START_ACTIONS, VPC_ACTIONS, execution_grants  # noqa: E402
-from pipelines.errors import SpecError  # noqa: E402
-from pipelines.spec.loader import load_spec  # noqa: E402
 
 REGION = "us-west-2"
 

@@ -23,10 +23,10 @@ from cdk_stacks import (
     substitute,
 )
 
+from bakeoff.pipelines.errors import SpecError  # noqa: E402
+from bakeoff.pipelines.sagemaker import compile_pipeline  # noqa: E402
+from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk.definition import MARKER, tokenized_definition  # noqa: E402
-from pipelines.errors import SpecError  # noqa: E402
-from pipelines.sagemaker import compile_pipeline  # noqa: E402
-from pipelines.spec.loader import load_spec  # noqa: E402
 
 REGION = "us-west-2"
 

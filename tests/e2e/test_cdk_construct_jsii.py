@@ -24,10 +24,10 @@ from cdk_stacks import (
     substitute,
 )
 
+from bakeoff.pipelines.sagemaker.cdk.reads import START_ACTIONS
+from bakeoff.pipelines.sagemaker.cdk.reasons import REASONS
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import ROOT
-from pipelines.sagemaker.cdk.reads import START_ACTIONS
-from pipelines.sagemaker.cdk.reasons import REASONS
-from pipelines.spec.loader import load_spec
 
 CONSTRUCT = ROOT / "cdk" / "construct"
 REGION = "us-west-2"

@@ -9,9 +9,9 @@ import pytest
 from aws_cdk.assertions import Template  # noqa: E402
 from cdk_stacks import QUICKSTART, assert_acknowledgments_exact, make_stack, nag_report, of_type
 
+from bakeoff.pipelines.errors import SpecError  # noqa: E402
+from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
-from pipelines.errors import SpecError  # noqa: E402
-from pipelines.spec.loader import load_spec  # noqa: E402
 
 REGION = "us-west-2"
 NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")  # PipelineName / TrackingServerName

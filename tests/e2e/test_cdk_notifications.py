@@ -20,8 +20,8 @@ from cdk_stacks import (
     substitute,
 )
 
+from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
-from pipelines.spec.loader import load_spec  # noqa: E402
 
 REGION = "us-east-1"
 

@@ -10,12 +10,12 @@ import pytest
 from aws_cdk.assertions import Template  # noqa: E402
 from cdk_stacks import BUCKET, QUICKSTART, ROLE, make_stack, mapping, of_type, substitute
 
+from bakeoff.estimators.images import dns_suffix, registry_account  # noqa: E402
+from bakeoff.pipelines.errors import SpecError  # noqa: E402
+from bakeoff.pipelines.sagemaker import compile_pipeline  # noqa: E402
+from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk.definition import image_uris  # noqa: E402
 from conftest import write_spec  # noqa: E402
-from estimators.images import dns_suffix, registry_account  # noqa: E402
-from pipelines.errors import SpecError  # noqa: E402
-from pipelines.sagemaker import compile_pipeline  # noqa: E402
-from pipelines.spec.loader import load_spec  # noqa: E402
 
 REGION_RE = re.compile(r"\b(?:us|eu|ap|sa|ca|me|af|il|mx|cn)(?:-gov)?-[a-z]+-\d\b")
 

@@ -9,7 +9,7 @@ from conftest import bakeoff
 
 
 def test_run_json_is_the_final_summary(tiny_run):
-    from pipelines import RunSummary, run_local
+    from bakeoff import RunSummary, run_local
 
     assert tiny_run["proc"].returncode in (0, 1, 3), tiny_run["proc"].stderr[-2000:]
     proc = bakeoff("run", tiny_run["spec"], "--out", tiny_run["out"], "--json")

@@ -63,9 +63,9 @@ def test_planted_fault_fails_clearly(tmp_path):
 
 # --- locally, through the compiled pipeline ---------------------------------------------
 def test_local_run_stops_only_the_leg_whose_check_fails(tmp_path):
+    from bakeoff.pipelines.local.executor import LocalExecutor
+    from bakeoff.pipelines.spec.loader import load_spec
     from conftest import tiny_spec, write_spec
-    from pipelines.local.executor import LocalExecutor
-    from pipelines.spec.loader import load_spec
 
     data = tiny_spec(mlflow={"enabled": False}, seeds=2)
     data["training"]["max_steps"] = 4

@@ -1,8 +1,8 @@
 """`bakeoff init DIR`: the minimal template runs to a verdict."""
 import json
 
+from bakeoff.pipelines.cli.init import init_project
 from conftest import bakeoff
-from pipelines.cli.init import init_project
 
 
 def test_minimal_template_runs_to_a_verdict(tmp_path):

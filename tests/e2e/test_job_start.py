@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from jobtree import JobLayout
 
+from bakeoff.pipelines.local.jobs import JobProcess
+from bakeoff.pipelines.local.substitutions import host_environment
+from bakeoff.pipelines.local.warm import WarmPool
 from bakeoff_runtime.contract import THREAD_ENV
 from conftest import ENTRYPOINTS, bakeoff, processes_using, tiny_spec, write_spec
-from pipelines.local.jobs import JobProcess
-from pipelines.local.substitutions import host_environment
-from pipelines.local.warm import WarmPool
 
 pytestmark = pytest.mark.slow
 

@@ -159,7 +159,7 @@ def test_kill_9_while_the_mlflow_store_is_made_ends_its_creator_and_leaves_no_ha
 def test_the_sweep_takes_only_dead_runs_directories(private_tmp):
     import socket
 
-    from pipelines.local.warm import sweep_stale
+    from bakeoff.pipelines.local.warm import sweep_stale
 
     gone = _dead_pid()
     live_pid = os.getppid()  # running, this user's
@@ -202,7 +202,7 @@ def test_an_engine_killed_between_making_the_directory_and_naming_it_leaves_no_d
     """The window a kill -9 could once land in: the engine has made its bakeoff-warm-PID-* directory and
     not yet told the interpreter it started its address. That interpreter removes it when stdin ends;
     another run's directory (another pid) and a directory with a sibling's socket in it are left alone."""
-    from pipelines.plan.bundle import entrypoints_dir
+    from bakeoff.pipelines.plan.bundle import entrypoints_dir
 
     server = entrypoints_dir() / "bakeoff_runtime" / "training" / "warm_server.py"
     prefix = str(private_tmp / f"{WARM}4242-")

@@ -5,11 +5,11 @@ import json
 
 from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
 
+from bakeoff.pipelines.local.executor import LOCAL_BUCKET
+from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_runtime.contract import THREAD_ENV
 from conftest import bakeoff
-from pipelines.local.executor import LOCAL_BUCKET
-from pipelines.sagemaker import compile_pipeline
-from pipelines.spec.loader import load_spec
 
 # What the local platform may change in a job's environment, and why (substitutions.py).
 SUBSTITUTED = {

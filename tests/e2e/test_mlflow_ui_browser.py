@@ -160,7 +160,7 @@ def test_children_have_loss_curves_and_parent_children_and_report_are_visible_in
 # --- `bakeoff ui` on the suite's local run -------------------------------------------------------
 @pytest.fixture(scope="module")
 def ui(tiny_run):
-    from pipelines.cli.ui import launch, stop
+    from bakeoff.pipelines.cli.ui import launch, stop
 
     assert tiny_run["proc"].returncode in (0, 1, 3), tiny_run["proc"].stderr[-2000:]
     proc, links = launch(tiny_run["out"], _port())
@@ -341,7 +341,7 @@ def test_bakeoff_ui_opens_the_training_view_with_the_columns_a_bakeoff_is_read_b
 def test_a_moved_run_directory_shows_its_report_in_bakeoff_ui(tiny_run, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from pipelines.cli.ui import launch, stop
+    from bakeoff.pipelines.cli.ui import launch, stop
 
     copied = tmp_path / "copy"
     shutil.copytree(tiny_run["out"], copied, symlinks=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from shared_runs import shared_tiny_run  # noqa: F401  (the fixture `tiny_run`: one real run per invocation)
 
+from bakeoff.pipelines.cli.ui_guard import COOKIE
 from conftest import bakeoff
-from pipelines.cli.ui_guard import COOKIE
 
 
 def _port() -> int:
@@ -36,7 +36,7 @@ def _get(url: str, token: str) -> tuple[int, str]:
 
 
 def test_a_copied_and_moved_run_directory_serves_its_report_from_where_it_is_now(tiny_run, tmp_path):
-    from pipelines.cli.ui import launch, stop
+    from bakeoff.pipelines.cli.ui import launch, stop
 
     assert tiny_run["proc"].returncode in (0, 1, 3), tiny_run["proc"].stderr[-2000:]
     first = tmp_path / "copied"

@@ -23,11 +23,11 @@ import json
 
 from sagemaker_shaped import put_assets, run_training
 
+from bakeoff.pipelines.local.definition import Context, parameter_values, resolve
+from bakeoff.pipelines.local.store import LocalS3
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import tiny_spec, write_spec
-from pipelines.local.definition import Context, parameter_values, resolve
-from pipelines.local.store import LocalS3
-from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.spec.loader import load_spec
 
 # PJRT_DEVICE: a trn leg here (the harness's EMULATED); PT_XLA_DEBUG_LEVEL: the measurement.
 HERE = {"PJRT_DEVICE": "CPU", "PT_XLA_DEBUG_LEVEL": "2"}

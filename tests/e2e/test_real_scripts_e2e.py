@@ -8,11 +8,11 @@ import shutil
 
 from sagemaker_shaped import put_assets, run_training
 
+from bakeoff.pipelines.local.definition import Context, parameter_values, resolve
+from bakeoff.pipelines.local.store import LocalS3
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import ROOT, bakeoff, write_spec
-from pipelines.local.definition import Context, parameter_values, resolve
-from pipelines.local.store import LocalS3
-from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.spec.loader import load_spec
 
 ASSETS = ROOT / "tests" / "assets"
 TRN = {"name": "trn1", "instance_type": "ml.trn1.2xlarge", "precision": "fp32"}

@@ -7,11 +7,11 @@ import tarfile
 
 from sagemaker_shaped import model_uri, put_assets, run_processing, run_training
 
+from bakeoff.pipelines.local.definition import Context, parameter_values, resolve
+from bakeoff.pipelines.local.store import LocalS3
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import ROOT, tiny_spec, write_spec
-from pipelines.local.definition import Context, parameter_values, resolve
-from pipelines.local.store import LocalS3
-from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.spec.loader import load_spec
 
 ON_XLA_CPU = {"PJRT_DEVICE": "CPU"}  # a trn leg here; the Neuron image's device on SageMaker
 NO_GPU = {"BAKEOFF_BACKEND": "cpu"}  # a cuda leg on a machine without one

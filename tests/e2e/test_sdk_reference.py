@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
+from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.sagemaker.validate import resolve
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import ROOT
-from pipelines.sagemaker import compile_pipeline
-from pipelines.sagemaker.validate import resolve
-from pipelines.spec.loader import load_spec
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

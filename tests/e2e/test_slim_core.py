@@ -12,8 +12,8 @@ import pytest
 from moto_aws import API_BUCKET as BUCKET
 from moto_aws import QUICKSTART, ROLE, recorded_execution
 
+from bakeoff.pipelines.extras import STATS_INSTALL
 from conftest import ROOT
-from pipelines.extras import STATS_INSTALL
 
 HANDLER = ROOT / "examples" / "orchestration" / "step_functions" / "handler.py"
 # Lambda's limit on a function's code unpacked, layers included, in bytes as Lambda's error states it
@@ -58,7 +58,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
 # imported numpy or scipy on the way, and which top-level modules the path imported.
 API_PATH = """
 import json, sys
-from pipelines import Deployment, TimedOut, deploy, start, wait
+from bakeoff import Deployment, TimedOut, deploy, start, wait
 spec, role, bucket = sys.argv[1:4]
 deployment = deploy(spec, role_arn=role, bucket=bucket)
 execution = start(Deployment.model_validate(json.loads(deployment.model_dump_json())), {"MaxSteps": 10})
@@ -66,9 +66,9 @@ try:
     state = wait(execution, timeout_s=0).status  # one look, as the handler's poll
 except TimedOut:
     state = "Executing"
-import pipelines
+import bakeoff.pipelines
 print(json.dumps({"pipeline_arn": deployment.pipeline_arn, "execution_arn": execution.arn, "state": state,
-                  "pipelines": pipelines.__file__, "imported": sorted({m.split(".")[0] for m in sys.modules})}))
+                  "pipelines": bakeoff.pipelines.__file__, "imported": sorted({m.split(".")[0] for m in sys.modules})}))
 """
 
 
@@ -132,8 +132,8 @@ out = {"deploy": handler({"action": "deploy", "spec": spec, "role_arn": role, "b
 out["start"] = handler({"action": "start", "deployment": out["deploy"]["deployment"]}, None, session)
 out["poll"] = handler({"action": "poll", "execution": out["start"]["execution"]}, None, session)
 out["report"] = handler({"action": "report", "execution": out["poll"]["execution"]}, None, session)
-import pipelines
-out["pipelines"] = pipelines.__file__
+import bakeoff.pipelines
+out["pipelines"] = bakeoff.pipelines.__file__
 out["imported"] = sorted({m.split(".")[0] for m in sys.modules})
 print(json.dumps(out))
 """

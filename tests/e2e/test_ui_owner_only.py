@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from shared_runs import copied_tiny_run  # noqa: F401  (the fixture `tiny_run`: a copy of the run of its own)
 
-from pipelines.cli.ui_guard import COOKIE
+from bakeoff.pipelines.cli.ui_guard import COOKIE
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="playing another local user needs root (setpriv)")
@@ -28,7 +28,7 @@ def _port() -> int:
 def served(tiny_run, tmp_path_factory):
     """The UI on a copy of the suite's run whose store was tampered with: one run's artifact location is a
     private 0700 folder holding a 0600 key."""
-    from pipelines.cli.ui import launch, stop
+    from bakeoff.pipelines.cli.ui import launch, stop
 
     private = tmp_path_factory.mktemp("private")
     private.chmod(0o700)

@@ -1,6 +1,6 @@
 """A torch-free container for the local engine's tests: `LocalExecutor(..., container=FakeContainer(recipe))`.
 
-It stands where `pipelines.local.jobs.run_training` does (the engine's JobContainer seam): the job's
+It stands where `bakeoff.pipelines.local.jobs.run_training` does (the engine's JobContainer seam): the job's
 `/opt/ml` is laid out by the engine's own `lay_out`, and its process is run by the engine's own
 JobProcess (stdout.log, step lines to the display, the stopping condition, signals, exit codes). Only
 the program differs: tests/engine/fake_job.py, which writes what a job on bakeoff's Runtime writes
@@ -21,10 +21,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bakeoff.pipelines.local.jobs import JobProcess, Outcome, lay_out, run_processing
+from bakeoff.pipelines.local.store import LocalS3
+from bakeoff.pipelines.local.substitutions import LocalProcessingJob, LocalTrainingJob, host_environment
 from conftest import ENTRYPOINTS
-from pipelines.local.jobs import JobProcess, Outcome, lay_out, run_processing
-from pipelines.local.store import LocalS3
-from pipelines.local.substitutions import LocalProcessingJob, LocalTrainingJob, host_environment
 
 FAKE_JOB = Path(__file__).with_name("fake_job.py")
 
@@ -117,9 +117,9 @@ def bakeoff_cli(monkeypatch, capsys, container: FakeContainer | None, *args,
     the one `bakeoff report` runs to decide a run directory again (the engine's default processor)."""
     from functools import partial
 
-    from pipelines import api
-    from pipelines.cli.main import main
-    from pipelines.local import executor
+    from bakeoff.pipelines import api
+    from bakeoff.pipelines.cli.main import main
+    from bakeoff.pipelines.local import executor
 
     capsys.readouterr()  # what came before is not this command's
     with monkeypatch.context() as m:
@@ -176,7 +176,7 @@ def _evaluate_module():
     """This checkout's entrypoints/evaluate.py, imported once (the bundle's copy is the same file)."""
     import importlib.util
 
-    from pipelines.plan.bundle import EVALUATE_SCRIPT, entrypoints_dir
+    from bakeoff.pipelines.plan.bundle import EVALUATE_SCRIPT, entrypoints_dir
 
     if "bakeoff_evaluate_step" not in sys.modules:
         spec = importlib.util.spec_from_file_location("bakeoff_evaluate_step", entrypoints_dir() / EVALUATE_SCRIPT)

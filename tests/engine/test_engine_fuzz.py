@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobtree import seal
 
+from bakeoff.pipelines.local.jobs import Outcome, lay_out
 from fake_container import CPU_LEGS, bakeoff_cli, verdict_spec
-from pipelines.local.jobs import Outcome, lay_out
 
 VERDICT_CODES = (0, 1, 3)
 

@@ -4,7 +4,7 @@ from fake_container import FakeContainer, Recipe, bakeoff_cli, verdict_spec
 
 
 def test_a_step_no_kind_runs_here_in_the_pass_branch_stops_the_run_saying_so(tmp_path, monkeypatch, capsys):
-    import pipelines.steps.gate as gate
+    import bakeoff.pipelines.steps.gate as gate
 
     compile_step = gate.compile_step
 

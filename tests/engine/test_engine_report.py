@@ -44,7 +44,7 @@ def _rewrite_summary(tarball: Path, change) -> None:
 def passed_run(tmp_path_factory):
     """A passed bake-off (2 CPU legs x 2 seeds), its jobs in the fake container: the run directory the
     tests below change and decide again."""
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     root = tmp_path_factory.mktemp("passed")
     spec = verdict_spec(root, seeds=2, mlflow={"enabled": False})
@@ -122,7 +122,7 @@ def test_report_of_a_run_directory_writes_nothing_into_it_unless_asked(passed_ru
     proc = _bakeoff(monkeypatch, capsys, "report", out, "--json", cwd=tmp_path / "cwd")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["report_path"] == str(out / "evaluation" / "report.html")  # its own
-    from pipelines import report
+    from bakeoff import report
 
     assert json.loads(proc.stdout) == report(out).model_dump(mode="json")  # the API's Report, exactly
     assert _snapshot(root) == before and not list((tmp_path / "cwd").iterdir())
@@ -186,7 +186,7 @@ def test_deciding_a_run_directory_again_runs_none_of_its_commands_or_code(passed
 
 
 def test_an_s3_uri_in_a_run_directory_cannot_reach_outside_its_store(tmp_path):
-    from pipelines.local.store import LocalS3
+    from bakeoff.pipelines.local.store import LocalS3
 
     store = LocalS3(tmp_path / "s3")
     assert store.path("s3://b/k/x.json") == tmp_path / "s3" / "b" / "k" / "x.json"
@@ -210,7 +210,7 @@ def test_a_truncated_summary_is_a_lost_run_not_a_crash_or_a_stale_pass(passed_ru
 
 def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passed_run, tmp_path, monkeypatch,
                                                                             capsys):
-    from pipelines.local.jobs import Outcome
+    from bakeoff.pipelines.local.jobs import Outcome
 
     root = _fresh_copy(passed_run, tmp_path)
     out = root / "out"
@@ -234,7 +234,7 @@ def test_an_evaluation_that_cannot_run_removes_the_old_verdict_and_exits_4(passe
 
 
 def test_deciding_again_a_run_made_without_mlflow_logs_nothing_to_mlflow(tmp_path, monkeypatch, capsys):
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     spec = verdict_spec(tmp_path, seeds=2)  # the spec logs to MLflow; the run was made with --no-mlflow
     out = tmp_path / "out"

@@ -85,8 +85,8 @@ def test_a_hung_job_is_stopped_at_its_max_runtime_and_leaves_its_reason(monkeypa
 
 
 def test_a_regression_clear_after_the_first_round_stops_there_with_fail(tmp_path):
-    from pipelines.local.until_decided import run_until_decided
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.local.until_decided import run_until_decided
+    from bakeoff.pipelines.spec.loader import load_spec
 
     spec = load_spec(verdict_spec(tmp_path, legs=[TRN, G5], margin=0.02, seeds=3))
     # tests/assets/verdict's lr_on_neuron, in effect (with run-to-run noise of its own: equal differences on
@@ -102,7 +102,7 @@ def test_a_regression_clear_after_the_first_round_stops_there_with_fail(tmp_path
 
 
 def test_an_undecidable_comparison_stops_at_the_cap_inconclusive_with_a_recommendation(tmp_path):
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     container = FakeContainer(Recipe(unpaired={"m5": 0.05}))  # tests/assets/verdict's reshuffle_leg=m5
     spec = verdict_spec(tmp_path, margin=0.01, seeds=2)
@@ -154,9 +154,9 @@ def test_the_report_says_when_the_jobs_shared_the_machine_and_deciding_again_kee
 
 
 def test_without_max_seeds_the_default_cap_stands_and_round_1_says_what_power_it_gives(tmp_path, capsys):
+    from bakeoff.pipelines import api
     from bakeoff_runtime.verdict import group_sequential as seq
     from bakeoff_runtime.verdict import stats
-    from pipelines import api
 
     # m5's own noise (SD 0.06) against a 0.04 margin: 4 x 3 seeds are far too few for 80% power. A cap sized
     # from the question's own first round would lift its false-pass rate, so the cap stays 12 and the run

@@ -8,9 +8,9 @@ import shutil
 
 from sagemaker_shaped import run_processing
 
+from bakeoff.pipelines.local.jobs import Outcome, lay_out
+from bakeoff.pipelines.local.store import LocalS3
 from fake_container import CPU_LEGS, FakeContainer, Recipe, bakeoff_cli, verdict_spec
-from pipelines.local.jobs import Outcome, lay_out
-from pipelines.local.store import LocalS3
 
 
 class WithChecks(FakeContainer):

@@ -8,9 +8,9 @@ import sqlite3
 
 import pytest
 
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.local.lock import LOCK_FILE, RunLock
 from fake_container import FakeContainer, bakeoff_cli, verdict_spec
-from pipelines.errors import SpecError
-from pipelines.local.lock import LOCK_FILE, RunLock
 
 
 @pytest.fixture

@@ -74,8 +74,8 @@ def aws(monkeypatch):
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     with mock_aws():
-        from pipelines.api._support import ops_for
-        from pipelines.sagemaker import quotas
+        from bakeoff.pipelines.api._support import ops_for
+        from bakeoff.pipelines.sagemaker import quotas
 
         session = boto3.session.Session(region_name=REGION)
         ops = ops_for(session, REGION)  # the API finds these operations again through the session
@@ -88,7 +88,7 @@ def aws(monkeypatch):
 @pytest.fixture
 def cli(aws, monkeypatch):
     """`main([...])` with every AWS call through the fixture's session."""
-    import pipelines.api.aws as aws_api
+    import bakeoff.pipelines.api.aws as aws_api
 
     ops, _ = aws
     real = aws_api.ops_for
@@ -98,15 +98,15 @@ def cli(aws, monkeypatch):
 
 
 def _checks(spec: Path, ops):
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     return api.account_checks(spec, session=ops.session)
 
 
 # --- what the pipeline needs ---------------------------------------------------------------------
 def test_the_peak_counts_instances_seeds_spot_and_helper_steps_that_run_together(tmp_path):
-    from pipelines.api import synth
-    from pipelines.sagemaker.quotas import needs
+    from bakeoff.pipelines.api import synth
+    from bakeoff.pipelines.sagemaker.quotas import needs
 
     spec = _spec(tmp_path, trn1={"instance_count": 2, "collective_check": True, "precompile": True,
                                  "managed_spot": "after_first_seed"})
@@ -135,7 +135,7 @@ def test_enough_quota_is_no_problem(aws, tmp_path):
 
 
 def test_a_short_trn1_quota_exits_2_with_one_line_naming_the_quota_and_the_need(cli, tmp_path, capsys):
-    from pipelines.cli.main import main
+    from bakeoff.pipelines.cli.main import main
 
     _, sq = cli
     _listing(sq, [_quota(name, 1 if name == TRN1 else value) for name, value in ENOUGH.items()])
@@ -153,8 +153,8 @@ def test_a_short_trn1_quota_exits_2_with_one_line_naming_the_quota_and_the_need(
 
 
 def test_a_short_quota_stops_deploy_before_anything_is_created(cli, tmp_path, capsys):
-    from pipelines import SpecError, api
-    from pipelines.cli.main import main
+    from bakeoff.pipelines import SpecError, api
+    from bakeoff.pipelines.cli.main import main
 
     ops, sq = cli
     ops.s3.create_bucket(Bucket=BUCKET)
@@ -182,7 +182,7 @@ def test_a_short_quota_stops_deploy_before_anything_is_created(cli, tmp_path, ca
 
 
 def test_enough_quota_deploys_and_skip_quota_check_reads_none(cli, tmp_path, capsys):
-    from pipelines.cli.main import main
+    from bakeoff.pipelines.cli.main import main
 
     ops, sq = cli
     ops.s3.create_bucket(Bucket=BUCKET)
@@ -233,7 +233,7 @@ def test_a_quota_without_an_applied_value_is_read_from_the_defaults_and_an_unlis
 
 
 def test_access_denied_is_one_warning_and_the_deploy_goes_on(cli, tmp_path, capsys):
-    from pipelines.cli.main import main
+    from bakeoff.pipelines.cli.main import main
 
     ops, sq = cli
     ops.s3.create_bucket(Bucket=BUCKET)
@@ -271,7 +271,7 @@ def _server(ops, *versions: str, error: str | None = None) -> Stubber:
 
 
 def _pinned() -> str:
-    from pipelines.sagemaker.mlflow_server import client_pin, requirement_files
+    from bakeoff.pipelines.sagemaker.mlflow_server import client_pin, requirement_files
 
     pin = client_pin(requirement_files())
     assert pin is not None, "the jobs' MLflow requirements pin no mlflow client"
@@ -302,7 +302,7 @@ def test_a_matching_mlflow_server_is_silent(aws, tmp_path):
 
 
 def test_the_client_pin_is_read_from_the_requirement_files_when_the_check_runs(aws, tmp_path):
-    from pipelines.sagemaker import mlflow_server
+    from bakeoff.pipelines.sagemaker import mlflow_server
 
     ops, _ = aws
     base = tmp_path / "mlflow-requirements.txt"

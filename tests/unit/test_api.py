@@ -1,4 +1,4 @@
-"""The Python API (pipelines.api) against a moto server over HTTP: quiet, typed, sessions, errors.
+"""The Python API (bakeoff.pipelines.api) against a moto server over HTTP: quiet, typed, sessions, errors.
 
 moto runs as a separate process so that nothing it logs can be mistaken for output of the API. moto
 accepts any pipeline definition, "succeeds" executions at once and does not implement
@@ -23,7 +23,7 @@ from conftest import ROOT
 
 # --- acceptance: a bake-off driven from Python, nothing printed ------------------------------------------
 def test_a_bakeoff_driven_from_python_prints_nothing(aws, tmp_path, capfd):
-    from pipelines import Deployment, Execution, ExecutionStatus, Report, deploy, load_spec, report, start, synth, wait
+    from bakeoff import Deployment, Execution, ExecutionStatus, Report, deploy, load_spec, report, start, synth, wait
 
     spec = load_spec(QUICKSTART)
     synthesized = synth(spec, bucket=BUCKET, role_arn=ROLE)
@@ -57,7 +57,7 @@ def test_a_bakeoff_driven_from_python_prints_nothing(aws, tmp_path, capfd):
 def test_results_are_frozen_and_round_trip_through_json(aws, tmp_path):
     from pydantic import ValidationError
 
-    from pipelines import Execution, Report, report, validate
+    from bakeoff import Execution, Report, report, validate
 
     checked = validate(QUICKSTART)
     assert checked.jobs == 10 and [leg.devices for leg in checked.legs] == [32, 8]
@@ -75,8 +75,8 @@ def test_results_are_frozen_and_round_trip_through_json(aws, tmp_path):
 
 
 def test_a_verdict_raises_an_error_carrying_the_evaluation(aws, tmp_path):
-    from pipelines import ParityFailed, ParityInconclusive, report
-    from pipelines.errors import EXIT_FAIL, EXIT_INCONCLUSIVE
+    from bakeoff import ParityFailed, ParityInconclusive, report
+    from bakeoff.pipelines.errors import EXIT_FAIL, EXIT_INCONCLUSIVE
 
     execution = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
     for verdict, error, code in (("fail", ParityFailed, EXIT_FAIL), ("inconclusive", ParityInconclusive,
@@ -93,7 +93,7 @@ def test_a_verdict_raises_an_error_carrying_the_evaluation(aws, tmp_path):
 
 
 def test_aws_errors_carry_the_service_code(aws):
-    from pipelines import AwsError, SpecError, start
+    from bakeoff import AwsError, SpecError, start
 
     with pytest.raises(AwsError) as info:
         start("bakeoff-no-such-pipeline", session=session_with())
@@ -114,8 +114,8 @@ def test_aws_errors_carry_the_service_code(aws):
 
 
 def test_no_bare_exception_escapes(monkeypatch, tmp_path):
-    import pipelines.api.local as local_api
-    from pipelines import RunError, SpecError, load_spec, validate
+    import bakeoff.pipelines.api.local as local_api
+    from bakeoff import RunError, SpecError, load_spec, validate
 
     with pytest.raises(SpecError) as info:
         load_spec(tmp_path / "missing.yaml")
@@ -133,7 +133,7 @@ def test_no_bare_exception_escapes(monkeypatch, tmp_path):
 
 
 def test_wait_times_out_and_can_be_cancelled(aws):
-    from pipelines import Cancelled, RunError, TimedOut, wait
+    from bakeoff import Cancelled, RunError, TimedOut, wait
 
     executing = {"DescribePipelineExecution": {"PipelineExecutionStatus": "Executing"}}
     arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/slow"
@@ -158,7 +158,7 @@ def test_wait_times_out_and_can_be_cancelled(aws):
 
 
 def test_stop_sends_an_idempotent_request(aws):
-    from pipelines import stop
+    from bakeoff import stop
 
     seen = []
     arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec9"
@@ -172,8 +172,8 @@ def test_stop_sends_an_idempotent_request(aws):
 
 
 def test_one_client_per_session_shared_by_threads(aws):
-    from pipelines import status
-    from pipelines.api._support import ops_for
+    from bakeoff import status
+    from bakeoff.pipelines.api._support import ops_for
 
     recorded = recorded_execution("pass")
     session = session_with({"ListPipelineExecutionSteps": recorded,
@@ -199,8 +199,8 @@ def test_one_client_per_session_shared_by_threads(aws):
 
 
 def test_an_execution_handle_carries_its_region(aws):
-    from pipelines import Execution
-    from pipelines.api.aws import _ops_of
+    from bakeoff import Execution
+    from bakeoff.pipelines.api.aws import _ops_of
 
     session = boto3.session.Session(region_name="us-east-1")
     handle = Execution(arn="arn:aws:sagemaker:eu-west-1:123456789012:pipeline/p/execution/e", pipeline_name="p",
@@ -211,7 +211,7 @@ def test_an_execution_handle_carries_its_region(aws):
 
 
 def test_importing_the_package_root_stays_light():
-    code = ("import sys, pipelines; pipelines.__version__; "
+    code = ("import sys, bakeoff.pipelines; bakeoff.pipelines.__version__; "
             "print(','.join(m for m in ('torch', 'boto3', 'pydantic', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.strip()
@@ -219,25 +219,25 @@ def test_importing_the_package_root_stays_light():
 
 
 def test_verbs_keep_their_names_over_submodules():
-    import pipelines
-    import pipelines.plan  # the subpackage pipelines/plan/, named like the verb
-    import pipelines.plan.model  # noqa: F401
-    from pipelines.api import plan, preflight, report
-    from pipelines.cli.summary import render_summary
+    import bakeoff.pipelines.plan  # the subpackage pipelines/plan/, named like the verb
+    import bakeoff.pipelines.plan.model  # noqa: F401
+    from bakeoff import pipelines
+    from bakeoff.pipelines.api import plan, preflight, report
+    from bakeoff.pipelines.cli.summary import render_summary
 
     assert pipelines.report is report and pipelines.plan is plan
     assert pipelines.preflight is preflight
     assert callable(render_summary)
-    from pipelines.advice import price_list
+    from bakeoff.pipelines.advice import price_list
 
-    # The Price List module; the verb is pipelines.api.prices.
-    assert price_list.__name__ == "pipelines.advice.price_list"
+    # The Price List module; the verb is bakeoff.pipelines.api.prices.
+    assert price_list.__name__ == "bakeoff.pipelines.advice.price_list"
 
 
 def test_errors_map_one_to_one_to_exit_codes(monkeypatch, capsys):
-    from pipelines import AwsError, BakeoffError, ParityFailed, ParityInconclusive, RunError, SpecError
-    from pipelines.cli.main import main
-    from pipelines.errors import VERDICT_EXIT, verdict_error
+    from bakeoff import AwsError, BakeoffError, ParityFailed, ParityInconclusive, RunError, SpecError
+    from bakeoff.pipelines.cli.main import main
+    from bakeoff.pipelines.errors import VERDICT_EXIT, verdict_error
 
     codes = {SpecError: 2, ParityFailed: 1, ParityInconclusive: 3, AwsError: 4, RunError: 4}
     assert {cls: cls.exit_code for cls in codes} == codes
@@ -245,7 +245,7 @@ def test_errors_map_one_to_one_to_exit_codes(monkeypatch, capsys):
     for verdict, code in VERDICT_EXIT.items():
         error = verdict_error({"verdict": verdict})
         assert (error.exit_code if error else 0) == code
-    import pipelines.api.local as local_api
+    import bakeoff.pipelines.api.local as local_api
 
     for error in (SpecError("bad"), AwsError("denied", code="AccessDenied"), RunError("broke"),
                   ParityFailed({"verdict": "fail", "summary": "legs differ"})):

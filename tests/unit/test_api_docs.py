@@ -6,8 +6,8 @@ import inspect
 
 
 def _public():
-    import pipelines
-    import pipelines.api as api
+    import bakeoff.pipelines.api as api
+    from bakeoff import pipelines
 
     names = {name: getattr(api, name) for name in api.__all__}
     names.update({name: getattr(pipelines, name) for name in pipelines.__all__ if not name.startswith("__")})
@@ -21,7 +21,7 @@ def test_every_public_name_has_a_docstring():
 
 
 def test_every_verb_is_fully_annotated():
-    import pipelines.api as api
+    import bakeoff.pipelines.api as api
 
     missing = []
     for name in api.__all__:
@@ -36,7 +36,7 @@ def test_every_verb_is_fully_annotated():
 
 
 def test_every_result_field_is_typed_and_every_method_documented():
-    import pipelines.api as api
+    import bakeoff.pipelines.api as api
 
     for name in api.RESULTS:
         cls = getattr(api, name)
@@ -51,9 +51,9 @@ def test_the_cli_verbs_all_exist_in_the_api():
     """Nothing the CLI can do that the API cannot: each command has its verb (or an exported function)."""
     import argparse
 
-    import pipelines
-    import pipelines.api as api
-    from pipelines.cli.main import build_parser
+    import bakeoff.pipelines.api as api
+    from bakeoff import pipelines
+    from bakeoff.pipelines.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     # Commands whose verb has another name in Python, and those served by other modules.

@@ -14,13 +14,13 @@ from botocore.stub import Stubber
 from jobtree import seal
 from moto_aws import BUCKET, QUICKSTART, ROLE, _client, _make_jobs, _recorded_fetch, _recorded_steps
 
+from bakeoff.pipelines.errors import AwsError
+from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.sagemaker.billable import apply_billable_time
+from bakeoff.pipelines.sagemaker.ops import SageMakerOps
+from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_runtime.contract.output_digest import DIGEST_FILE
 from conftest import ENTRYPOINTS
-from pipelines.errors import AwsError
-from pipelines.sagemaker import compile_pipeline
-from pipelines.sagemaker.billable import apply_billable_time
-from pipelines.sagemaker.ops import SageMakerOps
-from pipelines.spec.loader import load_spec
 
 
 def test_deploy_requires_a_role(moto_env, cli):
@@ -169,7 +169,7 @@ def test_no_region_and_no_credentials_are_one_line_not_a_traceback(tmp_path, mon
 
 
 def test_status_and_report_take_the_region_from_the_execution_arn():
-    from pipelines.aws_session import region_of
+    from bakeoff.pipelines.aws_session import region_of
 
     arn = "arn:aws:sagemaker:eu-west-1:123456789012:pipeline/bakeoff-q/execution/abc123"
     assert region_of(arn) == "eu-west-1" and region_of("bakeoff-q") is None
@@ -183,7 +183,7 @@ def test_a_retry_is_the_modelled_request_and_idempotent_per_attempt():
     tokens = []
     with Stubber(ops.sm) as stub:  # Stubber checks the request against botocore's SageMaker model
         for attempt in (1, 1, 2):
-            from pipelines.hashing import digest
+            from bakeoff.pipelines.hashing import digest
 
             token = digest(f"{arn}#{attempt}", 32)
             tokens.append(token)
@@ -198,7 +198,7 @@ def test_a_deploy_with_more_seeds_after_an_undecided_execution_is_refused(aws_en
     """SageMaker's executions are the looks of a deployed bake-off: the definition each ran says which
     jobs it decided on. Deploying seeds that overlap them without being the same set is refused. (A
     pipeline of its own: the module's moto server keeps the quickstart's pipeline of other tests.)"""
-    import pipelines.api.aws as api
+    import bakeoff.pipelines.api.aws as api
 
     sm, s3 = _client("sagemaker", aws_env), _client("s3", aws_env)
     s3.create_bucket(Bucket=BUCKET)

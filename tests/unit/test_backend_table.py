@@ -10,14 +10,14 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
+from bakeoff.estimators.images import NoDefaultImage, default_image
+from bakeoff.estimators.registry import kinds
+from bakeoff.pipelines.spec.fields import Backend
+from bakeoff.pipelines.spec.legs import Leg
+from bakeoff.pipelines.spec.loader import spec_from_dict
 from bakeoff_runtime.contract import TrainingEnv
 from bakeoff_runtime.contract.backend_table import BACKENDS, PREFLIGHT_BACKEND, row
 from conftest import ROOT, tiny_spec
-from estimators.images import NoDefaultImage, default_image
-from estimators.registry import kinds
-from pipelines.spec.fields import Backend
-from pipelines.spec.legs import Leg
-from pipelines.spec.loader import spec_from_dict
 
 NAMES = list(BACKENDS)
 AN_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/training:1"
@@ -113,8 +113,8 @@ def test_the_spec_allows_precompile_and_torch_compile_where_the_row_does(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_baseline_preflight_and_cache_advice_follow_the_row(name):
-    from pipelines.advice.seeds import design_warnings
-    from pipelines.api.preflight_view import legs_to_check
+    from bakeoff.pipelines.advice.seeds import design_warnings
+    from bakeoff.pipelines.api.preflight_view import legs_to_check
 
     r = row(name)
     cpu = {"instance_type": "ml.m5.xlarge", "backend": "cpu"}

@@ -121,7 +121,7 @@ def test_no_heavy_module_at_the_top_of_the_orchestration_side():
 
 def test_bakeoff_help_loads_nothing_heavy():
     heavy = HEAVY + ("numpy", "scipy", "boto3", "pydantic", "rich")
-    code = ("import sys; from pipelines.cli.main import build_parser; build_parser(); "
+    code = ("import sys; from bakeoff.pipelines.cli.main import build_parser; build_parser(); "
             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr

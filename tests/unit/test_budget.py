@@ -5,10 +5,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from bakeoff.pipelines.advice.budget import BudgetPlan, plan_budget, render
+from bakeoff.pipelines.cli.plan import register
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import ROOT
-from pipelines.advice.budget import BudgetPlan, plan_budget, render
-from pipelines.cli.plan import register
-from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
@@ -87,7 +87,7 @@ def test_bakeoff_plan_from_a_run_prints_seeds_jobs_and_cost(tmp_path, capsys):
 
 
 def test_bakeoff_plan_from_a_missing_run_is_bad_input(tmp_path):
-    from pipelines.errors import SpecError
+    from bakeoff.pipelines.errors import SpecError
 
     with pytest.raises(SpecError):
         _cli(QUICKSTART, "--from", tmp_path / "nope")

@@ -6,8 +6,8 @@ import hashlib
 import json
 import re
 
+from bakeoff.pipelines.sagemaker.cdk.placeholders import BUCKET_SENTINEL, mlflow_sentinel, role_sentinel
 from conftest import ROOT
-from pipelines.sagemaker.cdk.placeholders import BUCKET_SENTINEL, mlflow_sentinel, role_sentinel
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 ROLE = "arn:aws:iam::123456789012:role/r"

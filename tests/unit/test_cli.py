@@ -9,7 +9,7 @@ from conftest import ROOT, bakeoff
 def test_help_lists_every_command():
     proc = bakeoff("--help")
     assert proc.returncode == 0
-    from pipelines.cli.main import build_parser
+    from bakeoff.pipelines.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name in sub.choices:
@@ -18,13 +18,13 @@ def test_help_lists_every_command():
 
 def test_version():
     proc = bakeoff("--version")
-    from pipelines import __version__
+    from bakeoff import __version__
 
     assert proc.returncode == 0 and proc.stdout.strip() == f"bakeoff {__version__}"
 
 
 def test_startup_imports_nothing_heavy():
-    code = ("import sys, pipelines.cli.main as c; c.build_parser(); "
+    code = ("import sys, bakeoff.pipelines.cli.main as c; c.build_parser(); "
             "print(','.join(m for m in ('torch', 'boto3', 'botocore', 'mlflow', 'sagemaker', 'pydantic', 'rich') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

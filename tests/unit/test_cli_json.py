@@ -20,7 +20,7 @@ def _json(cli, *args, env=None, code=0):
 
 
 def test_offline_commands_print_the_api_result(tmp_path, monkeypatch, cli):
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path))  # no Price List cache: bundled prices only
     env = {"BAKEOFF_CACHE_DIR": str(tmp_path)}
@@ -39,8 +39,8 @@ def _run_dir(tmp_path, verdict_values=([2.40, 2.41, 2.40], [2.41, 2.40, 2.41])):
     """A run directory holding a current verdict (decided by the evaluation step's own code)."""
     from evaluation_inputs import CONFIG, _jobs
 
+    from bakeoff.pipelines.local.verdict_inputs import input_fingerprint
     from bakeoff_runtime.verdict.evaluation import evaluate
-    from pipelines.local.verdict_inputs import input_fingerprint
 
     run = tmp_path / "run"
     (run / "evaluation").mkdir(parents=True)
@@ -51,7 +51,7 @@ def _run_dir(tmp_path, verdict_values=([2.40, 2.41, 2.40], [2.41, 2.40, 2.41])):
 
 
 def test_report_json_is_the_api_report(tmp_path, cli):
-    from pipelines import Report, report
+    from bakeoff import Report, report
 
     run = _run_dir(tmp_path)
     printed = _json(cli, "report", run)
@@ -66,7 +66,7 @@ def test_report_json_is_the_api_report(tmp_path, cli):
 
 
 def test_project_json_is_the_api_projection(tmp_path, cli):
-    from pipelines import project
+    from bakeoff import project
 
     run = _run_dir(tmp_path)
     printed = _json(cli, "project", run, "--steps", "1000", "--out", tmp_path / "cli")
@@ -87,7 +87,7 @@ def test_quiet_prints_nothing_and_the_exit_code_carries_the_verdict(tmp_path, cl
 
 
 def test_piped_output_is_plain_and_never_wrapped(tmp_path):
-    from pipelines import report
+    from bakeoff import report
 
     run = _run_dir(tmp_path)
     proc = bakeoff("report", run, env={"COLUMNS": "40", "TERM": "xterm-256color"})
@@ -100,7 +100,7 @@ def test_piped_output_is_plain_and_never_wrapped(tmp_path):
 
 
 def test_aws_commands_print_the_api_result(aws, tmp_path, cli):
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     env = dict(aws)
     deployed = _json(cli, "deploy", QUICKSTART, "--role", ROLE, "--bucket", BUCKET, env=env)
@@ -119,9 +119,9 @@ def test_aws_commands_print_the_api_result(aws, tmp_path, cli):
 def test_status_and_stop_json_in_process(aws, monkeypatch, capsys):
     """moto lacks ListPipelineExecutionSteps and StopPipelineExecution: the CLI runs in this process with
     recorded answers given through the session the API uses."""
-    import pipelines.api.aws as aws_api
-    from pipelines import api
-    from pipelines.cli.main import main
+    import bakeoff.pipelines.api.aws as aws_api
+    from bakeoff.pipelines import api
+    from bakeoff.pipelines.cli.main import main
 
     arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
     session = session_with({"ListPipelineExecutionSteps": recorded_execution("pass"),
@@ -139,7 +139,7 @@ def test_status_and_stop_json_in_process(aws, monkeypatch, capsys):
 def test_every_option_has_help_text():
     import argparse
 
-    from pipelines.cli.main import build_parser
+    from bakeoff.pipelines.cli.main import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

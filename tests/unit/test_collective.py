@@ -24,16 +24,16 @@ def test_comparison_with_the_network_figure_only_across_instances():
 
 # --- the pipeline step ------------------------------------------------------------------
 def _compiled(overrides):
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.spec.loader import load_spec
     from conftest import ROOT
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.spec.loader import load_spec
 
     spec = load_spec(ROOT / "examples" / "quickstart.yaml", overrides)
     return compile_pipeline(spec, role_arn="arn:aws:iam::123456789012:role/bakeoff-test", bucket="b").definition
 
 
 def test_collective_steps_run_first_on_the_legs_own_instances_and_stop_only_that_leg():
-    from pipelines.sagemaker.validate import definition_problems
+    from bakeoff.pipelines.sagemaker.validate import definition_problems
 
     definition = _compiled(["legs.0.collective_check=true", "legs.1.collective_check=true"])
     steps = {s["Name"]: s for s in definition["Steps"]}
@@ -66,10 +66,10 @@ def test_no_collective_step_unless_asked():
 def test_every_size_of_a_sweep_gets_its_own_check():
     import yaml
 
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.sagemaker.validate import definition_problems
+    from bakeoff.pipelines.spec.loader import spec_from_dict
     from conftest import ROOT
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.sagemaker.validate import definition_problems
-    from pipelines.spec.loader import spec_from_dict
 
     data = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
     data["legs"][0].update(collective_check=True, scaling=[{"instance_type": "ml.trn1.32xlarge", "instance_count": 2}])
@@ -148,7 +148,7 @@ def test_the_check_writes_its_result_where_sagemaker_packs_the_model_with_no_sm_
 
 # --- the Evaluate step reads the checks as inputs, on SageMaker as locally ----------------------
 def test_the_evaluate_step_receives_each_legs_check_as_an_input():
-    from pipelines.sagemaker.validate import definition_problems
+    from bakeoff.pipelines.sagemaker.validate import definition_problems
 
     definition = _compiled(["legs.0.collective_check=true", "legs.1.collective_check=true", "preflight.enabled=true"])
     evaluate = next(s for s in definition["Steps"] if s["Name"] == "Evaluate")["Arguments"]
@@ -165,9 +165,9 @@ def test_the_evaluate_step_receives_each_legs_check_as_an_input():
 
 
 def test_records_past_the_input_limit_travel_as_arguments_and_none_is_lost():
-    from pipelines.names import COLLECTIVE_STEP_PREFIX
-    from pipelines.steps.evaluate import records as _records
-    from pipelines.steps.request import MAX_PROCESSING_INPUTS
+    from bakeoff.pipelines.names import COLLECTIVE_STEP_PREFIX
+    from bakeoff.pipelines.steps.evaluate import records as _records
+    from bakeoff.pipelines.steps.request import MAX_PROCESSING_INPUTS
 
     legs = [f"leg{i}" for i in range(12)]
     steps = [{"Name": "Preflight"}, *({"Name": f"{COLLECTIVE_STEP_PREFIX}{leg}"} for leg in legs),

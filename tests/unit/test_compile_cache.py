@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from bakeoff.estimators.compile_cache import cache_key, cache_key_inputs
+from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import ROOT
-from estimators.compile_cache import cache_key, cache_key_inputs
-from pipelines.sagemaker import compile_pipeline
-from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
@@ -105,7 +105,7 @@ def test_precompile_and_preflight_steps():
 
 
 def test_precompile_only_on_neuron_legs(tmp_path):
-    from pipelines.errors import SpecError
+    from bakeoff.pipelines.errors import SpecError
 
     with pytest.raises(SpecError, match="precompile .* is for neuron legs"):
         load_spec(QUICKSTART, ["legs.1.precompile=true"])

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bakeoff.pipelines.cli.completion import SHELLS, script
+from bakeoff.pipelines.cli.spec_paths import DEFAULT_LEGS, candidates, fields
+from bakeoff.pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.spec.overrides import apply_overrides
 from conftest import ROOT, bakeoff
-from pipelines.cli.completion import SHELLS, script
-from pipelines.cli.spec_paths import DEFAULT_LEGS, candidates, fields
-from pipelines.spec.model import BakeoffSpec
-from pipelines.spec.overrides import apply_overrides
 
 BIN = str(Path(sys.executable).parent)  # where the `bakeoff` the shellcode runs is installed
 
@@ -133,9 +133,9 @@ def test_a_bad_spec_never_breaks_completion(tmp_path):
 
 def test_start_up_imports_no_completion_code():
     """argcomplete, pydantic and the spec paths load only when a shell is completing."""
-    code = ("import os, sys; os.environ.pop('_ARGCOMPLETE', None); import pipelines.cli.main as c; "
-            "from pipelines.cli.completion import autocomplete; autocomplete(c.build_parser()); "
-            "print(sorted(m for m in ('argcomplete', 'pydantic', 'pipelines.cli.spec_paths', 'yaml') "
+    code = ("import os, sys; os.environ.pop('_ARGCOMPLETE', None); import bakeoff.pipelines.cli.main as c; "
+            "from bakeoff.pipelines.cli.completion import autocomplete; autocomplete(c.build_parser()); "
+            "print(sorted(m for m in ('argcomplete', 'pydantic', 'bakeoff.pipelines.cli.spec_paths', 'yaml') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

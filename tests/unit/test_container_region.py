@@ -2,9 +2,9 @@
 AWS_REGION), and a client without one raises NoRegionError (SageMaker) or goes to S3's global endpoint."""
 import boto3
 
+from bakeoff import load_spec
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
 from conftest import ROOT
-from pipelines import load_spec
-from pipelines.sagemaker.compiler import compile_pipeline
 
 
 def test_every_training_and_processing_step_names_the_pipelines_region(monkeypatch):

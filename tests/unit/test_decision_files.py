@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pipelines.local.files import write_json_atomically
+from bakeoff.pipelines.local.files import write_json_atomically
 
 
 def test_a_write_that_fails_midway_leaves_the_previous_file_and_no_debris(tmp_path):

@@ -16,8 +16,8 @@ import typing
 import pydantic
 import yaml
 
+from bakeoff.pipelines.reference import api, cli, environment, evaluation, exit_codes, pages, spec
 from conftest import ROOT
-from pipelines.reference import api, cli, environment, evaluation, exit_codes, pages, spec
 
 HEADING = re.compile(r"^(#{2,4}) (.+?) \{ #[^}]+ \}$", re.M)
 
@@ -59,7 +59,7 @@ def missing_cli(parser: argparse.ArgumentParser, page: str) -> list[str]:
 
 
 def test_every_cli_command_and_option_has_an_entry():
-    from pipelines.cli.main import build_parser
+    from bakeoff.pipelines.cli.main import build_parser
 
     parser = build_parser()
     assert missing_cli(parser, cli.page(parser)) == []
@@ -67,7 +67,7 @@ def test_every_cli_command_and_option_has_an_entry():
 
 
 def test_the_cli_check_finds_a_command_or_option_the_page_lacks():
-    from pipelines.cli.main import build_parser
+    from bakeoff.pipelines.cli.main import build_parser
 
     parser = build_parser()
     page = cli.page(parser)
@@ -109,7 +109,7 @@ def missing_spec(root: type[pydantic.BaseModel], page: str) -> list[str]:
 
 
 def test_every_spec_field_has_an_entry():
-    from pipelines.spec.model import BakeoffSpec
+    from bakeoff.pipelines.spec.model import BakeoffSpec
 
     page = spec.page()
     assert missing_spec(BakeoffSpec, page) == []
@@ -117,7 +117,7 @@ def test_every_spec_field_has_an_entry():
 
 
 def test_the_spec_check_finds_a_field_the_page_lacks():
-    from pipelines.spec.model import BakeoffSpec, Training
+    from bakeoff.pipelines.spec.model import BakeoffSpec, Training
 
     page = spec.page()
     grown = pydantic.create_model("Training", __base__=Training, warmup_fraction=(float, 0.1))
@@ -128,7 +128,7 @@ def test_the_spec_check_finds_a_field_the_page_lacks():
 # --- the Python API ---------------------------------------------------------------------------------------
 def missing_api(names: list[str], page: str) -> list[str]:
     """Exported names without a `::: module.name` directive whose module holds that very object."""
-    import pipelines
+    from bakeoff import pipelines
 
     directives = {name: module for module, name in re.findall(r"^::: ([\w.]+)\.(\w+)$", page, re.M)}
     return [name for name in names if name not in directives
@@ -136,7 +136,7 @@ def missing_api(names: list[str], page: str) -> list[str]:
 
 
 def test_every_exported_name_has_an_entry_that_documents_it():
-    import pipelines
+    from bakeoff import pipelines
 
     names = [n for n in pipelines.__all__ if not n.startswith("__")]
     assert missing_api(names, api.page()) == []
@@ -144,7 +144,7 @@ def test_every_exported_name_has_an_entry_that_documents_it():
 
 
 def test_the_api_check_finds_an_export_the_page_lacks():
-    import pipelines
+    from bakeoff import pipelines
 
     names = [n for n in pipelines.__all__ if not n.startswith("__")]
     page = api.page([(n, m) for n, m in api.exported().items() if n != "wait"])
@@ -153,7 +153,7 @@ def test_the_api_check_finds_an_export_the_page_lacks():
 
 # --- exit codes, environment, evaluation.json -------------------------------------------------------------
 def test_every_exit_code_and_error_class_has_an_entry():
-    from pipelines import errors
+    from bakeoff.pipelines import errors
 
     constants = {value for name, value in vars(errors).items() if name.startswith("EXIT_") and isinstance(value, int)}
     assert constants == {row.code for row in errors.EXIT_CODES}

@@ -138,9 +138,9 @@ def test_a_job_summary_of_an_unknown_schema_is_an_unreadable_output_not_a_crash(
 
 def test_the_host_reads_evaluation_json_through_the_typed_reader(tmp_path):
     # `bakeoff validate --from` and `bakeoff plan --from` turn the reader's error into the CLI's one line.
-    from pipelines.advice.budget import _evaluation
-    from pipelines.advice.seeds import _previous_evaluation
-    from pipelines.errors import SpecError
+    from bakeoff.pipelines.advice.budget import _evaluation
+    from bakeoff.pipelines.advice.seeds import _previous_evaluation
+    from bakeoff.pipelines.errors import SpecError
 
     (tmp_path / "evaluation.json").write_text(json.dumps({"schema": "bakeoff.evaluation/9"}))
     with pytest.raises(SpecError, match="schema 'bakeoff.evaluation/9'"):
@@ -152,8 +152,8 @@ def test_the_host_reads_evaluation_json_through_the_typed_reader(tmp_path):
 def test_the_engine_and_the_launcher_peek_at_a_summary_through_one_reader(tmp_path):
     # The local engine (job record, doomed legs, the parity-metric check) and the launcher read a job's
     # status through summary_or_none: a summary not written yet, torn, or of another schema is "none".
-    from pipelines.local.doomed import _diverged
-    from pipelines.local.metric_watch import unreported
+    from bakeoff.pipelines.local.doomed import _diverged
+    from bakeoff.pipelines.local.metric_watch import unreported
 
     model = tmp_path / "trn-s0" / "opt" / "ml" / "model"
     model.mkdir(parents=True)

@@ -21,8 +21,8 @@ def _spec(tmp_path, plant, seeds=3):
 
 
 def test_the_rule_reads_curves_of_the_same_seed(tmp_path):
-    from pipelines.local.doomed import DoomWatch
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.local.doomed import DoomWatch
+    from bakeoff.pipelines.spec.loader import load_spec
 
     watch = DoomWatch(load_spec(_spec(tmp_path, "none")))
 
@@ -42,8 +42,8 @@ def test_the_rule_reads_curves_of_the_same_seed(tmp_path):
 
 
 def test_the_margin_rule_judges_a_seed_against_noise_from_other_seeds_only(tmp_path):
-    from pipelines.local.doomed import DoomWatch
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.local.doomed import DoomWatch
+    from bakeoff.pipelines.spec.loader import load_spec
 
     watch = DoomWatch(load_spec(_spec(tmp_path, "none", seeds=6)))
 
@@ -69,8 +69,8 @@ def test_the_margin_rule_judges_a_seed_against_noise_from_other_seeds_only(tmp_p
 
 
 def test_the_stop_bar_tightens_with_the_seeds_a_run_may_judge(tmp_path):
-    from pipelines.local.doomed import FALSE_STOP_BUDGET, NOISE_TAIL, DoomWatch, stop_tail
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.local.doomed import FALSE_STOP_BUDGET, NOISE_TAIL, DoomWatch, stop_tail
+    from bakeoff.pipelines.spec.loader import load_spec
 
     assert stop_tail(5) == NOISE_TAIL and stop_tail(40) == pytest.approx(FALSE_STOP_BUDGET / 40)
     spec = load_spec(_spec(tmp_path, "none", seeds=3))

@@ -36,7 +36,7 @@ def test_every_example_points_at_the_schema_and_passes_it(path):
 
 
 def test_max_steps_default_is_the_one_the_schema_shows():
-    from pipelines.spec.model import Training
+    from bakeoff.pipelines.spec.model import Training
 
     schema = json.loads(SCHEMA.read_text())["$defs"]["Training"]["properties"]["max_steps"]
     assert schema["default"] == 200 == Training().max_steps == Training().steps
@@ -48,11 +48,11 @@ def test_max_steps_default_is_the_one_the_schema_shows():
 
 def test_readme_python_snippet_is_the_quickstart_field_for_field():
     """The README says so; a spec that grew in one place and not the other would be a different job."""
-    import pipelines
-    from pipelines.spec.loader import load_spec
+    from bakeoff import pipelines
+    from bakeoff.pipelines.spec.loader import load_spec
 
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"```python\n(from pipelines import .*?)```", text, re.S)
+    block = re.search(r"```python\n(from bakeoff import .*?)```", text, re.S)
     assert block, "the README's Python spec snippet is gone"
     namespace: dict = {}
     with mock.patch.object(pipelines, "run_local", side_effect=StopIteration), pytest.raises(StopIteration):

@@ -6,19 +6,19 @@ import json
 
 import pytest
 
-from bakeoff_runtime.contract.rule import MARGIN_PARAMETER_REASON, with_margin_parameter
-from conftest import ROOT
-from estimators.prices import Price
-from pipelines.plan.evaluation_config import (
+from bakeoff.estimators.prices import Price
+from bakeoff.pipelines.plan.evaluation_config import (
     EMULATED_COST_BASIS,
     RunRecord,
     compiled_record,
     evaluation_config,
 )
-from pipelines.plan.model import build_plan
-from pipelines.sagemaker.compiler import compile_plan
-from pipelines.sagemaker.more_seeds import round_pipeline
-from pipelines.spec.loader import load_spec
+from bakeoff.pipelines.plan.model import build_plan
+from bakeoff.pipelines.sagemaker.compiler import compile_plan
+from bakeoff.pipelines.sagemaker.more_seeds import round_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
+from bakeoff_runtime.contract.rule import MARGIN_PARAMETER_REASON, with_margin_parameter
+from conftest import ROOT
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
@@ -42,7 +42,7 @@ def test_a_rounds_asset_carries_its_design_from_the_builder_and_nothing_else_cha
     spec = load_spec(QUICKSTART)
     design = {"looks": [3, 4], "max_seeds": 12, "spending": "pocock"}
     compiled = round_pipeline(spec, [0, 1, 2, 3], [3, 4], 12, "pocock", bucket="b")
-    from pipelines.advice.rounds import with_seeds
+    from bakeoff.pipelines.advice.rounds import with_seeds
 
     plan = build_plan(with_seeds(spec, [0, 1, 2, 3]), local_gpu=False)
     assert _asset(compiled) == _bytes(evaluation_config(plan, compiled_record(plan, design)))

@@ -5,8 +5,8 @@ from conftest import HF_TINY, tiny_spec, write_spec
 
 
 def test_spec_selects_the_hf_trainer(tmp_path):
-    from pipelines.plan.model import build_plan
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.plan.model import build_plan
+    from bakeoff.pipelines.spec.loader import load_spec
 
     spec = load_spec(str(write_spec(tmp_path / "hf.yaml", tiny_spec(**HF_TINY))))
     plan = build_plan(spec)
@@ -19,8 +19,8 @@ def test_spec_selects_the_hf_trainer(tmp_path):
 
 
 def test_without_transformers_a_run_is_one_line_of_bad_input(tmp_path, monkeypatch, capsys):
-    from pipelines.cli.main import main
-    from pipelines.plan import builtins
+    from bakeoff.pipelines.cli.main import main
+    from bakeoff.pipelines.plan import builtins
 
     real = builtins.importlib.util.find_spec
     monkeypatch.setattr(builtins.importlib.util, "find_spec",
@@ -40,8 +40,8 @@ def _p4d_spec(**extra):
 
 def test_every_job_of_a_script_that_imports_transformers_installs_it_where_the_image_lacks_it(tmp_path):
     """AWS's PyTorch 2.9 GPU image has no transformers (the Neuron one does): without this every p4d job crashed."""
-    from pipelines.sagemaker.compiler import compile_pipeline
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+    from bakeoff.pipelines.spec.loader import load_spec
 
     steps = compile_pipeline(load_spec(str(write_spec(tmp_path / "hf.yaml", _p4d_spec())))).definition["Steps"]
     envs = {s["Name"]: s["Arguments"]["Environment"] for s in steps if s["Type"] == "Training"}
@@ -51,7 +51,7 @@ def test_every_job_of_a_script_that_imports_transformers_installs_it_where_the_i
 
 
 def test_under_network_isolation_a_leg_that_cannot_install_transformers_is_refused_in_one_line(tmp_path, capsys):
-    from pipelines.cli.main import main
+    from bakeoff.pipelines.cli.main import main
 
     path = write_spec(tmp_path / "hf.yaml", _p4d_spec(security={"network_isolation": True}))
     assert main(["validate", str(path)]) == 2
@@ -66,7 +66,7 @@ def test_under_network_isolation_a_leg_that_cannot_install_transformers_is_refus
 def test_in_the_specs_own_subnets_validate_says_the_install_needs_a_nat_or_wheels(tmp_path, capsys):
     """Private subnets without a NAT reach no package index, which validate cannot see: it says so, once, with the
     wheels to bundle; not without subnets."""
-    from pipelines.cli.main import main
+    from bakeoff.pipelines.cli.main import main
 
     security = {"subnets": ["subnet-0123456789abcdef0"], "security_group_ids": ["sg-0123456789abcdef0"]}
     path = write_spec(tmp_path / "hf.yaml", _p4d_spec(security=security))

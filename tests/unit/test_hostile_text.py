@@ -4,7 +4,7 @@ import re
 
 from hostile_text import HOSTILE
 
-from pipelines.terminal_text import data, plain
+from bakeoff.pipelines.terminal_text import data, plain
 
 
 def test_markup_and_escapes_in_job_text_are_inert():
@@ -64,7 +64,7 @@ def test_the_plain_and_the_live_renderer_show_hostile_job_text_inert_and_bounded
 
     from rich.console import Console
 
-    from pipelines.local.progress import Progress
+    from bakeoff.pipelines.local.progress import Progress
 
     for terminal in (False, True):
         out = io.StringIO()
@@ -85,7 +85,7 @@ def test_the_plain_and_the_live_renderer_show_hostile_job_text_inert_and_bounded
 def test_json_output_and_mlflow_tags_carry_job_text_escaped(capsys):
     import json
 
-    from pipelines.api.results import ProgressEvent
+    from bakeoff.pipelines.api.results import ProgressEvent
 
     line = ProgressEvent(kind="note", message=TERMINAL_HOSTILE).to_json()
     _no_control(line)
@@ -100,7 +100,7 @@ def test_json_output_and_mlflow_tags_carry_job_text_escaped(capsys):
 
 def test_an_error_quoting_outside_text_reaches_the_terminal_inert(tmp_path, capsys):
     """Errors quote paths and job output; a run directory's name is as hostile as a reason."""
-    import pipelines.cli.main as cli
+    import bakeoff.pipelines.cli.main as cli
 
     run_dir = tmp_path / "run\x1b]0;pwned\x07\u202e"
     run_dir.mkdir()

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from bakeoff.estimators import images
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import ROOT, tiny_spec, write_spec
-from estimators import images
-from pipelines.errors import SpecError
-from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.spec.loader import load_spec
 
 SNAPSHOT = json.loads((ROOT / "tests" / "assets" / "dlc_published_tags.json").read_text())
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
@@ -94,7 +94,7 @@ def test_bakeoff_images_prints_the_table_with_sources(cli):
 def test_images_past_awss_end_of_patch_are_said_to_be():
     """The PyTorch 2.9 GPU/CPU images' patching ended 2026-10-15 (PYTORCH_DLC): after that day `images` says
     so, in its rows and its text; before it, not."""
-    from estimators.images import CATALOG
+    from bakeoff.estimators.images import CATALOG
 
     cuda = next(i for i in CATALOG if i.backend == "cuda" and i.default)
     assert cuda.end_of_patch == "2026-10-15"

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from pipelines.cli.init import TEMPLATES, init_project
-from pipelines.spec.model import BakeoffSpec
+from bakeoff.pipelines.cli.init import TEMPLATES, init_project
+from bakeoff.pipelines.spec.model import BakeoffSpec
 
 
 def _script_for(target, template):
@@ -34,7 +34,7 @@ def test_init_then_validate(tmp_path, template, cli):
 
 
 def test_the_templates_are_trn1_against_a_gpu(tmp_path):
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.spec.loader import load_spec
 
     for template in TEMPLATES:
         script = _script_for(tmp_path / template, template)
@@ -46,7 +46,7 @@ def test_the_templates_are_trn1_against_a_gpu(tmp_path):
 
 
 def test_hf_template_is_the_builtin_trainer_with_data(tmp_path):
-    from pipelines.plan.bundle import entrypoints_dir
+    from bakeoff.pipelines.plan.bundle import entrypoints_dir
 
     init_project(tmp_path, "hf")
     assert (tmp_path / "src" / "train.py").read_bytes() == (entrypoints_dir() / "hf_causal_lm.py").read_bytes()

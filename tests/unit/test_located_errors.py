@@ -73,7 +73,7 @@ def test_a_set_through_a_list_or_an_empty_list_says_which_indices_there_are(cli)
 def test_overrides_leave_the_callers_mapping_as_it_was():
     import yaml
 
-    from pipelines.spec.overrides import apply_overrides
+    from bakeoff.pipelines.spec.overrides import apply_overrides
 
     data = yaml.safe_load(SPEC.read_text())
     before = json.dumps(data, sort_keys=True)
@@ -181,7 +181,7 @@ def interrupted_run(tmp_path):
         from fake_container import FakeContainer, Recipe, evaluate_here, verdict_spec
     finally:
         sys.path.remove(str(ROOT / "tests" / "engine"))
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     spec = verdict_spec(tmp_path, seeds=2, mlflow={"enabled": False})
     out = tmp_path / "out"

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from pipelines.errors import SpecError
-from pipelines.local import looks
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.local import looks
 
 DESIGN = {"looks": [3], "max_seeds": 9, "spending": "pocock"}
 
@@ -70,7 +70,7 @@ def test_a_definition_s_training_steps_are_its_data_without_their_tags():
 
 
 def test_a_definition_s_seeds_are_those_of_its_seeded_training_steps_only():
-    from pipelines.sagemaker.more_seeds import seeds_of
+    from bakeoff.pipelines.sagemaker.more_seeds import seeds_of
 
     steps = [{"Name": name, "Type": kind, "Arguments": {}} for name, kind in [
         ("Preflight", "Training"), ("Precompile-trn1", "Training"), ("Train-trn1-s2", "Training"),

@@ -16,7 +16,7 @@ ENTRY_KEYS = {"message", "file", "line", "field"}
 
 
 def _commands():
-    from pipelines.cli.main import build_parser
+    from bakeoff.pipelines.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return sub.choices
@@ -70,7 +70,7 @@ def test_a_refused_command_line_is_bad_input_as_json(cli):
 
 
 def test_an_aws_refusal_is_json_with_the_service_code(aws, cli):
-    from pipelines import AwsError, api
+    from bakeoff.pipelines import AwsError, api
 
     body = _error(cli, "deploy", QUICKSTART, "--role", ROLE, "--bucket", "bakeoff-no-such-bucket", code=4,
                   env=dict(aws))
@@ -98,7 +98,7 @@ def test_an_aws_refusal_is_json_with_the_service_code(aws, cli):
      "--role is required: the SageMaker execution role ARN the jobs run as"),
 ])
 def test_api_errors_name_keyword_arguments_and_the_cli_its_flags(call, python, command_line, tmp_path):
-    from pipelines import SpecError, api
+    from bakeoff.pipelines import SpecError, api
 
     with pytest.raises(SpecError) as raised:
         call(api, tmp_path)
@@ -114,7 +114,7 @@ def test_the_same_error_through_the_cli_names_the_flag(cli, tmp_path):
 
 
 def test_one_table_of_exit_codes_and_each_command_lists_its_own():
-    from pipelines.errors import COMMANDS, EXIT_CODES, exit_codes_help
+    from bakeoff.pipelines.errors import COMMANDS, EXIT_CODES, exit_codes_help
 
     assert set(COMMANDS) == set(_commands())
     codes = {row.code: row for row in EXIT_CODES}
@@ -133,7 +133,7 @@ def test_one_table_of_exit_codes_and_each_command_lists_its_own():
 def test_a_signal_is_json_with_its_exit_code():
     import signal
 
-    from pipelines.errors import Interrupted, error_json
+    from bakeoff.pipelines.errors import Interrupted, error_json
 
     assert error_json(KeyboardInterrupt())["exit_code"] == 130
     body = error_json(Interrupted(signal.SIGTERM))
@@ -143,8 +143,8 @@ def test_a_signal_is_json_with_its_exit_code():
 def test_plan_and_report_return_exported_typed_results(tmp_path):
     import typing
 
-    import pipelines
-    from pipelines import api
+    from bakeoff import pipelines
+    from bakeoff.pipelines import api
 
     assert pipelines.BudgetPlan is api.BudgetPlan and isinstance(api.plan(QUICKSTART), api.BudgetPlan)
     assert pipelines.Evaluation is api.Evaluation
@@ -158,8 +158,8 @@ def test_plan_and_report_return_exported_typed_results(tmp_path):
 
 
 def test_words_keep_both_renderings_through_concatenation_and_re_raising():
-    from pipelines.errors import SpecError, words
-    from pipelines.params import FORCE, FRESH_START_REASON, OUT_DIR, OVERRIDES
+    from bakeoff.pipelines.errors import SpecError, words
+    from bakeoff.pipelines.params import FORCE, FRESH_START_REASON, OUT_DIR, OVERRIDES
 
     text = "start over with `" + words(FRESH_START_REASON) + "` or re-run with " + words(FORCE) + " into a new " \
         + words(OUT_DIR)

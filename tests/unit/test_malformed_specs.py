@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pipelines.cli.main import main
+from bakeoff.pipelines.cli.main import main
 
 BASE = """name: t
 legs:
@@ -167,7 +167,7 @@ def test_the_corpus_covers_every_class():
 def test_a_leg_is_selected_by_index_or_name(tmp_path, capsys, key):
     spec = tmp_path / "spec.yaml"
     spec.write_text(BASE)
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.spec.loader import load_spec
 
     assert load_spec(spec, [f"{key}=fp32"]).legs[1].precision == "fp32"
 
@@ -206,8 +206,8 @@ def test_a_symlink_inside_the_source_dir_may_not_leave_it(tmp_path, capsys):
 
 
 def test_the_bundle_never_packs_secrets_and_has_a_size_limit(tmp_path, capsys):
-    from pipelines.plan.model import build_plan
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.plan.model import build_plan
+    from bakeoff.pipelines.spec.loader import load_spec
 
     proj = _tree(tmp_path)
     for name in (".env", "id_rsa", "server.pem", "credentials"):
@@ -244,9 +244,9 @@ def test_validate_finds_what_synth_would_refuse(tmp_path, capsys):
 
 
 def test_a_hundred_seeds_can_be_synthesized(tmp_path):
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.sagemaker.validate import check_definition
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.sagemaker.validate import check_definition
+    from bakeoff.pipelines.spec.loader import load_spec
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(BASE + "seeds: 100\n")
@@ -263,8 +263,8 @@ CREDENTIALS = (".git-credentials", ".pgpass", ".envrc", ".bash_history", ".zsh_h
 
 
 def test_credential_files_are_never_packed_and_what_was_left_out_is_said_once(tmp_path, capsys):
-    from pipelines.plan.model import build_plan
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.plan.model import build_plan
+    from bakeoff.pipelines.spec.loader import load_spec
 
     proj = _tree(tmp_path)
     code = proj / "code"
@@ -290,8 +290,8 @@ def test_credential_files_are_never_packed_and_what_was_left_out_is_said_once(tm
 
 
 def test_ignore_files_are_honoured_and_a_run_directory_inside_the_source_dir_is_never_packed(tmp_path):
-    from pipelines.plan.model import build_plan
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.plan.model import build_plan
+    from bakeoff.pipelines.spec.loader import load_spec
 
     proj = _tree(tmp_path)
     code = proj / "code"

@@ -5,11 +5,11 @@ import re
 import sqlite3
 from urllib.parse import unquote
 
+from bakeoff.pipelines.cli.ui import LEGS_VIEW_ID, compare_url, find_views, urls
 from bakeoff_runtime.tracking.identity import mlflow_identity
 from bakeoff_runtime.tracking.parent_run import LEGS_VIEW_TAG, leg_colours, summary_metrics
 from bakeoff_runtime.tracking.saved_view import legs_view_state
 from bakeoff_runtime.tracking.sink import SHARED_TAG, split_params
-from pipelines.cli.ui import LEGS_VIEW_ID, compare_url, find_views, urls
 
 
 # --- what the runs carry (no MLflow, no browser) -----------------------------------------------
@@ -102,8 +102,8 @@ def test_the_ui_links_to_the_compare_views_of_the_latest_bakeoff(tmp_path):
 
 
 def test_the_ui_serves_this_machine_only_unless_asked_and_then_says_what_that_exposes():
-    from pipelines.cli.main import build_parser
-    from pipelines.cli.ui import exposure_note
+    from bakeoff.pipelines.cli.main import build_parser
+    from bakeoff.pipelines.cli.ui import exposure_note
 
     args = build_parser().parse_args(["ui", "run"])
     assert args.host == "127.0.0.1"
@@ -117,7 +117,7 @@ def test_the_ui_serves_this_machine_only_unless_asked_and_then_says_what_that_ex
 
 
 def test_a_moved_run_directory_is_served_from_a_copy_whose_artifact_locations_point_into_it(tmp_path):
-    from pipelines.cli.ui_store import serving_copy
+    from bakeoff.pipelines.cli.ui_store import serving_copy
 
     old, new = tmp_path / "was" / "run", tmp_path / "now" / "run"
     db = new / "mlflow" / "mlflow.db"

@@ -5,12 +5,12 @@ import json
 
 import pytest
 
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+from bakeoff.pipelines.sagemaker.validate import check_definition
+from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_runtime.contract import TrainingEnv
 from conftest import ROOT, tiny_spec, write_spec
-from pipelines.errors import SpecError
-from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.sagemaker.validate import check_definition
-from pipelines.spec.loader import load_spec
 
 
 def _resourceconfig(tmp_path, current, hosts):

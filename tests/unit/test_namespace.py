@@ -1,5 +1,6 @@
 """bakeoff installs one import name, `bakeoff`: the Python API at its root, `bakeoff.pipelines` and
-`bakeoff.estimators` under it, and no generic top-level `pipelines` or `estimators` to collide with another
+`bakeoff.estimators` under it, and no generic top-level `bakeoff.pipelines` or `bakeoff.estimators` to collide with
+another
 distribution's (pyproject.toml, tool.hatch.build.targets.wheel; the editable install: hatch_build.py)."""
 from __future__ import annotations
 

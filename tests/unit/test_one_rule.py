@@ -9,7 +9,7 @@ from conftest import tiny_spec, write_spec
 
 
 def _spec(tmp_path, **parity):
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.spec.loader import load_spec
 
     data = tiny_spec()
     data["parity"] = {**data["parity"], **parity}
@@ -17,7 +17,7 @@ def _spec(tmp_path, **parity):
 
 
 def test_without_parameters_the_rule_is_the_specs(tmp_path):
-    from pipelines.local.run_rule import resolved_rule
+    from bakeoff.pipelines.local.run_rule import resolved_rule
 
     spec = _spec(tmp_path)
     assert resolved_rule(spec).as_dict() == spec.parity_rule()
@@ -26,7 +26,7 @@ def test_without_parameters_the_rule_is_the_specs(tmp_path):
 
 @pytest.mark.parametrize("value", ["0.5", 0.5])  # as `--param` gives it, and as the definition types it
 def test_the_margin_parameter_sets_the_margin_and_nothing_else(tmp_path, value):
-    from pipelines.local.run_rule import resolved_rule
+    from bakeoff.pipelines.local.run_rule import resolved_rule
 
     spec = _spec(tmp_path, alpha=0.1, test="non_inferiority", direction="maximize")
     rule = resolved_rule(spec, {"ParityMargin": value, "MaxSteps": 7})
@@ -38,7 +38,7 @@ def test_the_margin_parameter_sets_the_margin_and_nothing_else(tmp_path, value):
 
 
 def test_a_relative_margin_has_no_absolute_margin(tmp_path):
-    from pipelines.local.run_rule import resolved_rule
+    from bakeoff.pipelines.local.run_rule import resolved_rule
 
     rule = resolved_rule(_spec(tmp_path, margin=0.02, margin_type="relative"), {"ParityMargin": "0.1"})
     assert rule.margin == 0.1 and rule.margin_type == "relative" and rule.absolute_margin is None
@@ -46,7 +46,7 @@ def test_a_relative_margin_has_no_absolute_margin(tmp_path):
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "wide"])
 def test_a_margin_parameter_that_is_no_margin_is_refused(tmp_path, value):
-    from pipelines.local.run_rule import resolved_rule
+    from bakeoff.pipelines.local.run_rule import resolved_rule
 
     with pytest.raises(ValueError, match="ParityMargin"):
         resolved_rule(_spec(tmp_path), {"ParityMargin": value})
@@ -73,8 +73,8 @@ def _feed(watch, root, gap):
 
 
 def test_the_doomed_leg_watch_judges_by_the_runs_rule(tmp_path):
-    from pipelines.local.doomed import DoomWatch
-    from pipelines.local.run_rule import resolved_rule
+    from bakeoff.pipelines.local.doomed import DoomWatch
+    from bakeoff.pipelines.local.run_rule import resolved_rule
 
     spec = _spec(tmp_path, margin=0.05)
     spec = spec.model_copy(update={"seeds": 6})

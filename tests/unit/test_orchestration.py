@@ -43,7 +43,7 @@ def test_dag_callables_drive_a_bakeoff_and_branch_on_the_verdict(dag_module, aws
                                                                   branch):
     """bakeoff's tasks (synth, deploy, verdict, branch), with the provider's start and wait in between
     played by bakeoff's own start and wait: the same StartPipelineExecution and DescribePipelineExecution."""
-    from pipelines import Deployment, start, wait
+    from bakeoff import Deployment, start, wait
 
     session = session_with({"ListPipelineExecutionSteps": recorded_execution(verdict)})
     checked = dag_module.synth_pipeline(QUICKSTART, BUCKET)
@@ -61,7 +61,7 @@ def test_dag_callables_drive_a_bakeoff_and_branch_on_the_verdict(dag_module, aws
 
 
 def test_the_execution_is_named_as_sagemaker_takes_it(dag_module):
-    from pipelines.sagemaker.execution_labels import DISPLAY_NAME
+    from bakeoff.pipelines.sagemaker.execution_labels import DISPLAY_NAME
 
     for run_id in ("manual__2026-12-07T02:30:00.123456+00:00", "scheduled__2026-01-01T00:00:00+00:00",
                    "__weird--id__", "x" * 300):

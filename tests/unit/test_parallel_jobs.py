@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from bakeoff_runtime import contract
-from pipelines.local.doomed import DoomWatch
-from pipelines.local.jobs import Outcome
-from pipelines.local.parallel import ParallelJobs
-from pipelines.local.slots import (
+from bakeoff.pipelines.local.doomed import DoomWatch
+from bakeoff.pipelines.local.jobs import Outcome
+from bakeoff.pipelines.local.parallel import ParallelJobs
+from bakeoff.pipelines.local.slots import (
     default_jobs,
     rendezvous_environment,
     thread_environment,
     threads_per_process,
     warms_locally,
 )
+from bakeoff_runtime import contract
 
 # A job: its curve of val_mse at steps 10 and 20; then, if told, wait for a file before ending.
 # The standard library only: it runs with -S (no site, no editable-install import hook to load).
@@ -261,10 +261,10 @@ def test_the_default_is_one_job_per_core_as_the_memory_holds():
 
 
 def test_the_engine_budgets_one_warm_interpreter_a_leg_unless_none_starts(monkeypatch, tmp_path):
+    from bakeoff.pipelines.local.executor import _warm_legs
+    from bakeoff.pipelines.local.warm import starts_warm_interpreters
+    from bakeoff.pipelines.spec.model import BakeoffSpec
     from conftest import tiny_spec
-    from pipelines.local.executor import _warm_legs
-    from pipelines.local.warm import starts_warm_interpreters
-    from pipelines.spec.model import BakeoffSpec
 
     spec = BakeoffSpec.model_validate(tiny_spec())
     assert _warm_legs(spec) == 2

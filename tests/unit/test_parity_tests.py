@@ -9,7 +9,7 @@ from bakeoff_runtime.verdict import parity_tests, stats
 def test_the_registry_holds_every_test_the_spec_can_name():
     from typing import get_args
 
-    from pipelines.spec.model import Parity
+    from bakeoff.pipelines.spec.model import Parity
 
     assert set(parity_tests.TESTS) == set(get_args(Parity.model_fields["test"].annotation))
     with pytest.raises(ValueError, match=r"unknown parity test 'superiority' \(equivalence, non_inferiority\)"):

@@ -87,9 +87,9 @@ def test_report_renders_the_section(section):
 
 
 def test_compiled_evaluation_config_carries_each_legs_numerics_environment():
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.spec.loader import load_spec
     from conftest import ROOT
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.spec.loader import load_spec
 
     compiled = compile_pipeline(load_spec(ROOT / "examples" / "quickstart.yaml"))
     config = json.loads(next(a for a in compiled.assets if a.key.endswith("config.json")).body)
@@ -99,10 +99,10 @@ def test_compiled_evaluation_config_carries_each_legs_numerics_environment():
 
 
 def test_the_evaluate_step_receives_the_preflight_steps_findings():
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.sagemaker.validate import definition_problems
+    from bakeoff.pipelines.spec.loader import load_spec
     from conftest import ROOT
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.sagemaker.validate import definition_problems
-    from pipelines.spec.loader import load_spec
 
     spec = load_spec(ROOT / "examples" / "quickstart.yaml", ["preflight.enabled=true"])
     definition = compile_pipeline(spec, role_arn="arn:aws:iam::123456789012:role/bakeoff-test", bucket="b").definition

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from bakeoff.pipelines.advice.price_class import PRICE_CLASS_RATIO, nearest_gpu, price_class_warnings
+from bakeoff.pipelines.advice.price_list import parse_regions
+from bakeoff.pipelines.advice.regions import SNAPSHOT, offered, region_warnings
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import tiny_spec, write_spec
-from pipelines.advice.price_class import PRICE_CLASS_RATIO, nearest_gpu, price_class_warnings
-from pipelines.advice.price_list import parse_regions
-from pipelines.advice.regions import SNAPSHOT, offered, region_warnings
-from pipelines.spec.loader import load_spec
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +128,7 @@ def test_validate_prints_both_warnings(tmp_path, empty_cache, cli):
 
 
 def test_refresh_availability_asks_for_training_rows_per_instance_and_caches_them(empty_cache):
-    from pipelines.advice.price_list import cached_availability, refresh_availability
+    from bakeoff.pipelines.advice.price_list import cached_availability, refresh_availability
 
     calls = []
 

@@ -3,7 +3,7 @@ import io
 
 from rich.console import Console
 
-from pipelines.local.progress import Progress
+from bakeoff.pipelines.local.progress import Progress
 
 
 def _plain() -> tuple[Progress, io.StringIO]:
@@ -74,7 +74,7 @@ def test_the_time_left_is_each_legs_jobs_at_that_legs_own_pace():
 
 
 def test_a_bar_says_it_is_starting_until_its_first_step_or_its_job_says_otherwise():
-    from pipelines.local.progress import STARTING
+    from bakeoff.pipelines.local.progress import STARTING
 
     progress = Progress(Console(file=io.StringIO(), force_terminal=True, width=160))
     progress.start(1, 1, {"trn1": 1})
@@ -136,7 +136,7 @@ def test_a_legs_first_job_leaves_its_pace_once_a_later_one_has_ended():
 
 
 def test_a_slow_legs_running_job_keeps_the_time_left_honest(monkeypatch):
-    from pipelines.local import progress as module
+    from bakeoff.pipelines.local import progress as module
 
     clock = [1000.0]
     monkeypatch.setattr(module.time, "time", lambda: clock[0])

@@ -7,8 +7,8 @@ import pytest
 from botocore.stub import Stubber
 from moto_aws import _recorded_fetch
 
+from bakeoff.pipelines.sagemaker.ops import SageMakerOps
 from bakeoff_runtime.verdict.projection import project as projected
-from pipelines.sagemaker.ops import SageMakerOps
 
 EXECUTION = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
 ARNS = {("trn1", s): f"arn:aws:sagemaker:us-east-1:123456789012:training-job/t{s}" for s in range(3)} | \
@@ -43,13 +43,13 @@ def _stubbed(monkeypatch, billed: dict[str, int]) -> None:
     _recorded_fetch(sm_stub, s3_stub, EXECUTION, ARNS, PROC, {key: billed[key[0]] for key in ARNS}, _evaluation())
     sm_stub.activate()
     s3_stub.activate()
-    import pipelines.api.aws as api_aws
+    import bakeoff.pipelines.api.aws as api_aws
 
     monkeypatch.setattr(api_aws, "_ops_of", lambda execution, region, session, profile: (EXECUTION, ops))
 
 
 def test_project_on_an_execution_uses_billed_time_and_the_decision_it_was_evaluated_with(monkeypatch, tmp_path):
-    from pipelines import api
+    from bakeoff.pipelines import api
 
     # Each job billed 1,300 s for 1,000 s of wall time: 300 s of start-up outside the script, every run.
     _stubbed(monkeypatch, {"trn1": 1300, "p4d": 1300})

@@ -168,7 +168,7 @@ def test_render_script_regenerates_from_evaluation_json(evaluation, tmp_path):
 
 
 def test_every_bundled_price_names_its_source_and_date():
-    from estimators.prices import BUNDLED
+    from bakeoff.estimators.prices import BUNDLED
 
     assert BUNDLED
     for name, row in BUNDLED.items():
@@ -180,7 +180,7 @@ def test_every_bundled_price_names_its_source_and_date():
 
 
 def test_price_list_parsing_from_a_recorded_response():
-    from pipelines.advice.price_list import parse_products
+    from bakeoff.pipelines.advice.price_list import parse_products
 
     pages = json.loads((ROOT / "tests" / "assets" / "prices" / "get_products.json").read_text())
     prices = parse_products(pages["Training"]["PriceList"] + pages["Training-2"]["PriceList"]
@@ -193,7 +193,7 @@ def test_prices_refresh_caches_and_costs_local_runs(tmp_path, monkeypatch):
     import boto3
     from botocore.stub import Stubber
 
-    from pipelines.advice import price_list as prices
+    from bakeoff.pipelines.advice import price_list as prices
 
     monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path))
     pages = json.loads((ROOT / "tests" / "assets" / "prices" / "get_products.json").read_text())
@@ -213,7 +213,7 @@ def test_prices_refresh_caches_and_costs_local_runs(tmp_path, monkeypatch):
     assert body["prices"]["ml.p4d.24xlarge"] == {"on_demand": 37.688, "spot": 11.3064}
     cached = prices.cached("us-east-1")
     assert cached["ml.trn1.32xlarge"]["usd_per_hour"] == 24.725 and "Price List" in cached["ml.trn1.32xlarge"]["source"]
-    from estimators.prices import price_for
+    from bakeoff.estimators.prices import price_for
 
     p = price_for("ml.p4d.24xlarge", None, cached)
     assert p.usd_per_hour == 37.688 and "spot 11.31" in p.note

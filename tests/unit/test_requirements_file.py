@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
+from bakeoff.pipelines.plan.requirements_file import read
 from conftest import write_spec
-from pipelines.plan.requirements_file import read
 
 METRICS = [{"name": "val_loss", "regex": r"val loss ([0-9.]+)"}]
 TRN = {"name": "trn1", "instance_type": "ml.trn1.2xlarge", "precision": "fp32", "arguments": ["--device", "xla"]}

@@ -6,17 +6,17 @@ import xml.etree.ElementTree as ET
 import pytest
 from jobtree import seal, trained_on
 
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.plan.model import build_plan, spec_hash
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+from bakeoff.pipelines.sagemaker.published_schema import schema_errors, unexplained
+from bakeoff.pipelines.sagemaker.validate import definition_problems
+from bakeoff.pipelines.spec.derived import expand, local_processes
+from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_runtime.report import scaling as report_scaling
 from bakeoff_runtime.verdict.evaluation import evaluate, recost
 from bakeoff_runtime.verdict.job_outputs import load_jobs
 from conftest import ROOT, tiny_spec, write_spec
-from pipelines.errors import SpecError
-from pipelines.plan.model import build_plan, spec_hash
-from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.sagemaker.published_schema import schema_errors, unexplained
-from pipelines.sagemaker.validate import definition_problems
-from pipelines.spec.derived import expand, local_processes
-from pipelines.spec.loader import load_spec
 
 SCHEMA = ROOT / "tests" / "assets" / "sagemaker-pipeline-definition.schema.json"
 

@@ -56,8 +56,8 @@ def _warnings(proc) -> list[str]:
 
 
 def _requests(spec):
-    from pipelines.sagemaker.compiler import compile_pipeline
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+    from bakeoff.pipelines.spec.loader import load_spec
 
     steps = compile_pipeline(load_spec(spec)).definition["Steps"]
     return {s["Name"]: s["Arguments"] for s in steps if s["Type"] == "Training"}
@@ -179,8 +179,8 @@ def test_a_script_that_insists_on_cuda_is_told_about_the_local_block_which_the_d
     local = _spec(tmp_path / "with-local", script=script,
                   legs=(trn, {**G5, "local": {"arguments": ["--device", "cpu"], "environment": {"A": "1"}}}))
     assert not [w for w in _warnings(cli("validate", local)) if "insists on CUDA" in w]
-    from pipelines.sagemaker.compiler import compile_pipeline
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+    from bakeoff.pipelines.spec.loader import load_spec
 
     plain, with_local = compile_pipeline(load_spec(spec)), compile_pipeline(load_spec(local))
     assert json.dumps(plain.definition, sort_keys=True) == json.dumps(with_local.definition, sort_keys=True)

@@ -65,10 +65,10 @@ def test_per_leg_arguments_need_script_mode(tmp_path, cli):
 
 
 def test_the_compiled_definition_runs_the_script_as_sagemaker_would(tmp_path):
-    from pipelines.plan.model import build_plan
-    from pipelines.sagemaker.compiler import compile_plan
-    from pipelines.sagemaker.validate import definition_problems
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.plan.model import build_plan
+    from bakeoff.pipelines.sagemaker.compiler import compile_plan
+    from bakeoff.pipelines.sagemaker.validate import definition_problems
+    from bakeoff.pipelines.spec.loader import load_spec
 
     compiled = compile_plan(build_plan(load_spec(_spec(tmp_path))))
     assert definition_problems(compiled.definition) == []
@@ -132,7 +132,7 @@ def test_every_test_script_synthesizes_a_definition_botocore_accepts(tmp_path, f
         "seeds": 3, "parity": {"metric": metric, "margin": 0.1}})
     proc = cli("synth", spec, "-o", tmp_path / "definition.json")
     assert proc.returncode == 0, proc.stderr
-    from pipelines.sagemaker.validate import definition_problems
+    from bakeoff.pipelines.sagemaker.validate import definition_problems
 
     definition = json.loads((tmp_path / "definition.json").read_text())
     assert definition_problems(definition) == []
@@ -197,7 +197,7 @@ def test_init_warns_when_the_trn_leg_has_no_way_to_reach_xla(tmp_path, cli):
 @pytest.mark.parametrize("regex", [r"loss ([0-9.]+)", r"loss: (\d+(?:\.\d+)?)", r"(?:val|eval)_loss=([-+0-9.eE]+)",
                                    r"step (\d+).*loss ([0-9.]{1,32})"])
 def test_an_ordinary_metric_regex_is_not_a_nested_repeat(regex):
-    from pipelines.spec.script import nested_repeat
+    from bakeoff.pipelines.spec.script import nested_repeat
 
     assert nested_repeat(regex) is None
 

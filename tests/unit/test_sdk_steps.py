@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
+from bakeoff.pipelines.sagemaker import sdk_steps as adapter
 from conftest import ROOT
-from pipelines.sagemaker import sdk_steps as adapter
 
 # Not pytest.importorskip: importing the SDK needs a default region (the adapter lends one, see `_sdk`).
 try:
@@ -35,8 +35,8 @@ def offline(monkeypatch):
 
 
 def _compiled(overrides):
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.spec.loader import load_spec
 
     return compile_pipeline(load_spec(SPEC, overrides), role_arn=ROLE, bucket="b")
 
@@ -53,7 +53,7 @@ def all_kinds():
 
 @pytest.mark.parametrize("which", ["quickstart", "all_kinds"])
 def test_the_sdk_pipeline_is_bakeoffs_definition(which, request):
-    from pipelines.sagemaker.sdk_steps import sdk_pipeline
+    from bakeoff.pipelines.sagemaker.sdk_steps import sdk_pipeline
 
     compiled = request.getfixturevalue(which)
     sdk = json.loads(sdk_pipeline(compiled).definition())
@@ -76,7 +76,7 @@ def test_each_step_is_an_sdk_step_whose_request_is_bakeoffs(all_kinds):
     from sagemaker.mlops.workflow.retry import SageMakerJobStepRetryPolicy
     from sagemaker.mlops.workflow.steps import ConfigurableRetryStep
 
-    from pipelines.sagemaker.sdk_steps import request_of, sdk_steps
+    from bakeoff.pipelines.sagemaker.sdk_steps import request_of, sdk_steps
 
     steps = sdk_steps(all_kinds)
     assert [s.name for s in steps] == [s["Name"] for s in all_kinds.definition["Steps"]]
@@ -103,7 +103,7 @@ def test_each_step_is_an_sdk_step_whose_request_is_bakeoffs(all_kinds):
 def test_the_sdks_graph_orders_the_gate_after_evaluate(quickstart):
     from sagemaker.mlops.workflow.pipeline import PipelineGraph
 
-    from pipelines.sagemaker.sdk_steps import sdk_pipeline
+    from bakeoff.pipelines.sagemaker.sdk_steps import sdk_pipeline
 
     graph = PipelineGraph.from_pipeline(sdk_pipeline(quickstart))
     # ParityGate has no DependsOn: only its JsonGet of Evaluate's property file orders it.
@@ -134,8 +134,8 @@ def _team_step(steps, name, **kwargs):
 
 
 def test_a_team_adds_its_own_steps_after_the_gate(quickstart):
-    from pipelines.sagemaker.sdk_steps import sdk_pipeline
-    from pipelines.sagemaker.validate import definition_problems
+    from bakeoff.pipelines.sagemaker.sdk_steps import sdk_pipeline
+    from bakeoff.pipelines.sagemaker.validate import definition_problems
 
     pipeline = sdk_pipeline(quickstart, name="team-pipeline")
     steps = list(pipeline.steps)
@@ -161,7 +161,7 @@ def test_a_team_adds_its_own_steps_after_the_gate(quickstart):
 
 def test_steps_from_another_call_are_other_steps(quickstart):
     """The pitfall sdk_pipeline's docstring names: the SDK adds a referenced step object it was not given."""
-    from pipelines.sagemaker.sdk_steps import sdk_pipeline, sdk_steps
+    from bakeoff.pipelines.sagemaker.sdk_steps import sdk_pipeline, sdk_steps
 
     pipeline = sdk_pipeline(quickstart)
     pipeline.steps.append(_team_step(sdk_steps(quickstart), "TeamPublish"))
@@ -170,8 +170,8 @@ def test_steps_from_another_call_are_other_steps(quickstart):
 
 
 def test_a_spec_is_compiled_with_the_options_given(quickstart):
-    from pipelines.sagemaker.sdk_steps import sdk_parameters, sdk_steps
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.sagemaker.sdk_steps import sdk_parameters, sdk_steps
+    from bakeoff.pipelines.spec.loader import load_spec
 
     steps = sdk_steps(load_spec(SPEC, ["seeds=2"]), bucket="b", role_arn=ROLE)
     assert [s.name for s in steps] == [s["Name"] for s in quickstart.definition["Steps"]]
@@ -193,7 +193,7 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch):
 
 
 def test_importing_the_adapter_imports_no_sdk():
-    code = ("import sys, pipelines.sagemaker.sdk_steps; "
+    code = ("import sys, bakeoff.pipelines.sagemaker.sdk_steps; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sagemaker'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr

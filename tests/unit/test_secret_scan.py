@@ -1,13 +1,13 @@
 """Secrets by what they are, not only by what they are called: the token formats of
-pipelines.spec.fields.SECRET_RULES (pipelines/plan/secret_scan.py), applied to a leg's `environment:`
+bakeoff.pipelines.spec.fields.SECRET_RULES (pipelines/plan/secret_scan.py), applied to a leg's `environment:`
 values (refused, one line) and to every text file a code bundle packs (left out, said once), each
 never echoed. Every format has a hostile case and a benign one that looks like it. The fake tokens,
 keys and passwords are assembled at run time, so this file holds none whole (the scanner passes it)."""
 import pytest
 import yaml
 
+from bakeoff.pipelines.plan.secret_scan import HEAD_BYTES, describe, is_binary, scan_head, scan_text
 from conftest import ROOT, write_spec
-from pipelines.plan.secret_scan import HEAD_BYTES, describe, is_binary, scan_head, scan_text
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 A = "a1B2c3D4e5F6g7H8i9J0"  # 20 mixed letters and digits: the random body tokens have
@@ -176,8 +176,8 @@ def _project(tmp_path, files: dict[str, str]):
 
 
 def test_a_file_holding_a_secret_is_left_out_and_said_once_without_the_secret(tmp_path, cli):
-    from pipelines.plan.model import build_plan
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.plan.model import build_plan
+    from bakeoff.pipelines.spec.loader import load_spec
 
     token = "ghp_" + (A * 2)[:36]
     spec = _project(tmp_path, {
@@ -220,7 +220,7 @@ NAMED = ("kubeconfig", "prod.kubeconfig", ".netrc", ".netrc.bak", ".my.cnf", ".p
 
 
 def test_credential_files_known_by_name_or_place_are_left_out(tmp_path):
-    from pipelines.plan.bundle import build_bundle, is_secret
+    from bakeoff.pipelines.plan.bundle import build_bundle, is_secret
 
     spec = _project(tmp_path, dict.fromkeys(NAMED, "x = 1\n") | {"settings.xml": "<settings/>",
                                                                  "azure/readme.md": "x", "auth.json": "{}"})
@@ -233,9 +233,9 @@ def test_credential_files_known_by_name_or_place_are_left_out(tmp_path):
 
 
 def test_a_data_channel_holding_a_credential_file_by_its_place_is_refused(tmp_path):
-    from pipelines.errors import SpecError
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.errors import SpecError
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.spec.loader import load_spec
 
     spec = _project(tmp_path, {})
     data = tmp_path / "data"
@@ -251,7 +251,7 @@ def test_a_data_channel_holding_a_credential_file_by_its_place_is_refused(tmp_pa
 
 def test_bakeoffs_own_examples_and_test_scripts_hold_no_secret():
     """What a user copies as a source dir, and bakeoff's own container code: real code, read as a bundle is."""
-    from pipelines.plan.bundle import secrets_in
+    from bakeoff.pipelines.plan.bundle import secrets_in
 
     files = [p for root in ("examples", "tests/assets", "entrypoints") for p in (ROOT / root).rglob("*")
              if p.is_file() and "__pycache__" not in p.parts]

@@ -3,9 +3,9 @@ anyone who may call DescribeTrainingJob, and the pipeline definition stores it."
 import pytest
 import yaml
 
-import pipelines.cli.main as cli
+import bakeoff.pipelines.cli.main as cli
+from bakeoff.pipelines.spec.model import looks_like_secret
 from conftest import ROOT
-from pipelines.spec.model import looks_like_secret
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 

@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
+from bakeoff.pipelines.advice.rounds import grow, next_size, with_seeds
+from bakeoff.pipelines.errors import RunError
+from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+from bakeoff.pipelines.sagemaker.more_seeds import reuse_problems, round_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_runtime.verdict import group_sequential as seq
 from bakeoff_runtime.verdict import stats
 from conftest import ROOT
-from pipelines.advice.rounds import grow, next_size, with_seeds
-from pipelines.errors import RunError
-from pipelines.sagemaker.compiler import compile_pipeline
-from pipelines.sagemaker.more_seeds import reuse_problems, round_pipeline
-from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
@@ -120,7 +120,7 @@ def test_futility_lowers_seeds_at_the_margin_and_never_raises_error_rates():
 
 
 def test_run_stops_on_futility_only_when_every_undecided_check_is_futile():
-    from pipelines.advice.rounds import futile_checks
+    from bakeoff.pipelines.advice.rounds import futile_checks
 
     check = {"name": "parity:a~b", "status": "inconclusive", "test": "paired", "diff": 0.1, "sd": 0.05,
              "n_pairs": 6, "margin": 0.1, "test_kind": "equivalence", "direction": "minimize"}
@@ -174,7 +174,7 @@ def test_finished_seeds_keep_their_cache_keys_when_seeds_grow():
 def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():
     """Against a stand-in for SageMakerOps: each round upserts the same pipeline with more seeds (the
     finished seeds' steps unchanged) and stops at the first decided verdict."""
-    from pipelines.sagemaker.more_seeds import ops_round, run_until_decided
+    from bakeoff.pipelines.sagemaker.more_seeds import ops_round, run_until_decided
 
     class Ops:
         def __init__(self):
@@ -206,7 +206,7 @@ def test_sagemaker_rounds_restart_the_grown_pipeline_until_decided():
 def test_a_sagemaker_round_whose_seed_was_lost_to_infrastructure_is_retried_not_decided_without_it():
     """A job fails its step only for an infrastructure failure (it exits non-zero, so the step cache never
     serves it): the round's execution is retried, which runs that seed again, before its evaluation is read."""
-    from pipelines.sagemaker.more_seeds import ops_round
+    from bakeoff.pipelines.sagemaker.more_seeds import ops_round
 
     class Ops:
         def __init__(self, failures):

@@ -4,7 +4,7 @@ system's root, the user's home directory or a folder above it; never a run direc
 matched by index, or refused in one line naming the file and the limit)."""
 import pytest
 
-from pipelines.plan.bundle import MAX_IGNORE_PATTERNS, MAX_SCANNED_PATTERNS, build_bundle
+from bakeoff.pipelines.plan.bundle import MAX_IGNORE_PATTERNS, MAX_SCANNED_PATTERNS, build_bundle
 
 LEGS = """legs:
   - name: trn1

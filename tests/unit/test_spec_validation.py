@@ -4,9 +4,9 @@ import json
 import pytest
 import yaml
 
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import tiny_spec, write_spec
-from pipelines.errors import SpecError
-from pipelines.spec.loader import load_spec
 
 
 def _error(tmp_path, data=None, text=None) -> SpecError:
@@ -148,7 +148,7 @@ def test_set_override_is_validated(tmp_path):
 
 
 def test_python_api_builds_the_same_spec(tmp_path):
-    from pipelines import BakeoffSpec, Leg, Parity
+    from bakeoff import BakeoffSpec, Leg, Parity
 
     data = tiny_spec()
     from_yaml = load_spec(write_spec(tmp_path / "s.yaml", data))
@@ -159,7 +159,7 @@ def test_python_api_builds_the_same_spec(tmp_path):
 
 
 def test_schema_has_a_description_on_every_field():
-    from pipelines.spec.model import BakeoffSpec
+    from bakeoff.pipelines.spec.model import BakeoffSpec
 
     schema = BakeoffSpec.model_json_schema()
     missing = []
@@ -178,7 +178,7 @@ def test_cli_schema_is_json(tmp_path, cli):
 
 
 def test_fairness_derivation_per_leg(tmp_path):
-    from pipelines.plan.model import build_plan, derive_batching
+    from bakeoff.pipelines.plan.model import build_plan, derive_batching
 
     spec = load_spec(write_spec(tmp_path / "s.yaml", tiny_spec(training={**tiny_spec()["training"],
                                                                         "max_per_device_batch_size": 1})))

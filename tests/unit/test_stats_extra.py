@@ -8,8 +8,8 @@ import sys
 import pytest
 from evaluation_inputs import CONFIG, _jobs
 
+from bakeoff.pipelines.extras import STATS_INSTALL
 from conftest import ROOT
-from pipelines.extras import STATS_INSTALL
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 ROLE = "arn:aws:iam::123456789012:role/bakeoff-test"
@@ -25,7 +25,7 @@ BLOCKED_CLI = """
 import sys
 for name in ("numpy", "scipy"):
     sys.modules[name] = None
-from pipelines.cli.main import main
+from bakeoff.pipelines.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -70,8 +70,8 @@ RECOST = """
 import json, sys
 for name in ("numpy", "scipy"):
     sys.modules[name] = None
-from pipelines.errors import SpecError
-from pipelines.sagemaker.billable import apply_billable_time
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.sagemaker.billable import apply_billable_time
 evaluation, billed = json.load(open(sys.argv[1]))
 try:
     print(json.dumps(apply_billable_time(evaluation, {(leg, seed): s for leg, seed, s in billed})))
@@ -90,8 +90,8 @@ def _recost_without_stats(tmp_path, evaluation, billed):
 
 def test_an_execution_is_recosted_without_the_statistics_as_with_them(tmp_path):
     """`bakeoff report ARN` (and the Step Functions handler's report) on the core: the same figures."""
+    from bakeoff.pipelines.sagemaker.billable import apply_billable_time
     from bakeoff_runtime.verdict.evaluation import evaluate
-    from pipelines.sagemaker.billable import apply_billable_time
 
     evaluation = json.loads(json.dumps(evaluate(CONFIG, _jobs(tmp_path, [2.40, 2.41, 2.40], [2.41, 2.40, 2.41]))))
     billed = {(leg, seed): 600.0 + 7 * seed for leg in ("trn", "gpu") for seed in range(3)}

@@ -3,13 +3,13 @@ reads), each step by its kind: read from compiled definitions, and from hand-mad
 orders the compiler does not make today."""
 import pytest
 
+from bakeoff.pipelines.errors import RunError
+from bakeoff.pipelines.local import step_graph
+from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.spec.loader import load_spec
+from bakeoff.pipelines.steps import kind_of as step_kind
+from bakeoff.pipelines.steps.training import is_step as _is_training_job
 from conftest import ROOT
-from pipelines.errors import RunError
-from pipelines.local import step_graph
-from pipelines.sagemaker import compile_pipeline
-from pipelines.spec.loader import load_spec
-from pipelines.steps import kind_of as step_kind
-from pipelines.steps.training import is_step as _is_training_job
 
 
 def _definition(*overrides: str) -> dict:

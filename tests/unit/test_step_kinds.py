@@ -1,7 +1,7 @@
 """The step kinds as plug-ins (pipelines/steps, and their local halves in pipelines/local/kinds): the compiler
 is a loop over them, the local engine runs each by its local module, and what the validator checks and what
 the CDK role may do come from what each kind declares, not from lists kept elsewhere."""
-from pipelines.steps import COMPILED, KINDS, iam_actions, job_resources, operations
+from bakeoff.pipelines.steps import COMPILED, KINDS, iam_actions, job_resources, operations
 
 
 def test_every_kind_is_compiled_and_declares_what_it_is():
@@ -16,7 +16,7 @@ def test_every_kind_is_compiled_and_declares_what_it_is():
 def test_every_compiled_kind_is_run_here_or_says_why_not():
     """A kind the compiler writes is run by the local engine, or declared not run here with the reason the run
     prints; never both, and no local kind the compiler does not write."""
-    from pipelines.local.kinds import LOCAL_KINDS, NOT_RUN_HERE
+    from bakeoff.pipelines.local.kinds import LOCAL_KINDS, NOT_RUN_HERE
 
     assert set(LOCAL_KINDS) == set(KINDS) - set(NOT_RUN_HERE)
     assert set(NOT_RUN_HERE) <= set(KINDS) and not set(NOT_RUN_HERE) & set(LOCAL_KINDS)
@@ -28,7 +28,7 @@ def test_every_compiled_kind_is_run_here_or_says_why_not():
 def test_a_kind_not_run_here_is_said_and_passed_over_and_an_unknown_one_refused():
     from types import SimpleNamespace
 
-    from pipelines.local.kinds import NOT_RUN_HERE, run_step
+    from bakeoff.pipelines.local.kinds import NOT_RUN_HERE, run_step
 
     notes: list[str] = []
     run = SimpleNamespace(executor=SimpleNamespace(progress=SimpleNamespace(note=notes.append)))
@@ -39,7 +39,7 @@ def test_a_kind_not_run_here_is_said_and_passed_over_and_an_unknown_one_refused(
 
 
 def test_the_validator_and_the_role_read_the_kinds():
-    from pipelines.sagemaker.validate import operations as checked
+    from bakeoff.pipelines.sagemaker.validate import operations as checked
 
     assert checked() == operations() == {"Training": ("CreateTrainingJob", "TrainingJobName"),
                                          "Processing": ("CreateProcessingJob", "ProcessingJobName")}
@@ -52,10 +52,10 @@ def test_the_validator_and_the_role_read_the_kinds():
 def test_a_new_kind_is_compiled_by_the_loop_without_the_compiler_knowing_it(monkeypatch, tmp_path):
     """A stand-in for "register the winner": a kind that appends one step after the gate's inputs; the
     compiler's loop writes it with no change of its own."""
-    import pipelines.sagemaker.compiler as compiler
-    import pipelines.steps as steps
+    import bakeoff.pipelines.sagemaker.compiler as compiler
+    import bakeoff.pipelines.steps as steps
+    from bakeoff.pipelines.spec.loader import load_spec
     from conftest import tiny_spec, write_spec
-    from pipelines.spec.loader import load_spec
 
     class Register:
         KIND, STEP_TYPES, IAM_ACTIONS, JOB_RESOURCES = "register", {}, (), ()
@@ -103,7 +103,7 @@ def test_the_kinds_use_the_local_engine_through_its_public_attributes_only():
     (`x._plan`) would tie it to the engine's insides, as `local/artifacts.py`'s `executor._record` once did."""
     from pathlib import Path
 
-    import pipelines.local as local
+    import bakeoff.pipelines.local as local
 
     private = []
     for path in sorted(Path(local.__file__).parent.rglob("*.py")):

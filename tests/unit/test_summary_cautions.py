@@ -4,7 +4,7 @@ import copy
 
 from rich.console import Console
 
-from pipelines.cli.summary import FEW_SEEDS, FEW_STEPS, cautions, render_summary, small_run
+from bakeoff.pipelines.cli.summary import FEW_SEEDS, FEW_STEPS, cautions, render_summary, small_run
 
 
 def _with(evaluation, *, emulated=False, seeds=None, steps=None):

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.sagemaker.compiler import metric_definitions
+from bakeoff.pipelines.sagemaker.published_schema import KNOWN_GAPS, known_gap, schema_errors, unexplained
+from bakeoff.pipelines.sagemaker.validate import definition_problems
+from bakeoff.pipelines.spec.loader import load_spec
 from conftest import ROOT, bakeoff
-from pipelines.sagemaker import compile_pipeline
-from pipelines.sagemaker.compiler import metric_definitions
-from pipelines.sagemaker.published_schema import KNOWN_GAPS, known_gap, schema_errors, unexplained
-from pipelines.sagemaker.validate import definition_problems
-from pipelines.spec.loader import load_spec
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 # AWS's published definition schema (aws-sagemaker-mlops/sagemaker-model-building-pipeline-definition-
@@ -97,7 +97,7 @@ def test_training_steps_are_complete_create_training_job_requests(quickstart):
     tags = {t["Key"]: t["Value"] for t in args["Tags"]}
     assert tags["bakeoff:compile-cache"] == env["NEURON_COMPILE_CACHE_URL"]
     assert tags["bakeoff:leg"] == "trn1" and tags["bakeoff:seed"] == "0" and tags["bakeoff:name"] == "quickstart"
-    from pipelines.plan.model import spec_hash
+    from bakeoff.pipelines.plan.model import spec_hash
 
     assert tags["bakeoff:spec-hash"] == spec_hash(load_spec(QUICKSTART))
     assert "BAKEOFF_SPEC_HASH" not in env  # it changes with every other leg: a tag, not a cache key
@@ -253,8 +253,8 @@ def test_synth_needs_no_aws(tmp_path):
 
 
 def test_platform_options_reach_every_job_and_pass_botocores_model(tmp_path):
+    from bakeoff.pipelines.sagemaker.validate import check_definition
     from conftest import tiny_spec, write_spec
-    from pipelines.sagemaker.validate import check_definition
 
     data = tiny_spec(security={"subnets": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
                                "security_group_ids": ["sg-0123456789abcdef0"], "network_isolation": True,
@@ -299,8 +299,8 @@ def test_metric_definitions_capture_finite_numbers_only():
 
 
 def test_a_spot_leg_checkpoints_a_tenth_of_the_run_when_the_spec_sets_no_interval(tmp_path):
-    from pipelines.plan.model import build_plan
-    from pipelines.spec.loader import load_spec
+    from bakeoff.pipelines.plan.model import build_plan
+    from bakeoff.pipelines.spec.loader import load_spec
 
     spec = load_spec(QUICKSTART)
     assert build_plan(spec).jobs[0].hyperparameters["checkpoint_interval"] == spec.training.checkpoint_interval == 0
@@ -322,8 +322,8 @@ def test_network_isolation_refuses_precompile_and_says_trn_jobs_compile_cold(tmp
 
 
 def test_the_preflight_step_splits_the_batch_for_its_one_process_and_fails_on_a_crash(tmp_path):
-    from pipelines.plan.model import build_plan
-    from pipelines.sagemaker.compiler import compile_plan
+    from bakeoff.pipelines.plan.model import build_plan
+    from bakeoff.pipelines.sagemaker.compiler import compile_plan
 
     spec = load_spec(QUICKSTART)
     spec = spec.model_copy(update={"preflight": spec.preflight.model_copy(update={"enabled": True})})

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.emoji import Emoji
 from rich.text import Text
 
-from pipelines.terminal_text import data, plain
+from bakeoff.pipelines.terminal_text import data, plain
 
 PICTURES = [str(Emoji(name)) for name in ("a", "thumbs_up", "smile", "red_circle")]
 REASON = "stability:a: [red]x[/red] :thumbs_up: :smile-emoji: :red_circle:"
@@ -39,7 +39,7 @@ def test_data_still_takes_out_escapes():
 
 
 def test_a_finished_job_prints_its_reason_and_name_literally():
-    from pipelines.local.progress import Progress
+    from bakeoff.pipelines.local.progress import Progress
 
     out = io.StringIO()
     progress = Progress(Console(file=out, force_terminal=False, width=400, soft_wrap=True))  # emoji on
@@ -56,7 +56,7 @@ def test_a_finished_job_prints_its_reason_and_name_literally():
 
 
 def test_the_live_bar_shows_a_job_name_literally():
-    from pipelines.local.progress import Progress
+    from bakeoff.pipelines.local.progress import Progress
 
     out = io.StringIO()
     progress = Progress(Console(file=out, force_terminal=True, color_system=None, width=400))
@@ -71,8 +71,8 @@ def test_the_live_bar_shows_a_job_name_literally():
 def test_bakeoffs_terminal_consoles_read_no_emoji_codes(monkeypatch, capsys):
     """The consoles bakeoff builds print what they are given without emoji codes, on a terminal too:
     bakeoff writes none of its own, so any in a line came from a job or a spec."""
-    from pipelines.cli import output
-    from pipelines.local.progress import Progress
+    from bakeoff.pipelines.cli import output
+    from bakeoff.pipelines.local.progress import Progress
 
     Progress().console.print("progress :thumbs_up:")
     monkeypatch.setattr(output, "is_terminal", lambda stream=None: True)
@@ -86,7 +86,7 @@ def test_bakeoffs_terminal_consoles_read_no_emoji_codes(monkeypatch, capsys):
 def test_the_summary_shows_check_names_and_reasons_literally(evaluation):
     import json
 
-    from pipelines.cli.summary import render_summary
+    from bakeoff.pipelines.cli.summary import render_summary
 
     ev = json.loads(json.dumps(evaluation))
     ev["checks"].append({"name": "stability:a", "status": "failed", "why": f":thumbs_up: {REASON}"})
@@ -101,7 +101,7 @@ def test_a_check_named_stability_a_and_a_reason_with_markup_and_an_emoji_code_pr
     rich's emoji codes on, the name, the reason's tags and its `:a:` all show as they are."""
     import json
 
-    from pipelines.cli.summary import render_summary
+    from bakeoff.pipelines.cli.summary import render_summary
 
     ev = json.loads(json.dumps(evaluation))
     why = "a was stopped: [bold]not bold[/bold] :a: at :a:"
@@ -114,7 +114,7 @@ def test_a_check_named_stability_a_and_a_reason_with_markup_and_an_emoji_code_pr
 
 
 def test_a_phase_and_the_substitution_gist_on_a_bar_are_shown_literally():
-    from pipelines.local.progress import Progress
+    from bakeoff.pipelines.local.progress import Progress
 
     out = io.StringIO()
     progress = Progress(Console(file=out, width=300, force_terminal=True))  # emoji codes on, as a caller's may be

@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from pipelines.cli.ui_guard import COOKIE, Guard
+from bakeoff.pipelines.cli.ui_guard import COOKIE, Guard
 
 TOKEN = "s3cr3t-token"
 

@@ -5,8 +5,8 @@ import json
 import boto3
 import pytest
 
+from bakeoff.pipelines.errors import SpecError
 from conftest import ROOT
-from pipelines.errors import SpecError
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 ROLE = "arn:aws:iam::123456789012:role/bakeoff"
@@ -43,7 +43,7 @@ class FakeOps:
 
 @pytest.fixture
 def fake_ops(monkeypatch):
-    from pipelines.api import _support
+    from bakeoff.pipelines.api import _support
 
     holder = {}
 
@@ -51,7 +51,7 @@ def fake_ops(monkeypatch):
         return holder["ops"]
 
     monkeypatch.setattr(_support, "ops_for", ops_for)
-    import pipelines.api.aws as aws
+    import bakeoff.pipelines.api.aws as aws
 
     monkeypatch.setattr(aws, "ops_for", ops_for)
     return holder
@@ -65,7 +65,7 @@ def _train_steps(definition):
 
 
 def test_rounds_grow_the_seeds_and_keep_finished_steps_as_they_were(fake_ops):
-    from pipelines import start_until_decided
+    from bakeoff import start_until_decided
 
     fake_ops["ops"] = ops = FakeOps(["inconclusive", "pass"])
     decision = start_until_decided(QUICKSTART, role_arn=ROLE, bucket="bakeoff-test-bucket", max_seeds=10)
@@ -82,7 +82,7 @@ def test_rounds_grow_the_seeds_and_keep_finished_steps_as_they_were(fake_ops):
 
 
 def test_the_cap_ends_inconclusive(fake_ops):
-    from pipelines import start_until_decided
+    from bakeoff import start_until_decided
 
     fake_ops["ops"] = FakeOps(["inconclusive", "inconclusive"])
     decision = start_until_decided(QUICKSTART, role_arn=ROLE, bucket="bakeoff-test-bucket", max_seeds=8)
@@ -92,7 +92,7 @@ def test_the_cap_ends_inconclusive(fake_ops):
 
 
 def test_the_cli_needs_a_role_and_prints_the_result_as_json(fake_ops, capsys):
-    from pipelines.cli.main import main
+    from bakeoff.pipelines.cli.main import main
 
     assert main(["start", str(QUICKSTART), "--until-decided"]) == 2
     assert "--role" in capsys.readouterr().err
@@ -104,7 +104,7 @@ def test_the_cli_needs_a_role_and_prints_the_result_as_json(fake_ops, capsys):
 
 
 def test_start_needs_a_pipeline_or_a_stack_and_until_decided_needs_the_spec(capsys):
-    from pipelines.cli.main import main
+    from bakeoff.pipelines.cli.main import main
 
     assert main(["start"]) == 2 and "one of the two" in capsys.readouterr().err
     assert main(["start", "--stack", "team-bakeoff", "--until-decided", "--role", ROLE]) == 2
@@ -143,7 +143,7 @@ def test_until_decided_through_the_api_retries_a_round_lost_to_infrastructure(aw
     execution is started with its display name and description."""
     from moto_aws import API_BUCKET, recorded_execution, session_with
 
-    from pipelines import start_until_decided
+    from bakeoff import start_until_decided
 
     calls, answers = _lost_then_found(recorded_execution("pass"))
     session = session_with(answers)
@@ -165,8 +165,8 @@ def test_until_decided_through_the_api_retries_a_round_lost_to_infrastructure(aw
 def test_retry_retries_a_failed_execution_and_the_cli_refuses_one_that_did_not_fail(aws, capsys):
     from moto_aws import API_BUCKET, recorded_execution, session_with
 
-    from pipelines import deploy, retry, start, synth
-    from pipelines.cli.main import main
+    from bakeoff import deploy, retry, start, synth
+    from bakeoff.pipelines.cli.main import main
 
     calls, answers = _lost_then_found(recorded_execution("pass"))
     arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/bakeoff-quickstart/execution/exec1"
@@ -201,9 +201,9 @@ def test_retry_of_a_stopped_execution_runs_its_lost_steps_selectively_with_its_o
     source is the stopped one (its finished steps' outputs reused), with the stopped execution's parameters."""
     from moto_aws import session_with
 
-    from pipelines import retry
-    from pipelines.sagemaker import compile_pipeline
-    from pipelines.spec.loader import load_spec
+    from bakeoff import retry
+    from bakeoff.pipelines.sagemaker import compile_pipeline
+    from bakeoff.pipelines.spec.loader import load_spec
 
     definition = compile_pipeline(load_spec(QUICKSTART, ["seeds=2"])).definition
     names = [s["Name"] for s in definition["Steps"]]

@@ -85,7 +85,7 @@ def test_the_terminal_names_the_check_and_suggests_preflight(tmp_path):
     from rich.console import Console
 
     ev = _bakeoff(tmp_path, trn={"compile": {"fallback_ops": ["aten::nonzero"]}})
-    from pipelines.cli.summary import render_summary
+    from bakeoff.pipelines.cli.summary import render_summary
 
     console = Console(record=True, width=200)
     render_summary(ev, console)

@@ -2,9 +2,9 @@
 tests/e2e/test_job_start.py runs real jobs through it)."""
 import sys
 
+from bakeoff.pipelines.local import warm
 from bakeoff_runtime.contract import ENV
 from bakeoff_runtime.training import warm_server, warm_worker
-from pipelines.local import warm
 
 LEG = {"BAKEOFF_BACKEND": "cpu", "PYTHONUNBUFFERED": "1", "PATH": "/usr/bin", "OMP_NUM_THREADS": "1",
        "MKL_NUM_THREADS": "1"}

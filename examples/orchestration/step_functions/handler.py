@@ -42,7 +42,7 @@ import os
 import tempfile
 from typing import Any
 
-from pipelines import Deployment, Execution, SpecError, TimedOut, deploy, report, start, wait
+from bakeoff import Deployment, Execution, SpecError, TimedOut, deploy, report, start, wait
 
 
 def handler(event: dict[str, Any], context: Any = None, session: Any = None) -> dict[str, Any]:

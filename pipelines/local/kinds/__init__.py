@@ -1,6 +1,6 @@
 """How this machine runs each kind of step of pipelines/steps/: one module per kind, its `run_local(run,
 node)` reading and writing the run's state (run_state.LocalRun) and using the engine only through its
-public protocol (run_state.Engine). The engine finds a step's kind with `pipelines.steps.kind_of` and runs
+public protocol (run_state.Engine). The engine finds a step's kind with `bakeoff.pipelines.steps.kind_of` and runs
 it by the module registered here; a kind the compiler writes but this machine cannot run is in
 NOT_RUN_HERE with the reason, which the run prints where it would have run the step.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from pipelines.steps import precompile as _precompile
+from bakeoff.pipelines.steps import precompile as _precompile
 
 from . import collective, evaluate, gate, preflight, training
 

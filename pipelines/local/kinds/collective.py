@@ -9,10 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bakeoff.pipelines.names import COLLECTIVE_STEP_PREFIX
+from bakeoff.pipelines.spec.derived import machine_processes
+from bakeoff.pipelines.steps import collective as compiled
 from bakeoff_runtime import contract
-from pipelines.names import COLLECTIVE_STEP_PREFIX
-from pipelines.spec.derived import machine_processes
-from pipelines.steps import collective as compiled
 
 from ..artifacts import artifact_uris, publish
 from ..definition import Context, resolve

@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from bakeoff.estimators.prices import price_for
+from bakeoff.pipelines.advice.price_list import cached
+from bakeoff.pipelines.errors import RunError
+from bakeoff.pipelines.names import EVALUATE_STEP
+from bakeoff.pipelines.plan.evaluation_config import EMULATED_COST_BASIS, RunRecord, evaluation_config
+from bakeoff.pipelines.steps import evaluate as compiled
 from bakeoff_runtime.contract.documents import Evaluation, read_evaluation
-from estimators.prices import price_for
-from pipelines.advice.price_list import cached
-from pipelines.errors import RunError
-from pipelines.names import EVALUATE_STEP
-from pipelines.plan.evaluation_config import EMULATED_COST_BASIS, RunRecord, evaluation_config
-from pipelines.steps import evaluate as compiled
 
 from .. import looks
 from ..definition import Context, resolve

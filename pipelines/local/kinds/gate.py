@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipelines.steps import gate as compiled
+from bakeoff.pipelines.steps import gate as compiled
 
 from ..definition import Context, resolve, walk_condition
 from ..files import write_json_atomically

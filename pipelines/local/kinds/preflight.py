@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipelines.errors import RunError
-from pipelines.names import PREFLIGHT_STEP
-from pipelines.steps import preflight as compiled
+from bakeoff.pipelines.errors import RunError
+from bakeoff.pipelines.names import PREFLIGHT_STEP
+from bakeoff.pipelines.steps import preflight as compiled
 
 from ..artifacts import artifact_uris, publish
 from ..definition import Context, resolve

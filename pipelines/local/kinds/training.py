@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipelines.steps import training as compiled
+from bakeoff.pipelines.steps import training as compiled
 
 from ..doomed import DoomWatch
 from ..parallel import ParallelJobs

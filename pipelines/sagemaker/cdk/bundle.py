@@ -19,10 +19,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from estimators.images import image_region
-from pipelines.errors import SpecError
-from pipelines.names import FAIL_STEP, INCONCLUSIVE_STEP
-from pipelines.spec.model import BakeoffSpec, sagemaker_regions
+from bakeoff.estimators.images import image_region
+from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.names import FAIL_STEP, INCONCLUSIVE_STEP
+from bakeoff.pipelines.spec.model import BakeoffSpec, sagemaker_regions
 
 from . import grants
 from .mlflow_server import MLFLOW_CLIENT_FOR_SERVER, MLFLOW_SERVER_VERSION, check_server_region
@@ -48,8 +48,8 @@ def write_bundle(spec: BakeoffSpec, out: Path, region: str | None = None,
                  mlflow_server: bool = False) -> dict[str, Any]:
     """Compile `spec` for `region` (default: its storage.region) into `out` (replaced); returns the manifest.
     `mlflow_server`: for a construct that creates a SageMaker MLflow tracking server the jobs track to."""
-    from pipelines.sagemaker.compiler import compile_pipeline
-    from pipelines.sagemaker.validate import check_definition
+    from bakeoff.pipelines.sagemaker.compiler import compile_pipeline
+    from bakeoff.pipelines.sagemaker.validate import check_definition
 
     region = bundle_region(spec, region)
     role = role_sentinel(region)

@@ -11,7 +11,7 @@ import hashlib
 import re
 from typing import Any
 
-from pipelines.errors import SpecError
+from bakeoff.pipelines.errors import SpecError
 
 from .placeholders import BUCKET_ARN, BUCKET_SENTINEL, PARTITION, PIPELINE_ARN, ROLE_ARN, arn, objects
 from .reads import (
@@ -108,7 +108,7 @@ def _log_group(region: str, name: str) -> str:
 
 def execution_grants(definition: Json, prefix: str, region: str, mlflow_arns: list[str]) -> list[Json]:
     """Least privilege for the pipeline and its jobs (see cdk/bakeoff_cdk/policies.py execution_grants)."""
-    from pipelines.steps import iam_actions, job_resources
+    from bakeoff.pipelines.steps import iam_actions, job_resources
 
     jobs = [job_arn(region, resource) for resource in job_resources()]
     streams = [_log_group(region, f"{name}:log-stream:*") for name in LOG_GROUPS]

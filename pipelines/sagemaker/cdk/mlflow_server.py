@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from estimators.images import partition
-from pipelines.errors import SpecError
+from bakeoff.estimators.images import partition
+from bakeoff.pipelines.errors import SpecError
 
 MLFLOW_SERVER_VERSION = "3.0"
 # AWS's client release for each tracking server version (the same mlflow-track-experiments page).

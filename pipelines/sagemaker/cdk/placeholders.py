@@ -5,7 +5,7 @@ cdk/bakeoff_cdk/definition.py); the manifest's IAM statements carry `${Name}` pl
 replaces by its tokens (the bucket's ARN, the role's ARN, the stack's partition and account)."""
 from __future__ import annotations
 
-from estimators.images import partition
+from bakeoff.estimators.images import partition
 
 SENTINEL_ACCOUNT = "000000000000"
 BUCKET_SENTINEL = "bakeoff-cdk-bucket-sentinel-7f3a"
