@@ -661,18 +661,24 @@ def _check_runtime_packages(plan: Plan, python: str, gpu: bool) -> None:
            if row(leg.kind.local_emulation(leg.backend_name, gpu).backend).torch_device == "xla"]
     if xla:
         wanted["torch_xla"] = f"leg{'s' if len(xla) > 1 else ''} {', '.join(xla)} (PyTorch/XLA's CPU device)"
+    # The second line says whether that Python has pip: a virtualenv made by `uv venv`, or a `uv tool install`
+    # environment, has none, and `python -m pip install` would fail there.
     probe = ("import importlib.util, sys\n"
-             "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))")
+             "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))\n"
+             "print('pip' if importlib.util.find_spec('pip') else '')")
     try:
         proc = subprocess.run([python, "-c", probe, *wanted], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RunError(f"the jobs' Python ({python}) cannot be started: {exc}") from None
-    missing = proc.stdout.split() if proc.returncode == 0 else list(wanted)
+    lines = [*proc.stdout.splitlines(), "", ""]
+    missing = lines[0].split() if proc.returncode == 0 else list(wanted)
     if missing:
+        install = (f"{python} -m pip install 'bakeoff[local]'" if lines[1].strip() == "pip"
+                   else f"uv pip install --python {python} 'bakeoff[local]'")
         # A missing extra is how bakeoff was installed, not a run that failed: bad input's exit code (2).
         raise SpecError(f"the jobs' Python ({python}) lacks {' and '.join(missing)} (for "
-                       f"{'; '.join(wanted[m] for m in missing)}): install bakeoff's local extra "
-                       f"(`{python} -m pip install 'bakeoff[local]'`, or `make setup` in a clone); no job was started")
+                        f"{'; '.join(wanted[m] for m in missing)}): install bakeoff's local extra "
+                        f"(`{install}`, or `make setup` in a clone); no job was started")
 
 
 def _warm_legs(spec: BakeoffSpec) -> int:

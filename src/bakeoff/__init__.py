@@ -17,8 +17,10 @@ from bakeoff import pipelines as _api
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name resolves lazily below
     from bakeoff.pipelines.api import (
         AssetInfo,
+        BudgetPlan,
         Decision,
         Deployment,
+        Evaluation,
         Execution,
         ExecutionStatus,
         Images,

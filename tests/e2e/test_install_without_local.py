@@ -4,7 +4,7 @@ that failed; one line), instead of starting every job to fail at `import torch` 
 import subprocess
 from importlib.metadata import version
 
-from conftest import ROOT, fresh_venv, outside_env
+from conftest import ROOT, fresh_venv, outside_env, uv_or_skip
 
 
 def test_a_run_without_the_local_extra_says_what_to_install_and_starts_no_job(bakeoff_wheel, tmp_path):
@@ -29,5 +29,12 @@ def test_a_run_without_the_local_extra_says_what_to_install_and_starts_no_job(ba
     python = bin_dir / "python"
     assert "lacks torch and torch_xla" in lines[0] and "no job was started" in lines[0], lines[0]
     # The exact command that installs what is missing, for the Python the jobs run.
-    assert f"`{python} -m pip install 'bakeoff[local]'`" in lines[0], lines[0]
+    # A venv made by uv has no pip: the line says the install that works there.
+    assert f"`uv pip install --python {python} 'bakeoff[local]'`" in lines[0], lines[0]
     assert not (out / "jobs").exists() or not any((out / "jobs").iterdir())
+    # With pip in that Python (a venv made by `python -m venv`), the line is pip's.
+    subprocess.run([uv_or_skip(), "pip", "install", "--quiet", "--python", str(python), "pip"], check=True,
+                   timeout=300)
+    again = bakeoff("run", ROOT / "examples" / "quickstart.yaml", "--out", out, "--no-mlflow")
+    assert again.returncode == 2, again.stderr[-2000:]
+    assert f"`{python} -m pip install 'bakeoff[local]'`" in again.stderr, again.stderr[-2000:]
