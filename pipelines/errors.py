@@ -1,6 +1,6 @@
 """Errors meant for people and for the code that calls bakeoff: one line each, and a class to branch on.
 
-The hierarchy, and the CLI's exit code each maps to (one meaning per code, the same in README,
+The hierarchy, and the CLI's exit code each maps to (one meaning per code, the same in the docs,
 `--help` and the pipeline gate):
 
 - `BakeoffError` (4): the base; `except BakeoffError` catches everything bakeoff raises on purpose.
