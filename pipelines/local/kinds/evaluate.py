@@ -99,7 +99,7 @@ def _check_address(uri: str, body: bytes, path: Path) -> None:
     that does not hash to its address was written after it was compiled. A training job runs as the same
     user as `bakeoff run` and can write the run's local store, so what decides the verdict is checked
     against its address, not trusted. (On SageMaker the training jobs' role must not write this prefix:
-    the README's "What protects a verdict".)"""
+    docs/concepts/parity-rule.md, "What protects a verdict".)"""
     address = uri.rstrip("/").split("/")[-2] if uri.endswith(".json") else uri.rstrip("/").split("/")[-1]
     if hashlib.sha256(body).hexdigest() != address:
         raise RunError(f"the Evaluate step's config in the run's store ({path}) does not match its address: it was "
