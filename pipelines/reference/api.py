@@ -47,11 +47,12 @@ def page(names: Iterable[tuple[str, str]] | None = None) -> str:
     items = sorted(exported().items() if names is None else names,
                    key=lambda item: (_group(*item), course.get(item[0], len(course)), item[0]))
     out = [GENERATED, "# Python API\n\n",
-           "Everything `import bakeoff.pipelines` exports, from the docstrings. Each verb does what the CLI command "
+           "Everything `bakeoff` exports (`from bakeoff import ...`; the same objects as `bakeoff.pipelines`), "
+           "from the docstrings. Each verb does what the CLI command "
            "of its name does and returns a frozen pydantic model that serialises to the JSON "
            "`bakeoff COMMAND --json` prints; nothing prints. Errors are the classes under "
-           "[Errors](#pipelines-errors), each with the CLI's [exit code](exit-codes.md).\n\n"
-           "```python\nfrom pipelines import load_spec, run_local\n"
+           "[Errors](#bakeoff-pipelines-errors), each with the CLI's [exit code](exit-codes.md).\n\n"
+           "```python\nfrom bakeoff import load_spec, run_local\n"
            "result = run_local(load_spec(\"bakeoff.yaml\"), \"runs/demo\")\nprint(result.verdict)\n```\n\n"]
     group = None
     for name, where in items:

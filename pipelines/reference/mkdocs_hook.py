@@ -6,7 +6,30 @@ from text (mkdocs 1.6: mkdocs/structure/files.py, File.generated; the event in m
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
+
+# The packages by their installed names, as links to the checkout's folders (the same tree `make lint` makes for
+# mypy): mkdocstrings reads source files by module path (mkdocs.yml `paths:`), and the editable install's import
+# hook, which maps bakeoff.pipelines to pipelines/, is invisible to it.
+NAMES_TREE = ("build", "typecheck", "bakeoff")
+LINKS = {"__init__.py": "src/bakeoff/__init__.py", "py.typed": "src/bakeoff/py.typed", "pipelines": "pipelines",
+         "estimators": "estimators"}
+
+
+def on_config(config: Any) -> Any:
+    root = Path(config.config_file_path).resolve().parent
+    tree = root.joinpath(*NAMES_TREE)
+    tree.mkdir(parents=True, exist_ok=True)
+    for name, target in LINKS.items():
+        link, wanted = tree / name, os.path.relpath(root / target, tree)
+        if link.is_symlink() and os.readlink(link) == wanted:
+            continue
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(wanted)
+    return config
 
 
 def on_files(files: Any, config: Any) -> Any:
