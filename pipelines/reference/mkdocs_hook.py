@@ -19,7 +19,7 @@ LINKS = {"__init__.py": "src/bakeoff/__init__.py", "py.typed": "src/bakeoff/py.t
 
 
 def on_config(config: Any) -> Any:
-    root = Path(config.config_file_path).resolve().parent
+    root = Path(__file__).resolve().parents[2]  # the checkout this hook is in (pipelines/reference/)
     tree = root.joinpath(*NAMES_TREE)
     tree.mkdir(parents=True, exist_ok=True)
     for name, target in LINKS.items():

@@ -45,7 +45,8 @@ def test_a_broken_anchor_fails_the_build(tmp_path):
     with (tmp_path / "docs" / "troubleshooting.md").open("a") as page:
         page.write("\n[a field](reference/spec.md#no-such-model)\n")
     config = (ROOT / "mkdocs.yml").read_text().replace("docs_dir: docs", f"docs_dir: {tmp_path / 'docs'}").replace(
-        "  - pipelines/reference/mkdocs_hook.py", f"  - {ROOT / 'pipelines' / 'reference' / 'mkdocs_hook.py'}")
+        "  - pipelines/reference/mkdocs_hook.py", f"  - {ROOT / 'pipelines' / 'reference' / 'mkdocs_hook.py'}").replace(
+        "paths: [build/typecheck, entrypoints]", f"paths: [{ROOT / 'build' / 'typecheck'}, {ROOT / 'entrypoints'}]")
     (tmp_path / "mkdocs.yml").write_text(config)
     mkdocs = str(Path(sys.executable).with_name("mkdocs"))
     proc = subprocess.run([mkdocs, "build", "--strict", "-f", str(tmp_path / "mkdocs.yml"), "--site-dir",
