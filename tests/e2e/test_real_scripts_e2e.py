@@ -31,7 +31,8 @@ def _script_spec(tmp_path, folder, *, legs, metrics=LOSSES, seeds=2, margin=0.05
 
 
 def _run(tmp_path, spec):
-    proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow")
+    # -v: the lines on how each leg runs here (how a script starts, its local: block) are the details.
+    proc = bakeoff("run", spec, "-v", "--out", tmp_path / "out", "--no-mlflow")
     path = tmp_path / "out" / "evaluation" / "evaluation.json"
     assert path.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, json.loads(path.read_text())

@@ -12,7 +12,8 @@ def test_a_trn_sweep_runs_locally_end_to_end(tmp_path):
     data["legs"][1]["scaling"] = [{"instance_type": "ml.p4d.24xlarge", "instance_count": 2}]
     data["mlflow"] = {"enabled": False}
     out = tmp_path / "out"
-    proc = bakeoff("run", write_spec(tmp_path / "sweep.yaml", data), "--out", out)
+    # -v: each size of a leg on its own line is a detail of the substitutions.
+    proc = bakeoff("run", write_spec(tmp_path / "sweep.yaml", data), "-v", "--out", out)
     assert proc.returncode in (0, 1, 3), proc.stdout + proc.stderr
     assert "leg p4d-x2: 2 x ml.p4d.24xlarge" in proc.stdout + proc.stderr
     ev = json.loads((out / "evaluation" / "evaluation.json").read_text())

@@ -23,7 +23,8 @@ def _run(tmp_path, folder, entrypoint, *, legs, hyperparameters=None, seeds=2, m
         "entrypoint": {"source_dir": folder, "script": "train.py", "mode": "script", "script_mode": entrypoint},
         "hyperparameters": hyperparameters or {}, "legs": legs, "seeds": seeds,
         "parity": {"metric": metric, "margin": margin, "baseline": "g5"}})
-    proc = bakeoff("run", spec, "--out", tmp_path / "out", "--no-mlflow")
+    # -v: how each leg runs here (its environment, how the script starts) is in the details.
+    proc = bakeoff("run", spec, "-v", "--out", tmp_path / "out", "--no-mlflow")
     path = tmp_path / "out" / "evaluation" / "evaluation.json"
     if not expect_evaluation:
         return proc, None
