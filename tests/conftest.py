@@ -353,6 +353,24 @@ def fresh_venv(path: Path, *requirements: str) -> Path:
     return path / "bin"
 
 
+def installed_bakeoff(bin_dir: Path, cwd: Path, timeout: int):
+    """The `bakeoff` command a fresh virtualenv installed (fresh_venv), run outside this checkout's environment
+    from `cwd`; checks at once that it says its version and validates the quickstart, as a user's first try."""
+    from importlib.metadata import version
+
+    env = outside_env()
+
+    def bakeoff(*args) -> subprocess.CompletedProcess:
+        return subprocess.run([str(bin_dir / "bakeoff"), *map(str, args)], capture_output=True, text=True, env=env,
+                              cwd=cwd, timeout=timeout)
+
+    shown = bakeoff("--version")
+    assert shown.returncode == 0 and shown.stdout.strip() == f"bakeoff {version('bakeoff')}", shown
+    checked = bakeoff("validate", ROOT / "examples" / "quickstart.yaml")
+    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    return bakeoff
+
+
 def outside_env() -> dict[str, str]:
     """This process's environment without what would point a venv's Python back at the checkout's."""
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

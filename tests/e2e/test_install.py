@@ -3,9 +3,8 @@
 import json
 import subprocess
 import zipfile
-from importlib.metadata import version
 
-from conftest import ROOT, fresh_venv, outside_env
+from conftest import ROOT, fresh_venv, installed_bakeoff, outside_env
 
 TINY_MODEL = {"model.d_model": 32, "model.n_layers": 1, "model.n_heads": 2, "training.sequence_length": 32}
 
@@ -26,19 +25,10 @@ def test_the_wheel_installs_one_import_name_and_ships_the_container_code_as_data
 
 def test_the_wheel_with_its_local_extra_runs_the_quickstart_in_a_fresh_venv(bakeoff_wheel, tmp_path):
     bin_dir = fresh_venv(tmp_path / "venv", f"bakeoff[local] @ {bakeoff_wheel.as_uri()}")
-    env = outside_env()
-
-    def bakeoff(*args):
-        return subprocess.run([str(bin_dir / "bakeoff"), *map(str, args)], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, timeout=600)
-
-    shown = bakeoff("--version")
-    assert shown.returncode == 0 and shown.stdout.strip() == f"bakeoff {version('bakeoff')}", shown
-    checked = bakeoff("validate", ROOT / "examples" / "quickstart.yaml")
-    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    bakeoff = installed_bakeoff(bin_dir, tmp_path, timeout=600)
     where = subprocess.run([str(bin_dir / "python"), "-c",
                             "from bakeoff.pipelines.plan import bundle as b; print(b.entrypoints_dir())"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True).stdout.strip()
+                           capture_output=True, text=True, env=outside_env(), cwd=tmp_path, check=True).stdout.strip()
     assert where.startswith(str(tmp_path / "venv")) and where.endswith("bakeoff/pipelines/_bundle/entrypoints")
     out = tmp_path / "run"
     proc = bakeoff("run", ROOT / "examples" / "quickstart.yaml", "--out", out, "--set", "seeds=2",

@@ -2,24 +2,14 @@
 says what to install before any job starts (exit 2: how bakeoff was installed is a usage problem, not a run
 that failed; one line), instead of starting every job to fail at `import torch` and blaming the script."""
 import subprocess
-from importlib.metadata import version
 
-from conftest import ROOT, fresh_venv, outside_env, uv_or_skip
+from conftest import ROOT, fresh_venv, installed_bakeoff, uv_or_skip
 
 
 def test_a_run_without_the_local_extra_says_what_to_install_and_starts_no_job(bakeoff_wheel, tmp_path):
     # The core only (its dependencies from the index, as `pip install bakeoff` would): no torch, no torch_xla.
     bin_dir = fresh_venv(tmp_path / "venv", str(bakeoff_wheel))
-    env = outside_env()
-
-    def bakeoff(*args):
-        return subprocess.run([str(bin_dir / "bakeoff"), *map(str, args)], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, timeout=300)
-
-    shown = bakeoff("--version")
-    assert shown.returncode == 0 and shown.stdout.strip() == f"bakeoff {version('bakeoff')}", shown
-    checked = bakeoff("validate", ROOT / "examples" / "quickstart.yaml")
-    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    bakeoff = installed_bakeoff(bin_dir, tmp_path, timeout=300)
     out = tmp_path / "run"
     proc = bakeoff("run", ROOT / "examples" / "quickstart.yaml", "--out", out, "--no-mlflow")
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -13,7 +13,7 @@ from moto_aws import API_BUCKET as BUCKET
 from moto_aws import QUICKSTART, ROLE, recorded_execution
 
 from bakeoff.pipelines.extras import STATS_INSTALL
-from conftest import ROOT
+from conftest import ROOT, uv_or_skip
 
 HANDLER = ROOT / "examples" / "orchestration" / "step_functions" / "handler.py"
 # Lambda's limit on a function's code unpacked, layers included, in bytes as Lambda's error states it
@@ -21,31 +21,17 @@ HANDLER = ROOT / "examples" / "orchestration" / "step_functions" / "handler.py"
 LAMBDA_UNZIPPED_LIMIT = 262_144_000
 
 
-def _uv() -> str:
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("uv is not on PATH (make setup installs it)")
-    return uv
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run([_uv(), "build", "--quiet", "--wheel", "--out-dir", str(out), str(ROOT)], check=True, timeout=600)
-    (built,) = out.glob("bakeoff-*.whl")
-    return built
-
-
 def _install(args: list[str]) -> None:
     """`uv pip install` the core's dependencies from the index, as `pip install bakeoff` would."""
-    proc = subprocess.run([_uv(), "pip", "install", "--quiet", *args], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([uv_or_skip(), "pip", "install", "--quiet", *args], capture_output=True, text=True,
+                          timeout=600)
     if proc.returncode != 0 and "network" in proc.stderr.lower():
         pytest.skip(f"the package index cannot be reached: {proc.stderr.strip()[-300:]}")
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def _venv(path) -> str:
-    subprocess.run([_uv(), "venv", "--quiet", "--python", "python3", str(path)], check=True, timeout=300)
+    subprocess.run([uv_or_skip(), "venv", "--quiet", "--python", "python3", str(path)], check=True, timeout=300)
     return str(path / "bin" / "python")
 
 
@@ -72,9 +58,9 @@ print(json.dumps({"pipeline_arn": deployment.pipeline_arn, "execution_arn": exec
 """
 
 
-def test_the_core_installs_without_numpy_or_scipy_and_deploys_starts_and_polls(wheel, aws, tmp_path):
+def test_the_core_installs_without_numpy_or_scipy_and_deploys_starts_and_polls(bakeoff_wheel, aws, tmp_path):
     python = _venv(tmp_path / "venv")
-    _install(["--python", python, str(wheel)])
+    _install(["--python", python, str(bakeoff_wheel)])
     present = subprocess.run([python, "-c", "import importlib.util as u; print([m for m in ('numpy', 'scipy') "
                               "if u.find_spec(m)])"], capture_output=True, text=True, check=True, env=_clean_env())
     assert present.stdout.strip() == "[]"
@@ -139,11 +125,11 @@ print(json.dumps(out))
 """
 
 
-def test_the_step_functions_handler_runs_from_its_lambda_package(wheel, aws, tmp_path):
+def test_the_step_functions_handler_runs_from_its_lambda_package(bakeoff_wheel, aws, tmp_path):
     """The package as the example's docstring builds it (for this machine's Python rather than Lambda's, so that
     it runs here), under Lambda's unpacked limit, runs the state machine's tasks with nothing else installed."""
     package = tmp_path / "package"
-    _install(["--target", str(package), str(wheel)])
+    _install(["--target", str(package), str(bakeoff_wheel)])
     shutil.copy(HANDLER, package / "handler.py")
     shutil.copy(QUICKSTART, package / "bakeoff.yaml")
     assert not (package / "numpy").exists() and not (package / "scipy").exists()
