@@ -8,11 +8,19 @@ STAMP := $(VENV)/.bakeoff-synced
 
 .PHONY: setup browser quickstart test test-fast lint bench docs linkcheck clean
 
-$(STAMP): pyproject.toml uv.lock cdk/package-lock.json cdk/construct/package-lock.json
+# The CDK construct's Python package (bakeoff_cdk_construct, which bakeoff_cdk builds on) is on no index: jsii
+# compiles cdk/construct and jsii-pacmak writes its Python source into cdk/construct/dist/python, the path
+# uv.lock names for it (pyproject.toml [tool.uv.sources]), before the sync installs it.
+CONSTRUCT := cdk/construct
+CONSTRUCT_SOURCES := $(CONSTRUCT)/package.json $(wildcard $(CONSTRUCT)/src/*.ts)
+
+$(STAMP): pyproject.toml uv.lock cdk/package-lock.json $(CONSTRUCT)/package-lock.json $(CONSTRUCT_SOURCES)
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
-	$(UV) sync --locked --compile-bytecode --extra local --extra dev
 	cd cdk && npm ci --no-audit --no-fund --loglevel=error
-	cd cdk/construct && npm ci --no-audit --no-fund --loglevel=error
+	cd $(CONSTRUCT) && npm ci --no-audit --no-fund --loglevel=error && \
+		npx --no-install jsii --silence-warnings=reserved-word && \
+		npx --no-install jsii-pacmak --targets python --code-only --outdir dist
+	$(UV) sync --locked --compile-bytecode --extra local --extra dev --reinstall-package bakeoff-cdk-construct
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -29,7 +29,7 @@ from .request import (
 
 KIND = "training"
 # What the kind is in a definition, for the validator (botocore's operation and the request's name
-# field, pipelines/sagemaker/validate.py) and the CDK role (cdk/bakeoff_cdk/policies.py).
+# field, pipelines/sagemaker/validate.py) and the CDK role (pipelines/sagemaker/cdk/grants.py).
 STEP_TYPES = {"Training": ("CreateTrainingJob", "TrainingJobName")}
 IAM_ACTIONS = ("sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob")
 JOB_RESOURCES = ("training-job",)

@@ -19,13 +19,14 @@ const METRICS_NAMESPACE = 'AWS/Sagemaker/ModelBuildingPipeline';
 /** The gate's Fail steps (pipelines/names.py FAIL_STEP, INCONCLUSIVE_STEP; a bundle names them, checked). */
 export const GATE_STEPS = { fail: 'ParityFailed', inconclusive: 'ParityInconclusive' };
 /**
- * Starting, watching, stopping and reporting an execution (`bakeoff start/status/wait/stop`), on the pipeline
- * and its executions (pipelines/sagemaker/cdk/reads.py START_ACTIONS; a bundle names them, checked).
+ * Starting, watching, stopping and retrying an execution (`bakeoff start/status/wait/stop/retry`), on the
+ * pipeline and its executions (pipelines/sagemaker/cdk/reads.py START_ACTIONS; a bundle names them, checked).
  */
 export const START_ACTIONS = [
   'sagemaker:StartPipelineExecution', 'sagemaker:DescribePipeline', 'sagemaker:ListPipelineExecutions',
   'sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
   'sagemaker:ListPipelineParametersForExecution', 'sagemaker:StopPipelineExecution',
+  'sagemaker:RetryPipelineExecution',
 ];
 
 /** A bake-off's verdict, as SageMaker's events tell it. */

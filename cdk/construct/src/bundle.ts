@@ -90,7 +90,8 @@ export function replaceAll(text: string, sentinel: string, value: string): strin
 
 /**
  * `value` as Python's `json.dumps(value, sort_keys=True)` writes it (", " and ": " separators, non-ASCII escaped):
- * cdk/bakeoff_cdk keys what it renders per stack by this text, and this construct keys it the same.
+ * what a stack renders is keyed by this text, as bakeoff_cdk 0.1.0 (Python) keyed it, so a stack moving from it
+ * keeps its deployed keys.
  */
 export function pythonJson(value: any): string {
   if (value === null || value === undefined) return 'null';

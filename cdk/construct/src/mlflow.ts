@@ -1,5 +1,5 @@
-// The SageMaker MLflow tracking server the jobs track to, as cdk/bakeoff_cdk's mlflow_tracking_server=True makes
-// it: its own role, writing artifacts under <prefix>/mlflow/ only. Internal.
+// The SageMaker MLflow tracking server the jobs track to (mlflowTrackingServer; a Python app's
+// mlflow_tracking_server=True): its own role, writing artifacts under <prefix>/mlflow/ only. Internal.
 import { Annotations, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';

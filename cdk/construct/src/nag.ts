@@ -1,6 +1,6 @@
 // cdk-nag acknowledgments, each by its exact finding (rule and evidence) and only where the finding is: a
 // wildcard (IAM5) on the one IAM policy that holds it, never on a role (where it would also hide a later
-// wildcard grant). Same rules as cdk/bakeoff_cdk/security.py. Internal.
+// wildcard grant). Internal.
 import { DefaultStackSynthesizer, Stack, Validations } from 'aws-cdk-lib';
 import { IConstruct } from 'constructs';
 

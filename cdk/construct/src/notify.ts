@@ -1,5 +1,5 @@
-// Each execution's outcome told to a target, as cdk/bakeoff_cdk/notifications.py tells it (the same rules, ids,
-// patterns and messages). Internal.
+// Each execution's outcome told to a target: the same rules, ids, patterns and messages as bakeoff_cdk 0.1.0's
+// notifications (a stack moving from it keeps them). Internal.
 //
 // The verdict lives in the steps: a pass is the execution Succeeded (only a pass gets past the gate), a fail or
 // an inconclusive verdict is the gate's Fail step failing with the gate's message as its failureReason; any other

@@ -1,5 +1,6 @@
-// The BakeoffPipeline construct: deploys what `bakeoff synth --cdk-out DIR` wrote, as cdk/bakeoff_cdk does from
-// the spec: the bucket, the least-privilege execution role, the content-addressed assets and the pipeline.
+// The BakeoffPipeline construct: deploys what `bakeoff synth --cdk-out DIR` wrote (a Python app's cdk/bakeoff_cdk
+// writes it from the spec at synth time and deploys it with this construct): the bucket, the least-privilege
+// execution role, the content-addressed assets and the pipeline.
 import * as crypto from 'crypto';
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Size, Stack, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -233,7 +234,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     const bucketName = this.bucket.bucketName;
     const values: Record<string, string> = { [m.sentinels.bucket]: bucketName, [m.sentinels.role]: role.roleArn };
     if (m.sentinels.mlflow && this.mlflowTrackingServerArn) values[m.sentinels.mlflow] = this.mlflowTrackingServerArn;
-    // As cdk/bakeoff_cdk keys what it renders per stack (so a shared bucket never mixes two stacks'), to the byte.
+    // What names this stack's values is keyed per stack, so a shared bucket never mixes two stacks'.
     const identity = [m.region, nagText(stack, stack.account), this.pipelineName,
       pythonJson(stack.resolve(values))].join('\0');
     const render = (body: string) => Object.entries(values).reduce((t, [k, v]) => replaceAll(t, k, v), body);
@@ -442,7 +443,7 @@ function count(text: string, sentinel: string): number {
   return text.split(sentinel).length - 1;
 }
 
-/** `bakeoff-<name>-<8 hex>` of the stack's name and the construct's path in it (as cdk/bakeoff_cdk names it). */
+/** `bakeoff-<name>-<8 hex>` of the stack's name and the construct's path in it. */
 function defaultName(stack: Stack, scope: IConstruct, name: string): string {
   const stackId = Token.isUnresolved(stack.stackName) ? stack.node.path : stack.stackName;
   const inside = scope.node.path.slice(stack.node.path.length).replace(/^\/+/, '');

@@ -1,4 +1,4 @@
-// Starting a pipeline on a schedule, as cdk/bakeoff_cdk's add_schedule does. Internal.
+// Starting a pipeline on a schedule. Internal.
 import * as crypto from 'crypto';
 import { Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';

@@ -1,4 +1,4 @@
-// A TypeScript app with what cdk/bakeoff_cdk's options add, each switched on from the context, with cdk-nag's
+// A TypeScript app with the construct's options, each switched on from the context, with cdk-nag's
 // AwsSolutions checks on every synth:
 //   bakeoff synth SPEC --region us-west-2 --cdk-out bundle [--mlflow-server]
 //   npm run test-app && npx cdk synth --app 'node test-app/features.js' -c bundleDir=bundle -c region=us-west-2 \

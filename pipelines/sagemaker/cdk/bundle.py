@@ -1,17 +1,17 @@
 """`bakeoff synth --cdk-out DIR`: the compiled pipeline as a CDK construct in any language deploys it.
 
-    DIR/manifest.json    what the construct needs besides the files (format 1, below)
+    DIR/manifest.json    what the construct needs besides the files (FORMAT, below)
     DIR/definition.json  the definition, compact JSON with sorted keys, the bucket and role as sentinels
     DIR/assets/<key>     each asset at its content-addressed S3 key
     DIR/rendered/<key>   with `mlflow_server`: the assets that name the tracking server (the evaluation config),
                          which the construct deploys under a key of its own stack with the server's ARN filled in
 
 The construct (cdk/construct) replaces the sentinels by its bucket's name and role's ARN (so the deployed
-definition is `bakeoff synth --bucket B --role R` byte for byte, as the Python construct's is), deploys the
-assets under their keys, and builds the role from the manifest's grants (grants.py). Compiled exactly as the
-Python construct compiles (cdk/bakeoff_cdk/definition.py tokenized_definition): with `mlflow_server` (`bakeoff
-synth --cdk-out DIR --mlflow-server`) the jobs track to a SageMaker MLflow tracking server the construct creates,
-named by a sentinel ARN as the Python construct's `mlflow_tracking_server=True` compiles it."""
+definition is `bakeoff synth --bucket B --role R` byte for byte), deploys the assets under their keys, and builds
+the role from the manifest's grants (grants.py). A Python app's construct (cdk/bakeoff_cdk) writes its bundle
+with this function at synth time. With `mlflow_server` (`bakeoff synth --cdk-out DIR --mlflow-server`, the
+Python construct's `mlflow_tracking_server=True`) the jobs track to a SageMaker MLflow tracking server the
+construct creates, named by a sentinel ARN until the construct fills in its ARN."""
 from __future__ import annotations
 
 import json

@@ -1,10 +1,23 @@
 """The execution role's and the starters' IAM statements as JSON with `${Name}` placeholders (placeholders.py),
-for a construct in any language. The same grants as cdk/bakeoff_cdk/policies.py, statement for statement: a
-permission is granted only when the compiled definition uses it (the e2e tests compare both constructs' roles).
+for the construct (cdk/construct; cdk/bakeoff_cdk is it for Python apps): a permission is granted only when the
+compiled definition uses it, derived from the definition, not the spec.
 
 A grant is `{"name", "statements", "reason", "wildcards"}`: `reason` (a key of reasons.REASONS, or None when
 it has no wildcard) accepts cdk-nag's IAM5 findings on the resources in `wildcards`, on the grant's own policy.
-Sources: the comments of cdk/bakeoff_cdk/policies.py and /work/notes/aws_facts.md section 11."""
+
+Sources (and /work/notes/aws_facts.md section 11):
+- VPC: AWS docs "How to use SageMaker AI execution roles" (sagemaker-roles), CreateTrainingJob and
+  CreateProcessingJob with VpcConfig: ec2:CreateNetworkInterface, CreateNetworkInterfacePermission,
+  DeleteNetworkInterface, DeleteNetworkInterfacePermission, DescribeNetworkInterfaces, DescribeVpcs,
+  DescribeDhcpOptions, DescribeSubnets, DescribeSecurityGroups; for processing "Don't scope in the policy with
+  any conditions or resource filters".
+- KMS: OutputDataConfig.KmsKeyId "the SageMaker execution role must include permissions to call kms:Encrypt"
+  (botocore sagemaker model); S3 SSE-KMS writes need kms:GenerateDataKey and reads kms:Decrypt; VolumeKmsKeyId
+  needs kms:CreateGrant (sagemaker-roles).
+- S3: without s3:ListBucket a GET or HEAD of a missing key is 403, not 404 (botocore S3 model, GetObject and
+  HeadObject). s3:GetBucketLocation takes no s3:prefix condition key.
+- Logs: training jobs log to /aws/sagemaker/TrainingJobs and processing jobs to /aws/sagemaker/ProcessingJobs;
+  logs:CreateLogGroup is authorized on the log group's ARN itself (no `:*`), streams on `...:log-stream:*`."""
 from __future__ import annotations
 
 import hashlib
@@ -107,7 +120,7 @@ def _log_group(region: str, name: str) -> str:
 
 
 def execution_grants(definition: Json, prefix: str, region: str, mlflow_arns: list[str]) -> list[Json]:
-    """Least privilege for the pipeline and its jobs (see cdk/bakeoff_cdk/policies.py execution_grants)."""
+    """Least privilege for the pipeline and its jobs (the sources above)."""
     from bakeoff.pipelines.steps import iam_actions, job_resources
 
     jobs = [job_arn(region, resource) for resource in job_resources()]

@@ -6,8 +6,8 @@ specifying the latest version explicitly because the underlying MLflow APIs can 
 server release AWS pairs with a client ("For tracking server 3.0.x, use mlflow==3.0.0",
 docs.aws.amazon.com/sagemaker/latest/dg/mlflow-track-experiments.html); the jobs install that client
 (entrypoints/bakeoff_runtime/tracking/mlflow-requirements*.txt), since MLflow's own servers "may not work with the
-newer version of the SDK" (mlflow.org/docs/latest/self-hosting/migration). Both constructs (cdk/bakeoff_cdk and,
-through the bundle's manifest, cdk/construct) read these."""
+newer version of the SDK" (mlflow.org/docs/latest/self-hosting/migration). The construct (cdk/construct) reads them
+through the bundle's manifest."""
 from __future__ import annotations
 
 import re

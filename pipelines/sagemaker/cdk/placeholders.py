@@ -1,7 +1,7 @@
 """The values a construct fills in at synth time.
 
 The definition and its assets carry sentinels (compiled with values valid in every check: see
-cdk/bakeoff_cdk/definition.py); the manifest's IAM statements carry `${Name}` placeholders, which a construct
+bundle.py); the manifest's IAM statements carry `${Name}` placeholders, which a construct
 replaces by its tokens (the bucket's ARN, the role's ARN, the stack's partition and account)."""
 from __future__ import annotations
 

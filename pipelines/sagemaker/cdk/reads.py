@@ -61,7 +61,9 @@ def mlflow_actions(arn: str) -> list[str]:
     return list(MLFLOW_APP_ACTIONS if ":mlflow-app/" in arn else MLFLOW_ACTIONS)
 
 
-# Starting, watching and reporting a pipeline (`bakeoff start/status/wait/report`). The
+# Starting, watching, stopping, retrying and reporting a pipeline (`bakeoff start/status/wait/stop/retry/report`;
+# retry: RetryPipelineExecution on an execution's ARN, docs.aws.amazon.com/sagemaker/latest/APIReference/
+# API_RetryPipelineExecution.html). The
 # per-action resource types of the Service Authorization Reference were not retrieved, so
 # the pipeline actions name both the pipeline and its executions: whichever ARN an action is
 # authorized on, it is one of this pipeline's.
@@ -69,6 +71,7 @@ START_ACTIONS = (
     "sagemaker:StartPipelineExecution", "sagemaker:DescribePipeline", "sagemaker:ListPipelineExecutions",
     "sagemaker:DescribePipelineExecution", "sagemaker:ListPipelineExecutionSteps",
     "sagemaker:ListPipelineParametersForExecution", "sagemaker:StopPipelineExecution",
+    "sagemaker:RetryPipelineExecution",
 )
 REPORT_JOB_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:DescribeProcessingJob")
 _ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
