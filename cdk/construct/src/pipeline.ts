@@ -2,6 +2,9 @@
 // writes it from the spec at synth time and deploys it with this construct): the bucket, the least-privilege
 // execution role, the content-addressed assets and the pipeline.
 import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Size, Stack, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -238,13 +241,17 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     const identity = [m.region, nagText(stack, stack.account), this.pipelineName,
       pythonJson(stack.resolve(values))].join('\0');
     const render = (body: string) => Object.entries(values).reduce((t, [k, v]) => replaceAll(t, k, v), body);
+    // One BucketDeployment marker per deploy-time value, however often it occurs (as bakeoff_cdk 0.1.0 wrote
+    // them): the template carries at most three, not one per occurrence in the definition.
+    const markers = Object.entries(values).map(([sentinel, value], i) => ({ sentinel, value, marker: MARKER(i) }));
+    const mark = (body: string) => markers.reduce((t, m) => replaceAll(t, m.sentinel, m.marker), body);
     let sentinelText = bundle.text;
     const rendered: { key: string; body: string }[] = [];
     for (const asset of bundle.rendered) {
       // The evaluation config names the tracking server: deployed under a key of this stack's own.
       const key = asset.key.replace(/\/[0-9a-f]{64}\//, `/${sha256(asset.sha256 + '\0' + identity)}/`);
       sentinelText = replaceAll(sentinelText, asset.key, key);
-      rendered.push({ key, body: render(asset.body) });
+      rendered.push({ key, body: mark(asset.body) });
     }
     const longestMlflow = `arn:aws-us-gov:sagemaker:${m.region}:123456789012:mlflow-tracking-server/${this.pipelineName}`;
     const roleLength = this.ownRole ? LONGEST_ROLE_ARN :
@@ -264,12 +271,16 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     let definitionKey: string | undefined;
     if (!this.definitionInline) {
       definitionKey = `${m.prefix}/${m.name}/definition/${sha256(sentinelText + '\0' + identity)}.json`;
-      rendered.push({ key: definitionKey, body: text });
+      rendered.push({ key: definitionKey, body: mark(sentinelText) });
     }
-    // Deploy-time values become BucketDeployment markers the handler replaces as it unpacks: Source.data takes a
-    // string with tokens and its SourceConfig carries them as `markers` (aws-cdk-lib aws-s3-deployment source.d.ts,
-    // SourceConfig.markers "A set of markers to substitute in the source content").
-    const sources = [s3deploy.Source.asset(bundle.assetsDir), ...rendered.map(r => s3deploy.Source.data(r.key, r.body))];
+    // Deploy-time values are BucketDeployment markers the handler replaces as it unpacks: a source's SourceConfig
+    // carries them as `markers` (aws-cdk-lib aws-s3-deployment source.d.ts, SourceConfig.markers "A set of markers
+    // to substitute in the source content").
+    const used = markers.filter(m => rendered.some(r => r.body.includes(m.marker)));
+    const sources: s3deploy.ISource[] = [s3deploy.Source.asset(bundle.assetsDir)];
+    if (rendered.length) {
+      sources.push(new MarkedSource(stage(rendered), Object.fromEntries(used.map(m => [m.marker, m.value]))));
+    }
     const total = bundle.assetBytes + rendered.reduce((n, r) => n + Buffer.byteLength(r.body), 0);
     const assets = new s3deploy.BucketDeployment(this, 'Assets', {
       sources, destinationBucket: this.bucket, prune: false, retainOnDelete: true, extract: true,
@@ -433,6 +444,32 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
         this.bundle.manifest.reasons[g.reason]);
     }
   }
+}
+
+/** CDK's BucketDeployment marker format (aws-s3-deployment render-data). */
+function MARKER(i: number): string {
+  return `<<marker:0xbaba:${i}>>`;
+}
+
+/** A folder for CDK's BucketDeployment whose files carry deploy-time markers the handler replaces as it unpacks. */
+class MarkedSource implements s3deploy.ISource {
+  constructor(private readonly directory: string, private readonly markers: Record<string, string>) {}
+
+  public bind(scope: Construct, context?: s3deploy.DeploymentSourceContext): s3deploy.SourceConfig {
+    const config = s3deploy.Source.asset(this.directory).bind(scope, context);
+    return { bucket: config.bucket, zipObjectKey: config.zipObjectKey, markers: this.markers };
+  }
+}
+
+/** The rendered files in a fresh folder of this process's own (as CDK's Source.data stages its files). */
+function stage(files: { key: string; body: string }[]): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bakeoff-rendered-'));
+  for (const f of files) {
+    const target = path.join(dir, f.key);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, f.body);
+  }
+  return dir;
 }
 
 function sha256(text: string): string {
