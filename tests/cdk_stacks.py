@@ -14,8 +14,8 @@ sys.path.insert(0, str(ROOT / "cdk"))
 
 import aws_cdk as cdk  # noqa: E402
 
-from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff.pipelines.sagemaker.cdk.placeholders import BUCKET_SENTINEL, SENTINEL_ACCOUNT, TAG  # noqa: E402
+from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk import REASONS, BakeoffPipeline, add_security_checks  # noqa: E402
 
 # Every sentinel bakeoff's compiler writes for a construct contains one of these: none may survive synthesis.
@@ -165,10 +165,11 @@ def acknowledgments(scope):
 
 
 def assert_acknowledgments_exact(plugin, scope):
+    """cdk-nag passed, and what it suppressed in `scope`'s stack is exactly what was acknowledged there."""
     assert plugin["pluginName"] == "AwsSolutions" and plugin["conclusion"] == "success"
     assert plugin["violations"] == []
     suppressed = {(v["acknowledgedAt"], v["acknowledgedId"], v["reason"]) for v in plugin["suppressedViolations"]}
-    made = acknowledgments(scope)
+    made = acknowledgments(cdk.Stack.of(scope))
     recorded = {(path, finding, REASONS[reason]) for path, finding, reason in made}
     assert suppressed <= recorded, suppressed - recorded  # every suppression is one the construct made
     assert recorded - suppressed == set(), recorded - suppressed  # and every acknowledgment is needed

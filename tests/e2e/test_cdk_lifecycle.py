@@ -7,7 +7,7 @@ import re
 import aws_cdk as cdk  # noqa: E402
 import pytest
 from aws_cdk.assertions import Template  # noqa: E402
-from cdk_stacks import QUICKSTART, assert_acknowledgments_exact, make_stack, nag_report, of_type
+from cdk_stacks import QUICKSTART, acknowledgments, assert_acknowledgments_exact, make_stack, nag_report, of_type
 
 from bakeoff.pipelines.errors import SpecError  # noqa: E402
 from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
@@ -52,16 +52,17 @@ def test_two_bake_offs_in_one_stack_coexist_and_pass_cdk_nag(tmp_path):
                                              mlflow_tracking_server=True))
         return pipelines[0]
 
-    plugin, _ = nag_report(tmp_path, build)
+    plugin, construct = nag_report(tmp_path, build)
     assert plugin["conclusion"] == "success" and plugin["violations"] == []
     suppressed = {(v["acknowledgedAt"], v["acknowledgedId"]) for v in plugin["suppressedViolations"]}
-    recorded = [(path, finding) for p in pipelines for path, finding, _ in p.acknowledge.records]
+    made = acknowledgments(cdk.Stack.of(construct))
+    recorded = [(path, finding) for path, finding, _ in made]
     assert set(recorded) == suppressed and len(recorded) == len(set(recorded))
+    assert {path.split("/")[1] for path, _ in recorded} >= {"Small", "Large"}  # each pipeline's own findings
     assert len({p.pipeline_name for p in pipelines}) == 2
     # The shared BucketDeployment handler: each construct acknowledged the write to its own bucket.
-    writes = [f for p in pipelines for _, f, r in p.acknowledge.records if r == "deployment-objects"
-              and "Artifacts" in f]
-    assert len(writes) == 2
+    writes = [f for _, f, r in made if r == "deployment-objects" and "Artifacts" in f]
+    assert len(writes) == 2 and len(set(writes)) == 2
 
 
 def test_the_pipeline_name_is_configurable_and_checked():
@@ -70,7 +71,7 @@ def test_the_pipeline_name_is_configurable_and_checked():
     assert next(iter(of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]["PipelineName"] == "team-llm"
     assert construct.pipeline_arn.endswith(":pipeline/team-llm") or "pipeline/team-llm" in json.dumps(
         stack.resolve(construct.pipeline_arn))
-    with pytest.raises(SpecError, match="pipeline name 'team_llm' must be 1-256 letters, digits and hyphens"):
+    with pytest.raises(SpecError, match="Bakeoff: pipeline name team_llm must be 1-256 letters, digits and hyphens"):
         make_stack(load_spec(QUICKSTART, ["seeds=3"]), region=REGION, pipeline_name="team_llm")
 
 

@@ -25,3 +25,14 @@ def test_the_newest_release_is_the_packages_version_and_unreleased_sits_above_it
 def test_the_check_reads_release_headings_as_written():
     # The check can fail: a heading without its date, or a version the package does not carry, is not a release.
     assert _releases("## Unreleased\n\n## 0.2.0\n\n## 0.1.0 - 2026-12-07\n") == [("0.1.0", "2026-12-07")]
+
+
+def test_the_cdk_extra_names_the_construct_version_the_checkout_builds():
+    # A release publishes the jsii construct's Python package beside the wheel (CONTRIBUTING.md, "Releasing"):
+    # the `cdk` and `dev` extras must name the version cdk/construct/package.json builds, or installing
+    # `bakeoff[cdk]` would pull another construct than the one bakeoff_cdk was tested on.
+    import json
+
+    built = json.loads((ROOT / "cdk" / "construct" / "package.json").read_text())["version"]
+    pins = re.findall(r'"bakeoff-cdk-construct==([^"]+)"', (ROOT / "pyproject.toml").read_text())
+    assert pins and set(pins) == {built}, (pins, built)
