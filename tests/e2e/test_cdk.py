@@ -38,10 +38,10 @@ from aws_cdk.assertions import Match, Template
 from bakeoff.estimators.images import registry_account
 from bakeoff.pipelines.errors import SpecError
 from bakeoff.pipelines.sagemaker import compile_pipeline
+from bakeoff.pipelines.sagemaker.cdk.mlflow_server import MLFLOW_CLIENT_FOR_SERVER, MLFLOW_SERVER_VERSION
+from bakeoff.pipelines.sagemaker.cdk.reads import MLFLOW_ACTIONS, MLFLOW_CLIENT_ACTIONS
 from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_cdk import REASONS, BakeoffPipeline
-from bakeoff_cdk.pipeline import MLFLOW_CLIENT_FOR_SERVER, MLFLOW_SERVER_VERSION
-from bakeoff_cdk.policies import MLFLOW_ACTIONS, MLFLOW_CLIENT_ACTIONS
 from conftest import ROOT
 
 

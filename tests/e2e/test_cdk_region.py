@@ -13,8 +13,8 @@ from cdk_stacks import BUCKET, QUICKSTART, ROLE, make_stack, mapping, of_type, s
 from bakeoff.estimators.images import dns_suffix, registry_account  # noqa: E402
 from bakeoff.pipelines.errors import SpecError  # noqa: E402
 from bakeoff.pipelines.sagemaker import compile_pipeline  # noqa: E402
+from bakeoff.pipelines.sagemaker.cdk.reads import image_uris  # noqa: E402
 from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
-from bakeoff_cdk.definition import image_uris  # noqa: E402
 from conftest import write_spec  # noqa: E402
 
 REGION_RE = re.compile(r"\b(?:us|eu|ap|sa|ca|me|af|il|mx|cn)(?:-gov)?-[a-z]+-\d\b")
