@@ -91,8 +91,8 @@ class BakeoffPipeline(construct_library.BakeoffPipeline):
         """
         for old, new in _RENAMED.items():
             if old in renamed:
-                warnings.warn(f"BakeoffPipeline({old}=...) is deprecated: use {new}= (CHANGELOG.md: the Python construct is the jsii one)",
-                              DeprecationWarning, stacklevel=2)
+                warnings.warn(f"BakeoffPipeline({old}=...) is deprecated: use {new}= (the jsii construct's name; "
+                              "CHANGELOG.md)", DeprecationWarning, stacklevel=2)
         compile_cache_expiry = compile_cache_expiry or _days(renamed.pop("compile_cache_expiry_days", None))
         deployment_memory_limit = deployment_memory_limit or renamed.pop("deployment_memory_mb", None)
         if renamed:
