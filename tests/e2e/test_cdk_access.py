@@ -22,10 +22,10 @@ from cdk_stacks import (
 )
 
 from bakeoff.pipelines.errors import SpecError  # noqa: E402
-from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff.pipelines.sagemaker.cdk.grants import execution_grants  # noqa: E402
 from bakeoff.pipelines.sagemaker.cdk.placeholders import PIPELINE_ARN  # noqa: E402
 from bakeoff.pipelines.sagemaker.cdk.reads import START_ACTIONS, VPC_ACTIONS  # noqa: E402
+from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
 
 REGION = "us-west-2"
