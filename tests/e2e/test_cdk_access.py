@@ -105,7 +105,7 @@ def test_schedule_parameters_are_checked_against_the_pipeline():
         make_stack(spec, region=REGION, schedule=weekly, schedule_parameters={"MaxStep": "5"})
     with pytest.raises(SpecError, match="MaxSteps takes a integer"):
         make_stack(spec, region=REGION, schedule=weekly, schedule_parameters={"MaxSteps": "five"})
-    with pytest.raises(SpecError, match="is not an s3://bucket/prefix URI"):
+    with pytest.raises(SpecError, match='scheduleParameters.TrainDataUri: "/local/train" is not an s3://bucket/prefix'):
         make_stack(spec, region=REGION, schedule=weekly, schedule_parameters={"TrainDataUri": "/local/train"})
 
 

@@ -226,7 +226,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     this.role = role;
     if (role instanceof iam.Role && this.ownRole) for (const g of m.executionGrants) this.attach(role, g);
     const scheduled = props.scheduleParameters ?? {};
-    checkParameters(scheduled, m.parameters);
+    checkParameters(scheduled, m.parameters, m.dataParameters);
     this.allowDataUris(...(props.allowedDataUris ?? []).map(u => checkDataUri(u, 'allowedDataUris')),
       ...Object.keys(scheduled).filter(k => k in m.dataParameters).map(k => scheduled[k]));
 
@@ -366,7 +366,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
    */
   public addSchedule(schedule: events.Schedule, parameters: Record<string, string> = {}): events.CfnRule {
     const m = this.bundle.manifest;
-    checkParameters(parameters, m.parameters);
+    checkParameters(parameters, m.parameters, m.dataParameters);
     this.allowDataUris(...Object.keys(parameters).filter(k => k in m.dataParameters).map(k => parameters[k]));
     return addSchedule(this, this.pipeline, this.pipelineName, this.pipelineArn,
       `Starts bake-off ${m.name} on a schedule`, schedule, parameters);
