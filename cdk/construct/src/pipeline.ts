@@ -273,7 +273,8 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     const total = bundle.assetBytes + rendered.reduce((n, r) => n + Buffer.byteLength(r.body), 0);
     const assets = new s3deploy.BucketDeployment(this, 'Assets', {
       sources, destinationBucket: this.bucket, prune: false, retainOnDelete: true, extract: true,
-      memoryLimit: props.deploymentMemoryLimit ?? 512, ephemeralStorageSize: storage(this, total, props.deploymentStorage),
+      memoryLimit: props.deploymentMemoryLimit ?? 512,
+      ephemeralStorageSize: storage(this, total, props.deploymentStorage),
     });
     acknowledgeDeployment(this.ack, stack, this.bucket.arnForObjects('*'), m.reasons);
 
