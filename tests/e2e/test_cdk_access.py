@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
 from cdk_stacks import (
     QUICKSTART,
+    acknowledgments,
     assert_acknowledgments_exact,
     make_stack,
     nag_report,
@@ -21,9 +22,11 @@ from cdk_stacks import (
 )
 
 from bakeoff.pipelines.errors import SpecError  # noqa: E402
+from bakeoff.pipelines.sagemaker.cdk.grants import execution_grants  # noqa: E402
+from bakeoff.pipelines.sagemaker.cdk.placeholders import PIPELINE_ARN  # noqa: E402
+from bakeoff.pipelines.sagemaker.cdk.reads import START_ACTIONS, VPC_ACTIONS  # noqa: E402
 from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from bakeoff_cdk import BakeoffPipeline  # noqa: E402
-from bakeoff_cdk.policies import START_ACTIONS, VPC_ACTIONS, execution_grants  # noqa: E402
 
 REGION = "us-west-2"
 
@@ -98,11 +101,11 @@ def test_data_uris_declared_as_overrides_are_readable(quick):
 def test_schedule_parameters_are_checked_against_the_pipeline():
     spec = load_spec(QUICKSTART, ["seeds=3"])
     weekly = cdk.aws_events.Schedule.rate(cdk.Duration.days(7))
-    with pytest.raises(SpecError, match="'MaxStep' is not a parameter of this pipeline"):
+    with pytest.raises(SpecError, match="MaxStep is not a parameter of this pipeline"):
         make_stack(spec, region=REGION, schedule=weekly, schedule_parameters={"MaxStep": "5"})
     with pytest.raises(SpecError, match="MaxSteps takes a integer"):
         make_stack(spec, region=REGION, schedule=weekly, schedule_parameters={"MaxSteps": "five"})
-    with pytest.raises(SpecError, match="is not an s3://bucket/prefix URI"):
+    with pytest.raises(SpecError, match='scheduleParameters.TrainDataUri: "/local/train" is not an s3://bucket/prefix'):
         make_stack(spec, region=REGION, schedule=weekly, schedule_parameters={"TrainDataUri": "/local/train"})
 
 
@@ -122,7 +125,7 @@ def test_the_schedule_role_trusts_eventbridge_for_this_rule_only(quick):
     assert [s for statements in allowed.values() for s in statements] == [{
         "Action": "sagemaker:StartPipelineExecution", "Effect": "Allow",
         "Resource": json.loads(json.dumps(stack.resolve(construct.pipeline_arn)))}]
-    assert not [r for r in construct.acknowledge.records if "ScheduleRole" in r[0]]
+    assert not [r for r in acknowledgments(stack) if "ScheduleRole" in r[0]]
 
 
 def test_a_later_wildcard_on_the_execution_role_is_still_a_finding(tmp_path):
@@ -193,18 +196,28 @@ def test_a_kms_key_of_another_region_is_refused(tmp_path):
 
 
 def test_an_evaluate_step_that_lists_its_own_steps_may_do_so():
-    app = cdk.App()
-    stack = cdk.Stack(app, "Unit", env=cdk.Environment(region=REGION))
-    bucket = cdk.aws_s3.Bucket(stack, "B")
+    # The grant bakeoff derives from the definition (the bundle manifest's executionGrants) ...
     definition = {"Parameters": [], "Steps": [{"Name": "Evaluate", "Type": "Processing", "Arguments": {
         "AppSpecification": {"ImageUri": f"763104351884.dkr.ecr.{REGION}.amazonaws.com/pytorch-training:x",
                              "ContainerArguments": ["--execution-arn", {"Get": "Execution.PipelineExecutionArn"}]}}}]}
-    arn = f"arn:aws:sagemaker:{REGION}:123456789012:pipeline/p"
-    grants = {g.name: g for g in execution_grants(stack, bucket, "bakeoff", definition, "arn:aws:iam::1:role/r",
-                                                  pipeline_arn=arn, region=REGION, mlflow_arns=[])}
-    steps = grants["ListOwnSteps"].statements[0].to_statement_json()
-    assert steps["Action"] == "sagemaker:ListPipelineExecutionSteps" and f"{arn}/execution/*" in steps["Resource"]
-    assert grants["ListOwnSteps"].reason == "executions"
+    grants = {g["name"]: g for g in execution_grants(definition, "bakeoff", REGION, mlflow_arns=[])}
+    [steps] = grants["ListOwnSteps"]["statements"]
+    assert steps["Action"] == ["sagemaker:ListPipelineExecutionSteps"]
+    assert steps["Resource"] == [PIPELINE_ARN, f"{PIPELINE_ARN}/execution/*"]
+    assert grants["ListOwnSteps"]["reason"] == "executions"
+    assert "ListOwnSteps" not in {g["name"] for g in execution_grants({"Parameters": [], "Steps": []}, "bakeoff",
+                                                                      REGION, mlflow_arns=[])}
+    # ... and in a stack: 50 seeds of two legs are more jobs than Evaluate's arguments name, so it lists them.
+    _, stack, construct = make_stack(load_spec(QUICKSTART, ["seeds=50"]), region=REGION)
+    t = Template.from_stack(stack)
+    statement = statements_by_sid(t, "BakeoffExecutionRole")["ListOwnSteps"]
+    arn = json.loads(json.dumps(stack.resolve(construct.pipeline_arn)))
+    assert statement["Action"] == "sagemaker:ListPipelineExecutionSteps"
+    pipeline, executions = statement["Resource"]
+    assert pipeline == arn
+    assert executions["Fn::Join"][1][:-1] == arn["Fn::Join"][1][:-1]
+    assert executions["Fn::Join"][1][-1] == arn["Fn::Join"][1][-1] + "/execution/*"
+    assert [reason for path, _, reason in acknowledgments(stack) if "ListOwnSteps" in path] == ["executions"]
 
 
 def test_the_specs_own_sagemaker_tracking_server_is_granted():
@@ -235,7 +248,7 @@ def test_cdk_nag_passes_with_vpc_kms_s3_data_and_grants_to_imported_principals(t
         return construct
 
     plugin, construct = nag_report(tmp_path, build, region="eu-south-1")
-    assert_acknowledgments_exact(plugin, construct)
-    reasons = [reason for _, _, reason in construct.acknowledge.records]
+    assert_acknowledgments_exact(plugin, construct.stack)
+    reasons = [reason for _, _, reason in acknowledgments(construct.stack)]
     assert reasons.count("vpc-interfaces") == 1 and reasons.count("kms-alias") == 3  # role + two grants
     assert reasons.count("data-prefixes") == 4  # team-data corpus x2, team-data/other, nightly/train

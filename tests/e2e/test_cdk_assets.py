@@ -3,6 +3,7 @@ placeholder survives synthesis, the evaluation config names the tracking server 
 time, the S3 definition path keeps the definition out of the template, the inline/S3
 threshold is measured on the rendered definition, and the deployment Lambda's storage fits."""
 import json
+import math
 import re
 
 import aws_cdk as cdk  # noqa: E402
@@ -23,12 +24,15 @@ from cdk_stacks import (
     substitute,
 )
 
+import bakeoff_cdk.pipeline  # noqa: E402
 from bakeoff.pipelines.errors import SpecError  # noqa: E402
 from bakeoff.pipelines.sagemaker import compile_pipeline  # noqa: E402
+from bakeoff.pipelines.sagemaker.cdk.bundle import write_bundle  # noqa: E402
 from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
-from bakeoff_cdk.definition import MARKER, tokenized_definition  # noqa: E402
 
 REGION = "us-west-2"
+MARKER = "<<marker:0xbaba:{}>>"  # CDK BucketDeployment's deploy-time marker (aws-s3-deployment render-data)
+MIB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
@@ -109,36 +113,107 @@ def test_two_stacks_sharing_a_bucket_never_share_a_rendered_config():
     assert len(keys[0]) == len(keys[1]) == 1 and keys[0] != keys[1]
 
 
-def test_the_inline_threshold_is_measured_on_the_rendered_definition():
+def test_the_inline_threshold_is_measured_on_the_rendered_definition(tmp_path):
     spec = load_spec(QUICKSTART, ["seeds=3"])
     _, stack, construct = make_stack(spec, region=REGION)
+    assert construct.definition_inline
+    body = next(iter(of_type(Template.from_stack(stack), "AWS::SageMaker::Pipeline").values()))["Properties"][
+        "PipelineDefinition"]["PipelineDefinitionBody"]
+    size = len(json.dumps(body, separators=(",", ":")))
+    # What the construct starts from: the bundle's definition, with the bucket and role as sentinels.
+    write_bundle(spec, tmp_path / "bundle", region=REGION)
+    placeholder_text = len((tmp_path / "bundle" / "definition.json").read_text())
+    assert size > placeholder_text  # the tokens are longer than the sentinels
+
+    def pipeline(limit):
+        _, stack, construct = make_stack(spec, region=REGION, inline_definition_limit=limit)
+        definition = next(iter(of_type(Template.from_stack(stack), "AWS::SageMaker::Pipeline").values()))[
+            "Properties"]["PipelineDefinition"]
+        assert construct.definition_inline == ("PipelineDefinitionBody" in definition)
+        return definition
+
+    # The limit is compared with the rendered definition's size in the template, to the character ...
+    assert pipeline(size)["PipelineDefinitionBody"] == body
+    # ... so a limit the placeholder text fits under but the rendered definition does not: S3.
+    for limit in (size - 1, placeholder_text + 1):
+        assert "PipelineDefinitionS3Location" in pipeline(limit)
+
+
+def _with_large_assets(monkeypatch, size):
+    """The construct's bundle gets a (sparse) local data file of `size` bytes besides the quickstart's; returns
+    the bundle folders it deploys, as they are staged."""
+    staged = []
+    real = bakeoff_cdk.pipeline.staged_bundle
+
+    def staged_bundle(*args, **kwargs):
+        bundle = real(*args, **kwargs)
+        manifest = json.loads((bundle / "manifest.json").read_text())
+        key = "bakeoff/data/0123456789abcdef0123456789abcdef/train/large.bin"
+        (bundle / "assets" / key).parent.mkdir(parents=True)
+        with open(bundle / "assets" / key, "wb") as f:
+            f.truncate(size)
+        manifest["assetKeys"] = sorted([*manifest["assetKeys"], key])
+        (bundle / "manifest.json").write_text(json.dumps(manifest))
+        staged.append(bundle)
+        return bundle
+
+    monkeypatch.setattr(bakeoff_cdk.pipeline, "staged_bundle", staged_bundle)
+    return staged
+
+
+def _stack(tmp_path, name, **kw):
+    """A quickstart stack in its own output directory, its assets hashed where they lie (not copied there)."""
+    app = cdk.App(outdir=str(tmp_path / name), context={"aws:cdk:disable-asset-staging": True})
+    return make_stack(load_spec(QUICKSTART, ["seeds=3"]), region=REGION, app=app, **kw)
+
+
+def _needed_mib(total_bytes):
+    """CDK's BucketDeployment handler keeps each source zip in /tmp and unpacks it there: twice the assets, and
+    256 MiB of room."""
+    return math.ceil(2 * total_bytes / MIB) + 256
+
+
+def _storage(stack):
+    [handler] = [f["Properties"] for f in of_type(Template.from_stack(stack), "AWS::Lambda::Function").values()
+                 if "EphemeralStorage" in f["Properties"]]
+    return handler["EphemeralStorage"]["Size"], handler["MemorySize"]
+
+
+def test_the_deployment_lambda_storage_is_sized_from_the_assets_and_configurable(tmp_path):
+    out = tmp_path / "out"
+    app = cdk.App(outdir=str(out))
+    _, stack, _ = make_stack(load_spec(QUICKSTART, ["seeds=3"]), region=REGION, app=app)
+    app.synth()
     t = Template.from_stack(stack)
-    body = next(iter(of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]["PipelineDefinition"][
-        "PipelineDefinitionBody"]
-    assert construct.definition_size == len(json.dumps(body, separators=(",", ":")))
-    placeholder_text = len(tokenized_definition(spec, False, REGION).text)
-    assert construct.definition_size > placeholder_text  # the tokens are longer than the sentinels
-    # A limit the placeholder text fits under but the rendered definition does not: S3.
-    _, stack, construct = make_stack(spec, region=REGION, inline_definition_limit=placeholder_text + 1)
-    assert not construct.definition_inline
-    pipeline = next(iter(of_type(Template.from_stack(stack), "AWS::SageMaker::Pipeline").values()))["Properties"]
-    assert "PipelineDefinitionS3Location" in pipeline["PipelineDefinition"]
+    total = sum(len(body) for files, _ in deployed_sources(out, t) for body in files.values())
+    needed = _needed_mib(total)
+    assert total > 0 and needed <= 512  # the quickstart's few files: Lambda's least /tmp
+    assert _storage(stack) == (512, 512)
+    _, stack, _ = make_stack(load_spec(QUICKSTART, ["seeds=3"]), region=REGION,
+                             deployment_storage=cdk.Size.gibibytes(4), deployment_memory_limit=1024)
+    assert _storage(stack) == (4096, 1024)
+    with pytest.warns(DeprecationWarning, match="deployment_memory_mb"):
+        _, stack, _ = make_stack(load_spec(QUICKSTART, ["seeds=3"]), region=REGION, deployment_memory_mb=1024)
+    assert _storage(stack) == (512, 1024)
+    Annotations.from_stack(stack).has_no_warning("*", Match.string_like_regexp("deploymentStorage"))
 
 
-def test_the_deployment_lambda_storage_is_sized_from_the_assets_and_configurable():
-    spec = load_spec(QUICKSTART, ["seeds=3"])
-    _, stack, construct = make_stack(spec, region=REGION)
-    needed = construct.deployment_storage_needed_mib
-    assert needed > 256  # twice the assets plus headroom
-    expected = max(512, -(-needed // 64) * 64)
-    Template.from_stack(stack).has_resource_properties(
-        "AWS::Lambda::Function", {"EphemeralStorage": {"Size": expected}, "MemorySize": 512})
-    _, stack, construct = make_stack(spec, region=REGION, deployment_storage=cdk.Size.gibibytes(4),
-                                     deployment_memory_mb=1024)
-    Template.from_stack(stack).has_resource_properties(
-        "AWS::Lambda::Function", {"EphemeralStorage": {"Size": 4096}, "MemorySize": 1024})
-    _, stack, construct = make_stack(spec, region=REGION, deployment_storage=cdk.Size.mebibytes(512))
-    if needed > 512:
-        Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("deployment_storage=512 MiB"))
-    with pytest.raises(SpecError, match="too large for CDK's asset deployment"):
-        construct._deployment_storage(6 * 1024 ** 3, None)  # 6 GiB of local data: 12 GiB of /tmp
+def test_large_assets_get_room_for_twice_their_size_and_a_smaller_storage_is_warned_of(tmp_path, monkeypatch):
+    staged = _with_large_assets(monkeypatch, 200 * MIB)
+    _, stack, _ = _stack(tmp_path, "default")
+    total = sum(p.stat().st_size for p in (staged[-1] / "assets").rglob("*") if p.is_file())
+    needed = _needed_mib(total)
+    assert needed > 512 + 64
+    assert _storage(stack) == (math.ceil(needed / 64) * 64, 512)  # whole 64 MiB
+    Annotations.from_stack(stack).has_no_warning("*", Match.string_like_regexp("deploymentStorage"))
+    _, stack, _ = _stack(tmp_path, "given", deployment_storage=cdk.Size.mebibytes(512))
+    assert _storage(stack) == (512, 512)  # as given ...
+    Annotations.from_stack(stack).has_warning(  # ... with a warning
+        "/Test/Bakeoff", Match.string_like_regexp(f"deploymentStorage=512 MiB is less than the {needed} MiB"))
+
+
+def test_local_data_too_large_for_the_asset_deployment_is_refused(tmp_path, monkeypatch):
+    _with_large_assets(monkeypatch, 6 * 1024 * MIB)  # 6 GiB of local data: 12 GiB of /tmp
+    with pytest.raises(SpecError, match="^Test/Bakeoff: the local data and code .* are too large for CDK's asset "
+                                        "deployment"):
+        _stack(tmp_path, "huge")

@@ -19,7 +19,7 @@ export function grantStart(scope: Construct, grantee: iam.IGrantable, pipelineAr
   const resourceArns = [pipelineArn, `${pipelineArn}/execution/*`];
   const principal = grantee.grantPrincipal as any;
   if (typeof principal.attachInlinePolicy !== 'function') {
-    const grant = iam.Grant.addToPrincipal({ grantee, actions, resourceArns });
+    const grant = named(iam.Grant.addToPrincipal({ grantee, actions, resourceArns }));
     for (const m of more) for (const s of m.statements) grantee.grantPrincipal.addToPrincipalPolicy(s);
     return grant;
   }
@@ -27,7 +27,7 @@ export function grantStart(scope: Construct, grantee: iam.IGrantable, pipelineAr
   policies.set(scope, index);
   const policy = new iam.Policy(scope, `StartExecution${index}`);
   principal.attachInlinePolicy(policy);
-  const grant = iam.Grant.addToPrincipal({ grantee: policy, actions, resourceArns });
+  const grant = named(iam.Grant.addToPrincipal({ grantee: policy, actions, resourceArns }));
   const stack = Stack.of(scope);
   const ack = new Acknowledger();
   ack.acknowledge(policy, nagId('AwsSolutions-IAM5', `Resource::${nagText(stack, resourceArns[1])}`),
@@ -38,5 +38,11 @@ export function grantStart(scope: Construct, grantee: iam.IGrantable, pipelineAr
       ack.acknowledge(policy, nagId('AwsSolutions-IAM5', `Resource::${nagText(stack, w)}`), m.reason);
     }
   }
+  return grant;
+}
+
+/** The start-and-watch statement keeps the Sid the bundle's startGrants give it (pipelines/sagemaker/cdk/grants.py). */
+function named(grant: iam.Grant): iam.Grant {
+  for (const s of grant.principalStatements) s.sid = 'StartWatch';
   return grant;
 }

@@ -229,7 +229,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     this.role = role;
     if (role instanceof iam.Role && this.ownRole) for (const g of m.executionGrants) this.attach(role, g);
     const scheduled = props.scheduleParameters ?? {};
-    checkParameters(scheduled, m.parameters);
+    checkParameters(scheduled, m.parameters, m.dataParameters);
     this.allowDataUris(...(props.allowedDataUris ?? []).map(u => checkDataUri(u, 'allowedDataUris')),
       ...Object.keys(scheduled).filter(k => k in m.dataParameters).map(k => scheduled[k]));
 
@@ -284,7 +284,8 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
     const total = bundle.assetBytes + rendered.reduce((n, r) => n + Buffer.byteLength(r.body), 0);
     const assets = new s3deploy.BucketDeployment(this, 'Assets', {
       sources, destinationBucket: this.bucket, prune: false, retainOnDelete: true, extract: true,
-      memoryLimit: props.deploymentMemoryLimit ?? 512, ephemeralStorageSize: storage(total, props.deploymentStorage),
+      memoryLimit: props.deploymentMemoryLimit ?? 512,
+      ephemeralStorageSize: storage(this, total, props.deploymentStorage),
     });
     acknowledgeDeployment(this.ack, stack, this.bucket.arnForObjects('*'), m.reasons);
 
@@ -377,7 +378,7 @@ export class BakeoffPipeline extends BakeoffPipelineBase {
    */
   public addSchedule(schedule: events.Schedule, parameters: Record<string, string> = {}): events.CfnRule {
     const m = this.bundle.manifest;
-    checkParameters(parameters, m.parameters);
+    checkParameters(parameters, m.parameters, m.dataParameters);
     this.allowDataUris(...Object.keys(parameters).filter(k => k in m.dataParameters).map(k => parameters[k]));
     return addSchedule(this, this.pipeline, this.pipelineName, this.pipelineArn,
       `Starts bake-off ${m.name} on a schedule`, schedule, parameters);
@@ -487,9 +488,15 @@ function defaultName(stack: Stack, scope: IConstruct, name: string): string {
   return `bakeoff-${name}-${sha256(`${stackId}\0${inside}`).slice(0, 8)}`;
 }
 
-function storage(totalBytes: number, given?: Size): Size {
+function storage(scope: IConstruct, totalBytes: number, given?: Size): Size {
   const needed = Math.ceil(2 * totalBytes / MIB) + HEADROOM_MIB;
-  if (given) return given;
+  if (given) {
+    if (given.toMebibytes() < needed) {
+      Annotations.of(scope).addWarningV2('bakeoff:deployment-storage', `deploymentStorage=${given.toMebibytes()} MiB ` +
+        `is less than the ${needed} MiB the asset deployment needs (its zip and the unpacked files); it may fail`);
+    }
+    return given;
+  }
   if (needed > STORAGE_MIB[1]) {
     throw new Error(`the local data and code (${(totalBytes / MIB / 1024).toFixed(1)} GiB) are too large for CDK's ` +
       'asset deployment (at most 10 GiB of /tmp, twice the assets needed); name the data as an s3:// channel');

@@ -4,12 +4,15 @@ import { Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import { checkDataUri } from './data';
 
 const RULE_NAME_MAX = 64; // EventBridge rule names: 1-64 of [.-_A-Za-z0-9]
 const VALUE_MAX = 1024; // StartPipelineExecution: Parameter.Value 0-1024
 
-/** `parameters` checked against the pipeline's (name -> type); the construct lets its role read a `*DataUri`'s. */
-export function checkParameters(parameters: Record<string, string>, known: Record<string, string>): void {
+/** `parameters` checked against the pipeline's (name -> type), a `*DataUri`'s (`dataParameters`) as an S3 URI; the
+ * construct lets its role read a `*DataUri`'s. */
+export function checkParameters(parameters: Record<string, string>, known: Record<string, string>,
+  dataParameters: Record<string, string>): void {
   for (const [name, value] of Object.entries(parameters)) {
     const type = known[name];
     if (type === undefined) {
@@ -19,6 +22,7 @@ export function checkParameters(parameters: Record<string, string>, known: Recor
     if ((type === 'Integer' && !/^[-+]?\d+$/.test(value.trim())) || (type === 'Float' && isNaN(Number(value)))) {
       throw new Error(`${name} takes a ${type.toLowerCase()}, not ${JSON.stringify(value)}`);
     }
+    if (name in dataParameters) checkDataUri(value, `scheduleParameters.${name}`);
   }
 }
 
