@@ -50,8 +50,10 @@ def prepare_store(tracking_uri: str, experiment: str, artifact_location: str) ->
 
 def _prepare(tracking_uri: str, experiment: str, artifact_location: str) -> str:
     from bakeoff_runtime.tracking.install import use_installed_mlflow
+    from bakeoff_runtime.tracking.plugins import quiet_header_provider
 
     use_installed_mlflow()
+    quiet_header_provider(tracking_uri)
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking_uri)

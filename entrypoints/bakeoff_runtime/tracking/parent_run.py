@@ -282,8 +282,10 @@ def log_parent(cfg: MlflowConfig, evaluation: Evaluation, evaluation_path: Path,
         return {"enabled": True, "error": f"unreachable: {down}"}
     try:
         from bakeoff_runtime.tracking.install import use_installed_mlflow
+        from bakeoff_runtime.tracking.plugins import quiet_header_provider
 
         use_installed_mlflow()
+        quiet_header_provider(tracking_uri)
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=tracking_uri)

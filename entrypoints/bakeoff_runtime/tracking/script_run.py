@@ -73,6 +73,9 @@ class ScriptRun:
         try:
             from mlflow.tracking import MlflowClient
 
+            from bakeoff_runtime.tracking.plugins import quiet_header_provider
+
+            quiet_header_provider(os.environ.get("MLFLOW_TRACKING_URI"))
             client = MlflowClient(tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"))
             names = set(client.get_run(self.run_id).data.metrics) - self.ours
             history = {name: [(m.step, m.value) for m in sorted(client.get_metric_history(self.run_id, name),

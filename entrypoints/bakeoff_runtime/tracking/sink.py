@@ -407,8 +407,10 @@ def _open(uri: str | None, experiment: str | None) -> Any:
         return f"tracking server {uri!r} is unreachable: {down}"
     try:
         from bakeoff_runtime.tracking.install import use_installed_mlflow
+        from bakeoff_runtime.tracking.plugins import quiet_header_provider
 
         use_installed_mlflow()
+        quiet_header_provider(uri)
         from mlflow.entities import Metric, Param, RunTag  # noqa: F401  (what serve logs with)
         from mlflow.tracking import MlflowClient
     except Exception as exc:  # mlflow is optional inside training images
