@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.errors import Either, SpecError, Words, words
 
 STATS_EXTRA = "stats"
 STATS_INSTALL = f"pip install 'bakeoff[{STATS_EXTRA}]'"
@@ -18,14 +18,15 @@ def missing_stats() -> tuple[str, ...]:
     return tuple(name for name in STATS_MODULES if importlib.util.find_spec(name) is None)
 
 
-def stats_line(what: str, missing: tuple[str, ...] = STATS_MODULES) -> str:
-    """The one line that says `what` needs the stats extra and how to install it."""
+def stats_line(what: str | Either, missing: tuple[str, ...] = STATS_MODULES) -> Words:
+    """The one line that says `what` (as a Python caller and the command line each name it) needs the stats extra
+    and how to install it."""
     names = " and ".join(missing)
-    return (f"{what} needs {names}, which {'is' if len(missing) == 1 else 'are'} not installed here: {STATS_INSTALL} "
-            f"(or uv sync --extra {STATS_EXTRA})")
+    return words(what, f" needs {names}, which {'is' if len(missing) == 1 else 'are'} not installed here: "
+                       f"{STATS_INSTALL} (or uv sync --extra {STATS_EXTRA})")
 
 
-def require_stats(what: str) -> None:
+def require_stats(what: str | Either) -> None:
     """Stop (SpecError, exit 2) when `what` needs the stats extra and it is missing; before any AWS call or file
     written, so nothing is half done."""
     missing = missing_stats()

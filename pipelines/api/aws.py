@@ -227,7 +227,7 @@ def start_until_decided(spec: SpecLike, *, role_arn: str, bucket: str | None = N
     recommendation. The group-sequential design (alpha spent per look) is in each round's evaluation."""
     from bakeoff.pipelines.extras import require_stats
 
-    require_stats("bakeoff start --until-decided")  # before the first round deploys
+    require_stats(Either("start_until_decided()", "bakeoff start --until-decided"))  # before the first round deploys
     from bakeoff.pipelines.sagemaker import more_seeds
 
     loaded = as_spec(spec)

@@ -44,7 +44,7 @@ def validate(spec: SpecLike, *, overrides: Sequence[str] = (),
     if previous_run is not None:  # its spread is weighed with the statistics of the stats extra
         from bakeoff.pipelines.extras import require_stats
 
-        require_stats("bakeoff validate --from")
+        require_stats(Either("validate(previous_run=...)", "bakeoff validate --from"))
     loaded = as_spec(spec, overrides)
     plan = build_plan(loaded)
     _check_compiles(loaded, plan)
@@ -102,7 +102,7 @@ def plan(spec: SpecLike, *, overrides: Sequence[str] = (), from_run: str | os.Pa
     frozen BudgetPlan (`.model_dump(mode="json")` is `bakeoff plan --json`)."""
     from bakeoff.pipelines.extras import require_stats
 
-    require_stats("bakeoff plan")
+    require_stats(Either("plan()", "bakeoff plan"))
     try:
         from bakeoff.pipelines.advice.budget import plan_budget
     except ImportError:

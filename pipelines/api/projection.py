@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from bakeoff.pipelines.api._support import Progress, public
 from bakeoff.pipelines.api.results import Execution, Projection
-from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.errors import Either, SpecError
 from bakeoff.pipelines.spec.decision import Decision
 from bakeoff.pipelines.spec.fields import _Model
 
@@ -30,7 +30,7 @@ def project(target: ExecutionLike | os.PathLike[str], decision: Mapping[str, Any
     from bakeoff.pipelines.api.aws import render_report, report
     from bakeoff.pipelines.extras import require_stats
 
-    require_stats("bakeoff project")  # before the execution is read
+    require_stats(Either("project()", "bakeoff project"))  # before the execution is read
     source = report(target, render=False, out_dir=Path(_scratch(target, out_dir)), region=region, session=session,
                     profile=profile, progress=progress)
     evaluation: dict[str, Any] = dict(source.evaluation)

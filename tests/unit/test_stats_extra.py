@@ -49,6 +49,18 @@ def test_what_needs_the_statistics_says_the_install_line(cli, without_stats, arg
     assert proc.stderr.splitlines() == [_line(what)]
 
 
+def test_from_python_the_line_names_the_function_not_the_command(without_stats):
+    import bakeoff
+    from bakeoff.pipelines.errors import SpecError
+
+    with pytest.raises(SpecError) as raised:
+        bakeoff.plan(QUICKSTART)
+    assert str(raised.value) == _line("plan()").removeprefix("bakeoff: error: ")
+    with pytest.raises(SpecError) as raised:
+        bakeoff.validate(QUICKSTART, previous_run=ROOT)
+    assert str(raised.value).startswith("validate(previous_run=...) needs numpy and scipy")
+
+
 def test_a_path_without_its_own_check_says_the_same_line(tmp_path):
     """The local rounds (`run --until-decided`) import the design's statistics before any job: the CLI turns the
     missing module into the same line, not a traceback, and no job starts. In a new Python: in this one the
