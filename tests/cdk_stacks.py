@@ -66,6 +66,13 @@ def substitute(value, mapping):
     return mapping[key]
 
 
+def inline_definition(template, **values):
+    """The text of the stack's inline pipeline definition as a deploy writes it: its intrinsics resolved with
+    `mapping(template, **values)`."""
+    pipeline = next(iter(of_type(template, "AWS::SageMaker::Pipeline").values()))["Properties"]
+    return substitute(pipeline["PipelineDefinition"]["PipelineDefinitionBody"], mapping(template, **values))
+
+
 def mapping(template, mlflow=None, partition="aws"):
     """The deploy-time values of the stack's bucket, role, MLflow server and pseudo parameters."""
     resources = template.to_json()["Resources"]

@@ -19,6 +19,7 @@ from cdk_stacks import (
     assert_acknowledgments_exact,
     deploy_time,
     deployed_sources,
+    inline_definition,
     make_stack,
     mapping,
     mlflow_arn,
@@ -124,8 +125,7 @@ def test_execution_role_least_privilege(quickstart):
     denied = json.dumps(deny["Resource"])
     for key in ("/bakeoff/code/*", "/bakeoff/data/*", "/bakeoff/*/eval-config/*"):
         assert key in denied, denied
-    pipeline = next(iter(of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]
-    definition = json.loads(substitute(pipeline["PipelineDefinition"]["PipelineDefinitionBody"], mapping(t)))
+    definition = json.loads(inline_definition(t))
     config_uri = next(s for s in definition["Steps"] if s["Type"] == "Processing")["Arguments"]["ProcessingInputs"]
     assert any(f"s3://{BUCKET}/bakeoff/" in json.dumps(i) and "/eval-config/" in json.dumps(i) for i in config_uri)
     repos = json.dumps(statements["PullTrainingImages"]["Resource"])

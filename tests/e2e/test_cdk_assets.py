@@ -16,12 +16,12 @@ from cdk_stacks import (
     ROLE,
     deploy_time,
     deployed_sources,
+    inline_definition,
     make_stack,
     mapping,
     mlflow_arn,
     of_type,
     placeholder_hits,
-    substitute,
 )
 
 import bakeoff_cdk.pipeline  # noqa: E402
@@ -74,9 +74,7 @@ def test_a_stack_with_the_mlflow_server_has_no_placeholder_in_its_template_or_as
 def test_the_evaluation_config_names_the_tracking_server_at_deploy_time(with_server):
     out, stack, construct, t = with_server
     files = deploy_time(deployed_sources(out, t), mapping(t, mlflow=mlflow_arn(REGION)))
-    pipeline = next(iter(of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]
-    definition = json.loads(substitute(pipeline["PipelineDefinition"]["PipelineDefinitionBody"],
-                                       mapping(t, mlflow=mlflow_arn(REGION))))
+    definition = json.loads(inline_definition(t, mlflow=mlflow_arn(REGION)))
     evaluate = next(s for s in definition["Steps"] if s["Name"] == "Evaluate")["Arguments"]
     config_uri = next(i["S3Input"]["S3Uri"] for i in evaluate["ProcessingInputs"] if i["InputName"] == "config")
     key = config_uri[len(f"s3://{BUCKET}/"):]

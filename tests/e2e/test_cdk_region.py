@@ -8,7 +8,7 @@ import re
 import aws_cdk as cdk  # noqa: E402
 import pytest
 from aws_cdk.assertions import Template  # noqa: E402
-from cdk_stacks import BUCKET, QUICKSTART, ROLE, make_stack, mapping, of_type, substitute
+from cdk_stacks import BUCKET, QUICKSTART, ROLE, inline_definition, make_stack, of_type
 
 from bakeoff.estimators.images import dns_suffix, registry_account  # noqa: E402
 from bakeoff.pipelines.errors import SpecError  # noqa: E402
@@ -18,13 +18,6 @@ from bakeoff.pipelines.spec.loader import load_spec  # noqa: E402
 from conftest import write_spec  # noqa: E402
 
 REGION_RE = re.compile(r"\b(?:us|eu|ap|sa|ca|me|af|il|mx|cn)(?:-gov)?-[a-z]+-\d\b")
-
-
-def deployed_definition(t, partition="aws"):
-    """The stack's pipeline definition as a deploy writes it (an inline one: these specs have 3 seeds)."""
-    pipeline = next(iter(of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]
-    return json.loads(substitute(pipeline["PipelineDefinition"]["PipelineDefinitionBody"],
-                                 mapping(t, partition=partition)))
 
 
 @pytest.fixture(scope="module", params=["us-west-2", "eu-south-1"])
@@ -38,8 +31,7 @@ def test_a_stack_names_only_its_own_regions_images_and_grants(regional):
     region, construct, t = regional
     text = json.dumps(t.to_json())
     assert set(REGION_RE.findall(text)) == {region}  # no ARN, image or bucket of another region
-    pipeline = next(iter(of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]
-    definition = json.loads(substitute(pipeline["PipelineDefinition"]["PipelineDefinitionBody"], mapping(t)))
+    definition = json.loads(inline_definition(t))
     host = f"{registry_account(region)}.dkr.ecr.{region}.{dns_suffix(region)}/"
     images = image_uris(definition)
     assert images and all(uri.startswith(host) for uri in images), images
@@ -53,8 +45,7 @@ def test_a_stack_names_only_its_own_regions_images_and_grants(regional):
 
 def test_the_definition_is_bakeoff_synth_for_the_stacks_region(regional):
     region, construct, t = regional
-    pipeline = next(iter(of_type(t, "AWS::SageMaker::Pipeline").values()))["Properties"]
-    text = substitute(pipeline["PipelineDefinition"]["PipelineDefinitionBody"], mapping(t))
+    text = inline_definition(t)
     expected = compile_pipeline(load_spec(QUICKSTART, ["seeds=3"]), bucket=BUCKET, role_arn=ROLE, region=region)
     assert text == expected.to_json()
 
@@ -79,7 +70,7 @@ def test_a_spec_that_names_another_region_is_refused():
     assert "the spec runs in eu-west-1 but stack 'Test' deploys to us-west-2" in str(info.value)
     # The same spec in its own region is fine.
     _, stack, _ = make_stack(spec, region="eu-west-1")
-    uris = image_uris(deployed_definition(Template.from_stack(stack)))
+    uris = image_uris(json.loads(inline_definition(Template.from_stack(stack))))
     assert uris and all(".eu-west-1." in uri for uri in uris), uris
 
 
@@ -96,7 +87,7 @@ def test_an_explicit_image_from_another_region_is_refused(tmp_path):
 
 def test_china_gets_its_partitions_dns_suffix_and_no_mlflow_server():
     _, stack, _ = make_stack(load_spec(QUICKSTART, ["seeds=3"]), region="cn-north-1")
-    uris = image_uris(deployed_definition(Template.from_stack(stack), partition="aws-cn"))
+    uris = image_uris(json.loads(inline_definition(Template.from_stack(stack), partition="aws-cn")))
     assert uris and all(u.startswith(f"{registry_account('cn-north-1')}.dkr.ecr.cn-north-1.amazonaws.com.cn/")
                         for u in uris)
     with pytest.raises(SpecError, match="sagemaker-mlflow client supports the aws and aws-us-gov partitions"):
