@@ -19,6 +19,7 @@ from pathlib import Path
 import aws_cdk as cdk
 
 from bakeoff.pipelines.errors import BakeoffError, SpecError
+from bakeoff.pipelines.sagemaker.cdk.bundle import declared_region
 from bakeoff.pipelines.spec.loader import load_spec
 from bakeoff_cdk import BakeoffPipeline, add_security_checks
 
@@ -26,9 +27,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def stack_region(app: cdk.App, spec, environ=os.environ) -> str | None:
-    explicit = "storage" in spec.model_fields_set and "region" in spec.storage.model_fields_set
-    return (app.node.try_get_context("region") or (spec.storage.region if explicit else None)
-            or environ.get("CDK_DEFAULT_REGION"))
+    return app.node.try_get_context("region") or declared_region(spec) or environ.get("CDK_DEFAULT_REGION")
 
 
 def build_app(app: cdk.App, environ=os.environ) -> cdk.App:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk import Stack, Token
 
 from bakeoff.pipelines.errors import SpecError
+from bakeoff.pipelines.sagemaker.cdk.bundle import declared_region
 from bakeoff.pipelines.spec.model import BakeoffSpec, sagemaker_regions
 
 
@@ -20,8 +21,8 @@ def stack_region(stack: Stack, spec: BakeoffSpec) -> str:
     if region not in sagemaker_regions():
         raise SpecError(f"stack {stack.node.path!r} deploys to {region!r}, which is not a region where SageMaker "
                         "runs", field="region")
-    explicit = "storage" in spec.model_fields_set and "region" in spec.storage.model_fields_set
-    if explicit and spec.storage.region != region:
+    declared = declared_region(spec)
+    if declared and declared != region:
         raise SpecError(f"the spec runs in {spec.storage.region} but stack {stack.node.path!r} deploys to {region}; "
                         f"deploy the stack to {spec.storage.region}, or drop storage.region from the spec to compile "
                         "it for the stack's region", field="storage.region")

@@ -33,12 +33,19 @@ from .reasons import REASONS
 FORMAT = 2  # 2: rendered assets, the MLflow server, every reason an allowed data URI needs
 
 
-def bundle_region(spec: BakeoffSpec, region: str | None) -> str:
+def declared_region(spec: BakeoffSpec) -> str | None:
+    """The region the spec names itself (`storage.region` written in it), or None where it leaves the default: a
+    spec that names one runs only there, one that does not may be compiled for any."""
     explicit = "storage" in spec.model_fields_set and "region" in spec.storage.model_fields_set
+    return spec.storage.region if explicit else None
+
+
+def bundle_region(spec: BakeoffSpec, region: str | None) -> str:
+    declared = declared_region(spec)
     region = region or spec.storage.region
     if region not in sagemaker_regions():
         raise SpecError(f"{region!r} is not a region where SageMaker runs", field="--region")
-    if explicit and spec.storage.region != region:
+    if declared and declared != region:
         raise SpecError(f"the spec runs in {spec.storage.region}, not {region}; drop storage.region from the spec to "
                         "compile it for another region", field="--region")
     return region
