@@ -45,15 +45,11 @@ test-fast: setup
 	$(VENV)/bin/python -m pytest -n 2 --dist worksteal -m "not slow" -q
 
 # mypy reads the packages by their installed names (bakeoff.pipelines, ...): the editable install's import
-# hook is invisible to it, so a tree of links names the checkout's folders so (pyproject.toml's mypy_path).
-TYPECHECK := build/typecheck/bakeoff
+# hook is invisible to it, so a tree of links names the checkout's folders so (pyproject.toml's mypy_path),
+# build/typecheck/bakeoff, made by the same function the docs build uses (pipelines/reference/mkdocs_hook.py).
 lint: setup
 	$(VENV)/bin/ruff check .
-	@mkdir -p $(TYPECHECK)
-	@ln -sfn ../../../src/bakeoff/__init__.py $(TYPECHECK)/__init__.py
-	@ln -sfn ../../../src/bakeoff/py.typed $(TYPECHECK)/py.typed
-	@ln -sfn ../../../pipelines $(TYPECHECK)/pipelines
-	@ln -sfn ../../../estimators $(TYPECHECK)/estimators
+	@$(VENV)/bin/python -m bakeoff.pipelines.reference.mkdocs_hook
 	$(VENV)/bin/mypy
 
 bench: setup

@@ -18,7 +18,9 @@ LINKS = {"__init__.py": "src/bakeoff/__init__.py", "py.typed": "src/bakeoff/py.t
          "estimators": "estimators"}
 
 
-def on_config(config: Any) -> Any:
+def link_names_tree() -> Path:
+    """Make (or mend) build/typecheck/bakeoff in the checkout this module is in; returns it. `make lint` calls
+    it for mypy (`python -m bakeoff.pipelines.reference.mkdocs_hook`), the docs build through `on_config`."""
     root = Path(__file__).resolve().parents[2]  # the checkout this hook is in (pipelines/reference/)
     tree = root.joinpath(*NAMES_TREE)
     tree.mkdir(parents=True, exist_ok=True)
@@ -29,6 +31,11 @@ def on_config(config: Any) -> Any:
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(wanted)
+    return tree
+
+
+def on_config(config: Any) -> Any:
+    link_names_tree()
     return config
 
 
@@ -42,3 +49,7 @@ def on_files(files: Any, config: Any) -> Any:
             raise RuntimeError(f"docs/{path} is generated at build time: remove the file")
         files.append(File.generated(config, path, content=write()))
     return files
+
+
+if __name__ == "__main__":
+    link_names_tree()
